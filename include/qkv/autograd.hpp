@@ -1,0 +1,63 @@
+// Reverse-mode automatic differentiation over a graph built as ops run.
+//
+// Every op that reads a tensor with requires_grad leaves a Node on its output:
+// the inputs it read, and a backward function that turns d(loss)/d(output)
+// into d(loss)/d(input) for each input. backward() sorts the graph
+// topologically (with an explicit stack, so depth is unlimited) and walks it
+// from the loss back to the leaves.
+//
+// Gradients ADD: a tensor used twice gets both contributions, and a leaf's
+// .grad() accumulates (+=) over backward() calls until zero_grad() clears it.
+// zero_grad() is the only thing that clears a gradient.
+//
+// NOTE (ownership): an output owns its Node, the Node owns its inputs. A
+// backward function must never capture its own output (that is a cycle, and
+// the whole graph would leak): if it needs the output's values, it captures
+// out.detach(), which shares the numbers but not the graph.
+#pragma once
+#include <qkv/tensor.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+// Given d(loss)/d(output), return d(loss)/d(input) for each input, in the
+// order of Node::inputs, each with that input's shape. An undefined Tensor
+// means "no gradient for this input" (an op may skip inputs that do not
+// require grad).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
+
+struct Node {
+  std::string name;           // "MulBackward": shown as grad_fn=<MulBackward>
+  std::vector<Tensor> inputs;  // the tensors the op read: the graph's edges
+  BackwardFn backward;
+  ~Node();  // frees long chains without recursing (see autograd.cpp)
+};
+
+// Attach `backward` to `out` if grad mode is on and any input requires grad;
+// otherwise do nothing. Every op calls this once, right after its forward.
+void record(Tensor& out, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+
+// Backpropagate d(root)/d(leaf) into every leaf's .grad() (+=). `grad` is
+// d(loss)/d(root); it may be omitted when root has one element.
+void backward(const Tensor& root, const Tensor& grad = Tensor());
+
+// Recording on or off (on by default, per thread).
+bool is_grad_enabled();
+
+// Inside its scope no op records a graph: for evaluation, optimizer steps,
+// and backward functions themselves.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace qkv

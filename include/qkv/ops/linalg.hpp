@@ -1,0 +1,18 @@
+// Matrix products, on the packed SIMD GEMM kernel.
+//
+//   C = A·B          dA = dC·Bᵀ       dB = Aᵀ·dC
+#pragma once
+#include <qkv/tensor.hpp>
+
+namespace qkv {
+
+// PyTorch's matmul: 1-D·1-D is a dot product; a 1-D operand is treated as a
+// row (left) or column (right) vector and that dim is dropped afterwards;
+// 2-D·2-D is a matrix product; with more dims, the last two are the matrix
+// and the leading (batch) dims broadcast: (B, 1, N, K)·(H, K, M) -> (B, H, N, M).
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Batched product of 3-D tensors: (B, N, K)·(B, K, M) -> (B, N, M). No broadcasting.
+Tensor bmm(const Tensor& a, const Tensor& b);
+
+}  // namespace qkv

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# qkv's one entry point: install what is missing, build, run.
+#
+#   ./qkv.sh lessons    install Debian packages if missing, build (Release), run every lesson
+#   ./qkv.sh test       install Debian packages if missing, build (Release), run the whole test suite
+#   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
+#   ./qkv.sh bench      build and run the benchmark programs
+#
+# Builds go to build/<preset>/ through CMake presets (CMakePresets.json).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# What qkv needs from Debian: a compiler and CMake, and three libraries.
+PACKAGES=(g++ cmake make libfmt-dev doctest-dev libxsimd-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "qkv: Debian packages present: ${PACKAGES[*]}"
+    return
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "qkv: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  echo "qkv: installing missing Debian packages: ${missing[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {  # build <preset>
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1" -j "$(nproc)"
+}
+
+case "${1:-}" in
+  lessons)
+    install_missing
+    build release
+    shopt -s nullglob
+    lessons=(build/release/lessons/[0-9][0-9]_*)
+    [ ${#lessons[@]} -gt 0 ] || echo "qkv: no lessons yet (lessons/ is empty)"
+    for lesson in "${lessons[@]}"; do
+      echo; echo "=== $(basename "$lesson") ==="
+      (cd build/release/lessons && "./$(basename "$lesson")")
+    done
+    ;;
+  test)
+    install_missing
+    cmake --workflow --preset release
+    ;;
+  sanitize)
+    install_missing
+    cmake --workflow --preset sanitize
+    ;;
+  bench)
+    install_missing
+    build release
+    for b in build/release/bench_*; do "$b"; done
+    ;;
+  *)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

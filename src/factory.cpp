@@ -1,0 +1,81 @@
+// The tensor factories of factory.hpp.
+#include <qkv/error.hpp>
+#include <qkv/factory.hpp>
+
+#include <cmath>
+
+namespace qkv {
+
+Tensor tensor(std::vector<float> values, Shape shape) { return Tensor(std::move(values), std::move(shape)); }
+Tensor tensor(std::vector<float> values) {
+  Shape shape{static_cast<int64_t>(values.size())};
+  return Tensor(std::move(values), shape);
+}
+Tensor scalar_tensor(float value) { return Tensor({value}, Shape{}); }
+IntTensor int_tensor(std::vector<int64_t> values, Shape shape) { return IntTensor(std::move(values), std::move(shape)); }
+IntTensor int_tensor(std::vector<int64_t> values) {
+  Shape shape{static_cast<int64_t>(values.size())};
+  return IntTensor(std::move(values), shape);
+}
+
+Tensor zeros(Shape shape) { return Tensor::empty(std::move(shape)); }
+Tensor ones(Shape shape) { return full(std::move(shape), 1.0f); }
+
+Tensor full(Shape shape, float value) {
+  Tensor out = Tensor::empty(std::move(shape));
+  std::fill(out.data(), out.data() + out.numel(), value);
+  return out;
+}
+
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape()); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape()); }
+
+Tensor arange(float end) { return arange(0, end, 1); }
+
+Tensor arange(float start, float end, float step) {
+  if (step == 0) fail("arange: step must be non-zero");
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+    fail("arange: start {}, end {} and step {} must be finite", start, end, step);
+  // Like PyTorch: ceil((end - start) / step) elements, none if the range is empty.
+  double count = std::ceil((static_cast<double>(end) - start) / step);
+  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<float>(start + static_cast<double>(i) * step);
+  return tensor(std::move(values));
+}
+
+IntTensor arange_int(int64_t start, int64_t end) {
+  std::vector<int64_t> values;
+  for (int64_t i = start; i < end; ++i) values.push_back(i);
+  return int_tensor(std::move(values));
+}
+
+Tensor eye(int64_t n) { return eye(n, n); }
+
+Tensor eye(int64_t n, int64_t m) {
+  if (n < 0 || m < 0) fail("eye: sizes {} and {} must not be negative", n, m);
+  Tensor out = zeros({n, m});
+  for (int64_t i = 0; i < std::min(n, m); ++i) out.data()[i * m + i] = 1;
+  return out;
+}
+
+Tensor rand(Shape shape, Generator& gen) {
+  Tensor out = Tensor::empty(std::move(shape));
+  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.uniform();
+  return out;
+}
+
+Tensor randn(Shape shape, Generator& gen) {
+  Tensor out = Tensor::empty(std::move(shape));
+  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.normal();
+  return out;
+}
+
+IntTensor randint(int64_t low, int64_t high, Shape shape, Generator& gen) {
+  if (high <= low) fail("randint: empty range [{}, {})", low, high);
+  IntTensor out = IntTensor::empty(std::move(shape));
+  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.randint(low, high);
+  return out;
+}
+
+}  // namespace qkv

@@ -1,0 +1,48 @@
+// Generator: splitmix64 bits, uniform floats, Box–Muller normals.
+//
+// splitmix64 (Steele, Lea, Flood 2014) is one 64-bit state advanced by a
+// constant and mixed: tiny, fast, and the same sequence on every machine.
+#include <qkv/error.hpp>
+#include <qkv/generator.hpp>
+
+#include <cmath>
+#include <numbers>
+
+namespace qkv {
+
+uint64_t Generator::next_u64() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// The top 24 bits fill a float's mantissa exactly: k / 2²⁴ for k < 2²⁴, so
+// the result is never 1.
+float Generator::uniform() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
+
+float Generator::uniform(float low, float high) { return low + (high - low) * uniform(); }
+
+// Box–Muller: for u1, u2 ~ U(0, 1], sqrt(-2 ln u1)·cos(2π u2) ~ N(0, 1).
+// Computed in double so the numbers do not depend on float rounding of libm.
+float Generator::normal(float mean, float std) {
+  double u1 = (static_cast<double>(next_u64() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+  double u2 = static_cast<double>(next_u64() >> 11) * 0x1.0p-53;          // [0, 1)
+  double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  return mean + std * static_cast<float>(z);
+}
+
+int64_t Generator::randint(int64_t low, int64_t high) {
+  if (high <= low) fail("randint: empty range [{}, {})", low, high);
+  // NOTE: the modulo bias is at most (high - low) / 2⁶⁴: invisible at any size we use.
+  return low + static_cast<int64_t>(next_u64() % static_cast<uint64_t>(high - low));
+}
+
+Generator& default_generator() {
+  static Generator gen(0);
+  return gen;
+}
+
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+}  // namespace qkv

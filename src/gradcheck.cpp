@@ -1,0 +1,61 @@
+// gradcheck: backward's gradients against central finite differences.
+#include <qkv/autograd.hpp>
+#include <qkv/error.hpp>
+#include <qkv/factory.hpp>
+#include <qkv/gradcheck.hpp>
+
+#include <cmath>
+
+namespace qkv {
+
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                          const std::vector<Tensor>& inputs, GradcheckOptions options) {
+  // Fresh leaves, so the caller's tensors are neither perturbed nor given grads.
+  std::vector<Tensor> xs;
+  for (const Tensor& x : inputs) {
+    if (!x.defined()) fail("gradcheck: input {} is undefined", xs.size());
+    xs.push_back(Tensor(x.to_vector(), x.shape()).requires_grad_());
+  }
+
+  // L = Σ w ⊙ f(x): its gradient is what backward gives when fed w.
+  Tensor y = f(xs);
+  if (!y.defined()) fail("gradcheck: the function returned an undefined tensor");
+  Generator gen(options.seed);
+  Tensor w = randn(y.shape(), gen);
+  if (!y.requires_grad()) return {false, "gradcheck: the output does not require grad (the function recorded no graph)"};
+  y.backward(w);
+
+  NoGradGuard no_grad;
+  auto loss = [&]() {
+    Tensor out = f(xs);
+    if (out.shape() != w.shape()) fail("gradcheck: output shape changed from {} to {}", w.shape(), out.shape());
+    double s = 0;
+    for (int64_t k = 0; k < out.numel(); ++k) s += static_cast<double>(w.data()[k]) * out.data()[k];
+    return s;
+  };
+
+  for (size_t i = 0; i < xs.size(); ++i) {
+    Tensor analytic = xs[i].grad();
+    float* x = xs[i].data();
+    for (int64_t j = 0; j < xs[i].numel(); ++j) {
+      float original = x[j];
+      float up = original + options.eps, down = original - options.eps;
+      x[j] = up;
+      double l_up = loss();
+      x[j] = down;
+      double l_down = loss();
+      x[j] = original;
+      // Divide by the step actually taken (up - down in float), not 2·eps.
+      double numeric = (l_up - l_down) / (static_cast<double>(up) - down);
+      double got = analytic.defined() ? analytic.data()[j] : 0.0;
+      if (!(std::fabs(got - numeric) <= options.atol + options.rtol * std::fabs(numeric))) {
+        return {false, fmt::format("gradcheck: input {} {} element {}: backward gives {:.6g}, finite differences "
+                                   "give {:.6g} (atol {}, rtol {})",
+                                   i, xs[i].shape(), j, got, numeric, options.atol, options.rtol)};
+      }
+    }
+  }
+  return {true, ""};
+}
+
+}  // namespace qkv

@@ -1,0 +1,162 @@
+// The autograd engine: accumulation, shared inputs, zero_grad, NoGradGuard,
+// deep graphs, errors; and gradcheck itself.
+#include <doctest/doctest.h>
+
+#include <qkv/qkv.hpp>
+
+#include "reference.hpp"
+
+using namespace qkv;
+
+TEST_CASE("core/autograd: a tensor used twice gets both contributions") {
+  // Mathematics: d(x·x)/dx = 2x; d(x·x + x)/dx = 2x + 1.
+  Tensor x = tensor({3, -2}).requires_grad_();
+  Tensor y = sum(add(mul(x, x), x));
+  y.backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{7, -3});
+}
+
+TEST_CASE("core/autograd: gradients accumulate until zero_grad") {
+  Tensor x = tensor({1, 2}).requires_grad_();
+  sum(mul(x, 3.0f)).backward();
+  sum(mul(x, 3.0f)).backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{6, 6});  // 3 + 3
+  x.zero_grad();
+  CHECK_FALSE(x.grad().defined());
+  sum(mul(x, 3.0f)).backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{3, 3});
+}
+
+TEST_CASE("core/autograd: backward twice through the same graph adds, not compounds") {
+  // Only leaves keep gradients; intermediate ones live for one backward().
+  Tensor x = tensor({2}).requires_grad_();
+  Tensor y = mul(exp(x), 1.0f);
+  Tensor loss = sum(y);
+  loss.backward();
+  loss.backward();
+  CHECK(x.grad().item() == doctest::Approx(2 * std::exp(2.0)));
+}
+
+TEST_CASE("core/autograd: a given output gradient is used, and not written") {
+  Tensor x = tensor({1, 2, 3}).requires_grad_();
+  Tensor g = tensor({0.5f, -1, 2});
+  mul(x, 2.0f).backward(g);
+  CHECK(x.grad().to_vector() == std::vector<float>{1, -2, 4});
+  sum(x).backward();
+  CHECK(g.to_vector() == std::vector<float>{0.5f, -1, 2});  // the leaf's grad does not alias g
+}
+
+TEST_CASE("core/autograd: NoGradGuard records nothing") {
+  Tensor x = ones({2}).requires_grad_();
+  {
+    NoGradGuard guard;
+    Tensor y = mul(x, 2.0f);
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.grad_fn() == nullptr);
+  }
+  CHECK(is_grad_enabled());
+  Tensor y = mul(x, 2.0f);
+  CHECK(y.requires_grad());
+  CHECK(y.grad_fn()->name == "MulBackward");
+  CHECK_FALSE(mul(ones({2}), 2.0f).requires_grad());  // no input needs grad: no graph
+}
+
+TEST_CASE("core/autograd: errors") {
+  CHECK_THROWS_WITH_AS(sum(ones({2})).backward(), doctest::Contains("backward: tensor of shape () does not require grad"),
+                       Error);
+  Tensor x = ones({2, 3}).requires_grad_();
+  Tensor y = mul(x, 2.0f);
+  CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("backward: a gradient must be given for a non-scalar output of shape (2, 3)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(y.backward(ones({3})), doctest::Contains("backward: gradient of shape (3) for an output of shape (2, 3)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(y.requires_grad_(false), doctest::Contains("requires_grad_: only leaf tensors"), Error);
+  CHECK_THROWS_WITH_AS(x.set_grad(ones({3})), doctest::Contains("set_grad: gradient of shape (3) for a tensor of shape (2, 3)"),
+                       Error);
+}
+
+TEST_CASE("core/autograd: a deep graph needs no deep stack") {
+  // 200000 ops in a chain: a recursive topological sort or a recursive
+  // destructor would overflow the stack here.
+  Tensor x = tensor({1.0f}).requires_grad_();
+  Tensor y = x;
+  for (int i = 0; i < 200000; ++i) y = add(y, 0.0f);
+  y.backward();
+  CHECK(x.grad().item() == 1.0f);
+  y = Tensor();  // frees the chain
+  CHECK(x.grad().item() == 1.0f);
+}
+
+TEST_CASE("core/autograd: a training loop frees its graphs") {
+  // The graph must not own itself: each iteration's graph dies with its loss.
+  // The sanitizer build (LeakSanitizer) proves no Node outlives it.
+  Generator gen(1);
+  Tensor w = randn({4, 4}, gen).requires_grad_();
+  std::weak_ptr<Node> first_graph;
+  for (int step = 0; step < 50; ++step) {
+    Tensor h = tanh(matmul(randn({3, 4}, gen), w));
+    Tensor loss = mean(mul(h, h));
+    if (step == 0) first_graph = loss.grad_fn();
+    loss.backward();
+    NoGradGuard no_grad;
+    w = sub(w, mul(w.grad(), 0.1f)).detach().requires_grad_();
+  }
+  CHECK(first_graph.expired());
+}
+
+TEST_CASE("core/sum_to") {
+  Generator gen(2);
+  SUBCASE("reduces broadcast dims, and is itself differentiable") {
+    auto r = gradcheck([](const std::vector<Tensor>& x) { return sum_to(x[0], {3, 1}); }, {randn({2, 3, 4}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+  SUBCASE("against torch's sum_to_size") {
+    test::check_against_torch("core", "sum_to/(2,3,4)->(3,1)",
+                              [](const std::vector<Tensor>& x, const test::RefCase&) { return sum_to(x[0], {3, 1}); });
+    test::check_against_torch("core", "sum_to/(2,1,5)->(5)",
+                              [](const std::vector<Tensor>& x, const test::RefCase&) { return sum_to(x[0], {5}); });
+  }
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(sum_to(ones({2, 3}), {4}), doctest::Contains("sum_to: shapes (2, 3) and (4) do not broadcast"),
+                         Error);
+    CHECK_THROWS_WITH_AS(broadcast_shapes({2, 3}, {4, 3}, "add"),
+                         doctest::Contains("add: shapes (2, 3) and (4, 3) do not broadcast (sizes 2 and 4 at dim 0)"), Error);
+  }
+}
+
+TEST_CASE("core/clone") {
+  Generator gen(3);
+  auto r = gradcheck([](const std::vector<Tensor>& x) { return x[0].clone(); }, {randn({2, 3}, gen)});
+  CHECK_MESSAGE(r.ok, r.message);
+  test::check_against_torch("core", "clone/(2,3)", [](const std::vector<Tensor>& x, const test::RefCase&) { return x[0].clone(); });
+}
+
+// An op whose backward is wrong by 5%: gradcheck must say so.
+namespace {
+Tensor bad_square(const Tensor& x) {
+  Tensor out = mul(x.detach(), x.detach());
+  record(out, "BadSquareBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
+    return {mul(mul(dout, x), 2.0f * 1.05f)};  // true derivative is 2x
+  });
+  return out;
+}
+Tensor good_square(const Tensor& x) {
+  Tensor out = mul(x.detach(), x.detach());
+  record(out, "SquareBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> { return {mul(mul(dout, x), 2.0f)}; });
+  return out;
+}
+}  // namespace
+
+TEST_CASE("core/gradcheck catches a backward that is 5% wrong") {
+  Generator gen(4);
+  Tensor x = randn({3, 5}, gen);
+  auto good = gradcheck([](const std::vector<Tensor>& v) { return good_square(v[0]); }, {x});
+  CHECK_MESSAGE(good.ok, good.message);
+  auto bad = gradcheck([](const std::vector<Tensor>& v) { return bad_square(v[0]); }, {x});
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.message.find("gradcheck: input 0 (3, 5) element") != std::string::npos);
+  auto none = gradcheck([](const std::vector<Tensor>& v) { return v[0].detach(); }, {x});
+  CHECK_FALSE(none.ok);
+  CHECK_THROWS_WITH_AS(gradcheck([](const std::vector<Tensor>& v) { return v[0]; }, {Tensor()}),
+                       doctest::Contains("gradcheck: input 0 is undefined"), Error);
+}

@@ -1,0 +1,45 @@
+// Reading the PyTorch reference values (tests/data/*.txt, written by
+// tools/make_reference.py) and comparing qkv against them.
+//
+// The one call most op tests make, tinygrad-style:
+//   check_against_torch("elementwise", "mul/broadcast",
+//                       [](const std::vector<Tensor>& x, const RefCase&) { return mul(x[0], x[1]); });
+// It builds the case's inputs x0, x1, … as leaves, runs the op, compares the
+// output with torch's `out`, backpropagates torch's `grad_out` and compares
+// each input's gradient with torch's grad_x0, grad_x1, ….
+#pragma once
+#include <qkv/qkv.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace qkv::test {
+
+struct RefCase {
+  std::string name;
+  std::map<std::string, Tensor> floats;
+  std::map<std::string, IntTensor> ints;
+  Tensor tensor(const std::string& key) const;  // a fresh copy; fails the test if missing
+  IntTensor ints_at(const std::string& key) const;
+  bool has(const std::string& key) const { return floats.count(key) != 0 || ints.count(key) != 0; }
+  std::vector<Tensor> inputs() const;  // x0, x1, … (fresh copies)
+};
+
+// The case `name` of tests/data/<group>.txt (files are read once and cached).
+const RefCase& reference(const std::string& group, const std::string& name);
+
+// CHECK that got has want's shape and every |got - want| ≤ atol + rtol·|want|;
+// on failure the message names the first bad element and both values.
+void check_close(const Tensor& got, const Tensor& want, const std::string& what, float rtol = 1e-4f,
+                 float atol = 1e-5f);
+
+using RefFn = std::function<Tensor(const std::vector<Tensor>& inputs, const RefCase& c)>;
+
+// Forward and backward against torch; tolerances are for float32 against
+// torch's float64 reference.
+void check_against_torch(const std::string& group, const std::string& name, const RefFn& fn,
+                         float rtol = 1e-4f, float atol = 1e-5f);
+
+}  // namespace qkv::test
