@@ -1,0 +1,190 @@
+// Reductions along the middle axis of an (outer, n, inner) view: sum, max,
+// min, argmax, argmin; and the dot product.
+//
+// Memory order decides which way the vectors can run:
+//   inner == 1  every output reduces one contiguous row, so W lanes walk the
+//               row side by side and are folded into one float at the end;
+//   inner > 1   slice k, x[o, k, :], is contiguous, so whole slices are
+//               combined elementwise into out[o, :], W outputs at a time.
+//
+// Left out on purpose: several accumulators per row and pairwise summation
+// (faster and more accurate, but more to read), and a SIMD argmax.
+#include "kernels/reduce.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+// NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning
+// wherever their intrinsics get inlined (GCC bug 105593); hush it for xsimd only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <xsimd/xsimd.hpp>
+#pragma GCC diagnostic pop
+
+namespace qkv::kernels {
+
+namespace {
+
+using batch = xsimd::batch<float>;
+constexpr int64_t W = batch::size;  // floats per SIMD register
+
+// The start value that leaves any x unchanged: 0 for a sum, -∞ for a max, +∞ for a min.
+float identity(Reduce op) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  return op == Reduce::Sum ? 0.0f : (op == Reduce::Max ? -inf : inf);
+}
+
+// acc ∘ v for one float. NOTE: IEEE max/min return the other operand when one
+// is NaN (max(NaN, 1) = 1); PyTorch's max and min propagate the NaN, so a NaN
+// is checked for first (and acc + v is then NaN).
+float combine(Reduce op, float acc, float v) {
+  if (op == Reduce::Sum) return acc + v;
+  if (std::isnan(acc) || std::isnan(v)) return acc + v;
+  return op == Reduce::Max ? std::max(acc, v) : std::min(acc, v);
+}
+
+// The same on W lanes at once. Op is a template parameter so the choice is
+// made once per call, not once per batch.
+template <Reduce Op>
+batch combine(batch acc, batch v) {
+  if constexpr (Op == Reduce::Sum) {
+    return acc + v;
+  } else {
+    auto nan = xsimd::isnan(acc) || xsimd::isnan(v);
+    return xsimd::select(nan, acc + v, Op == Reduce::Max ? xsimd::max(acc, v) : xsimd::min(acc, v));
+  }
+}
+
+// Fold the W lanes of acc into one float: a horizontal add for a sum, a
+// scalar pass over the lanes otherwise.
+template <Reduce Op>
+float fold_lanes(batch acc) {
+  if constexpr (Op == Reduce::Sum) {
+    return xsimd::hadd(acc);
+  } else {
+    alignas(64) float lanes[W];
+    acc.store_aligned(lanes);
+    float r = lanes[0];
+    for (int64_t l = 1; l < W; ++l) r = combine(Op, r, lanes[l]);
+    return r;
+  }
+}
+
+// reduce over a contiguous row x[0:n] (inner == 1).
+template <Reduce Op>
+float reduce_row(int64_t n, const float* x) {
+  batch acc(identity(Op));  // lane l holds the result over x[l], x[l+W], x[l+2W], …
+  int64_t k = 0;
+  for (; k + W <= n; k += W) acc = combine<Op>(acc, batch::load_unaligned(x + k));
+  float r = fold_lanes<Op>(acc);
+  for (; k < n; ++k) r = combine(Op, r, x[k]);
+  return r;
+}
+
+// out[0:inner] = reduce over k of x[k, 0:inner] (inner > 1): start from the
+// identity and fold in one slice after another, W columns at a time.
+template <Reduce Op>
+void reduce_slices(int64_t n, int64_t inner, const float* x, float* out) {
+  std::fill(out, out + inner, identity(Op));
+  for (int64_t k = 0; k < n; ++k) {
+    const float* slice = x + k * inner;
+    int64_t i = 0;
+    for (; i + W <= inner; i += W) {
+      batch so_far = batch::load_unaligned(out + i);
+      combine<Op>(so_far, batch::load_unaligned(slice + i)).store_unaligned(out + i);
+    }
+    for (; i < inner; ++i) out[i] = combine(Op, out[i], slice[i]);
+  }
+}
+
+template <Reduce Op>
+void reduce_simd(int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* x_o = x + o * n * inner;  // (n, inner)
+    if (inner == 1)
+      out[o] = reduce_row<Op>(n, x_o);
+    else
+      reduce_slices<Op>(n, inner, x_o, out + o * inner);
+  }
+}
+
+}  // namespace
+
+// ---- reduce ----------------------------------------------------------------------
+
+// out[o, i] = x[o, 0, i] ∘ x[o, 1, i] ∘ … ∘ x[o, n-1, i]
+void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x,
+                      float* out) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      float acc = identity(op);
+      for (int64_t k = 0; k < n; ++k) acc = combine(op, acc, x[(o * n + k) * inner + i]);
+      out[o * inner + i] = acc;
+    }
+  }
+}
+
+void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
+  switch (op) {
+    case Reduce::Sum: return reduce_simd<Reduce::Sum>(outer, n, inner, x, out);
+    case Reduce::Max: return reduce_simd<Reduce::Max>(outer, n, inner, x, out);
+    case Reduce::Min: return reduce_simd<Reduce::Min>(outer, n, inner, x, out);
+  }
+}
+
+// ---- argmax / argmin (scalar) ----------------------------------------------------
+
+namespace {
+
+// out[o, i] = the k whose x[o, k, i] is largest (or smallest). Only a strictly
+// better value takes over, so ties keep the first index. NaN counts as better
+// than anything (PyTorch: a NaN is both the max and the min), and once found it
+// is kept.
+void arg_best(bool largest, int64_t outer, int64_t n, int64_t inner, const float* x,
+              int64_t* out) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* column = x + o * n * inner + i;  // column[k * inner] = x[o, k, i]
+      int64_t best = 0;
+      for (int64_t k = 1; k < n && !std::isnan(column[best * inner]); ++k) {
+        float v = column[k * inner], b = column[best * inner];
+        if (std::isnan(v) || (largest ? v > b : v < b)) best = k;
+      }
+      out[o * inner + i] = best;
+    }
+  }
+}
+
+}  // namespace
+
+void argmax(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
+  arg_best(true, outer, n, inner, x, out);
+}
+
+void argmin(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
+  arg_best(false, outer, n, inner, x, out);
+}
+
+// ---- dot -------------------------------------------------------------------------
+
+float dot_reference(int64_t n, const float* x, const float* y) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] * y[i];
+  return sum;
+}
+
+float dot(int64_t n, const float* x, const float* y) {
+  batch acc(0.0f);  // lane l sums x[i]·y[i] over i ≡ l (mod W)
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
+  float sum = xsimd::hadd(acc);
+  for (; i < n; ++i) sum += x[i] * y[i];
+  return sum;
+}
+
+}  // namespace qkv::kernels

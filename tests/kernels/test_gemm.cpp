@@ -1,0 +1,184 @@
+// gemm against gemm_reference, and both against products worked out by hand.
+//
+// Sizes are odd on purpose: none is a multiple of the SIMD width or of the
+// register block, so every edge path of the packed kernel runs. Strides are
+// larger than the rows they hold, and C's padding is checked to stay untouched.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+
+using namespace qkv::kernels;
+
+namespace {
+
+// A tiny fixed-seed generator (the LCG from Numerical Recipes), so every run
+// sees the same inputs.
+struct Lcg {
+  uint32_t state;
+  float uniform(float lo, float hi) {
+    state = state * 1664525u + 1013904223u;
+    return lo + (hi - lo) * static_cast<float>(state >> 8) / 16777216.0f;  // top 24 bits
+  }
+};
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  Lcg rng{seed};
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+constexpr float kSentinel = -12345.0f;  // fills C's padding, which gemm must not touch
+
+// One gemm call checked against gemm_reference:
+//   op(A) is (M, K), op(B) is (K, N), C is (M, N), each stored with 3 spare
+//   floats at the end of every row (ld = row length + 3).
+void check_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, bool accumulate) {
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(trans_a);
+  CAPTURE(trans_b);
+  CAPTURE(accumulate);
+
+  // A is stored (M, K), or (K, M) when transposed; likewise B.
+  const int64_t a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
+  const int64_t b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
+  const int64_t lda = a_cols + 3, ldb = b_cols + 3, ldc = N + 3;
+  std::vector<float> A = random_vector(a_rows * lda, 1);
+  std::vector<float> B = random_vector(b_rows * ldb, 2);
+
+  // C starts as random values when accumulating and as NaN otherwise: an
+  // overwrite must never read it. The padding holds a sentinel either way.
+  std::vector<float> C0 = random_vector(M * ldc, 3);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      float& c = C0[i * ldc + j];
+      if (j >= N) c = kSentinel;
+      else if (!accumulate) c = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+  std::vector<float> C = C0, C_ref = C0;
+  gemm(trans_a, trans_b, M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
+  gemm_reference(trans_a, trans_b, M, N, K, A.data(), lda, B.data(), ldb, C_ref.data(), ldc,
+                 accumulate);
+
+  // Tolerance. Both kernels sum the same K products in different orders. A
+  // float sum of K terms is off by at most about K·u·Σ|terms| (u = 2⁻²⁴, the
+  // unit roundoff), so the two may differ by 2·(K+1)·u·(Σₖ|a·b| + |C₀|). That
+  // is a worst-case bound (it never flakes) yet far below a real bug: a single
+  // lost product is about Σ|a·b| / K.
+  std::vector<float> A_abs(A), B_abs(B), bound(M * ldc, 0.0f);
+  for (float& x : A_abs) x = std::abs(x);
+  for (float& x : B_abs) x = std::abs(x);
+  gemm_reference(trans_a, trans_b, M, N, K, A_abs.data(), lda, B_abs.data(), ldb, bound.data(),
+                 ldc, false);
+  const double u = std::numeric_limits<float>::epsilon() / 2;
+
+  int64_t bad = 0;
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      int64_t at = i * ldc + j;
+      bool ok;
+      if (j >= N) {
+        ok = C[at] == kSentinel;
+      } else {
+        double scale = bound[at] + (accumulate ? std::abs(C0[at]) : 0.0);
+        ok = std::abs(double(C[at]) - double(C_ref[at])) <= 2.0 * (K + 1) * u * scale;
+      }
+      if (!ok && bad++ == 0) {
+        INFO("first mismatch at (", i, ", ", j, "): gemm ", C[at], " vs reference ", C_ref[at]);
+        CHECK(ok);
+      }
+    }
+  }
+  CHECK(bad == 0);
+}
+
+// Every combination of transposes, overwriting and accumulating.
+void check_all_modes(int64_t M, int64_t N, int64_t K) {
+  for (bool trans_a : {false, true})
+    for (bool trans_b : {false, true})
+      for (bool accumulate : {false, true}) check_gemm(M, N, K, trans_a, trans_b, accumulate);
+}
+
+}  // namespace
+
+TEST_CASE("kernels/gemm") {
+  // SIMD kernel == reference, on shapes that cut across every block size:
+  // M, N, K odd; 129 > MC rows; 257 > KC depth; 2100 > NC columns.
+  SUBCASE("1x1x1") { check_all_modes(1, 1, 1); }
+  SUBCASE("3x17x5") { check_all_modes(3, 17, 5); }
+  SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
+  SUBCASE("129x65x257") { check_all_modes(129, 65, 257); }
+  SUBCASE("5x2100x7") { check_all_modes(5, 2100, 7); }
+
+  SUBCASE("2x3 times 3x2, by hand") {
+    // [1 2 3]   [ 7  8]   [ 58  64]
+    // [4 5 6] · [ 9 10] = [139 154]
+    //           [11 12]
+    const float A[] = {1, 2, 3, 4, 5, 6};          // (2, 3)
+    const float At[] = {1, 4, 2, 5, 3, 6};         // Aᵀ stored (3, 2)
+    const float B[] = {7, 8, 9, 10, 11, 12};       // (3, 2)
+    const float Bt[] = {7, 9, 11, 8, 10, 12};      // Bᵀ stored (2, 3)
+    const float expected[] = {58, 64, 139, 154};   // (2, 2)
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        CAPTURE(trans_a);
+        CAPTURE(trans_b);
+        float C[4] = {-1, -1, -1, -1};
+        gemm(trans_a, trans_b, 2, 2, 3, trans_a ? At : A, trans_a ? 2 : 3, trans_b ? Bt : B,
+             trans_b ? 3 : 2, C, 2, false);
+        for (int i = 0; i < 4; ++i) CHECK(C[i] == expected[i]);
+
+        // Accumulating adds the product once more.
+        gemm(trans_a, trans_b, 2, 2, 3, trans_a ? At : A, trans_a ? 2 : 3, trans_b ? Bt : B,
+             trans_b ? 3 : 2, C, 2, true);
+        for (int i = 0; i < 4; ++i) CHECK(C[i] == 2 * expected[i]);
+      }
+    }
+  }
+
+  SUBCASE("small integers, exact") {
+    // With entries in {-3, …, 3} every product and partial sum is a small
+    // integer, exact in float, so any summation order gives the exact answer,
+    // computed here in int64.
+    const int64_t M = 37, N = 41, K = 300;
+    Lcg rng{7};
+    std::vector<float> A(M * K), B(K * N), C(M * N);
+    for (float& x : A) x = std::floor(rng.uniform(-3.0f, 4.0f));
+    for (float& x : B) x = std::floor(rng.uniform(-3.0f, 4.0f));
+    gemm(false, false, M, N, K, A.data(), K, B.data(), N, C.data(), N, false);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t exact = 0;
+        for (int64_t k = 0; k < K; ++k) exact += int64_t(A[i * K + k]) * int64_t(B[k * N + j]);
+        bad += C[i * N + j] != float(exact);
+      }
+    }
+    CHECK(bad == 0);
+  }
+
+  SUBCASE("empty sizes") {
+    // K = 0: C = 0 (an empty sum), or C unchanged when accumulating.
+    const float nothing[1] = {0};
+    float C[6] = {std::numeric_limits<float>::quiet_NaN(), 1, 2, 3, 4, 5};
+    gemm(false, false, 2, 3, 0, nothing, 1, nothing, 3, C, 3, true);
+    CHECK(C[5] == 5);
+    gemm(false, false, 2, 3, 0, nothing, 1, nothing, 3, C, 3, false);
+    for (float c : C) CHECK(c == 0);
+
+    // M = 0 or N = 0: nothing is written.
+    float D[2] = {7, 7};
+    gemm(false, false, 0, 2, 4, nothing, 4, nothing, 2, D, 2, false);
+    gemm(false, false, 1, 0, 4, nothing, 4, nothing, 0, D, 2, false);
+    CHECK(D[0] == 7);
+    CHECK(D[1] == 7);
+  }
+}
