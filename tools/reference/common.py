@@ -28,10 +28,10 @@ class Writer:
     # --- making inputs -----------------------------------------------------
     def randn(self, *shape, scale=1.0):
         """Normal values, rounded to float32 (what qkv will hold), kept as float64."""
-        return (torch.randn(*shape, generator=self.gen) * scale).float().double()
+        return (torch.randn(tuple(shape), generator=self.gen) * scale).float().double()
 
     def rand(self, *shape, low=0.0, high=1.0):
-        return (low + (high - low) * torch.rand(*shape, generator=self.gen)).float().double()
+        return (low + (high - low) * torch.rand(tuple(shape), generator=self.gen)).float().double()
 
     def randint(self, low, high, *shape):
         return torch.randint(low, high, shape, generator=self.gen)

@@ -30,7 +30,8 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction re
 // (x - target)² reduced; shapes must be equal.
 Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction = Reduction::Mean);
 
-// x1·x2 / max(‖x1‖·‖x2‖, eps) along dim; x1 and x2 broadcast.
+// x1·x2 / (max(‖x1‖, eps)·max(‖x2‖, eps)) along dim (each norm clamped on its
+// own, as current PyTorch does); x1 and x2 broadcast.
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, float eps = 1e-8f);
 
 // x / max(‖x‖_p, eps) along dim (p = 2 is the L2 normalisation).

@@ -15,4 +15,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // Batched product of 3-D tensors: (B, N, K)·(B, K, M) -> (B, N, M). No broadcasting.
 Tensor bmm(const Tensor& a, const Tensor& b);
 
+// PyTorch's F.linear, the op under nn::Linear: y = x·Wᵀ + b.
+//   x (…, K), weight (N, K), bias (N) or undefined -> y (…, N)
+// One GEMM that reads W transposed, instead of a transpose and a matmul:
+//   dx = dy·W      dW = dyᵀ·x      db = Σ_rows dy
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
 }  // namespace qkv

@@ -1,0 +1,386 @@
+// Elementwise ops: arithmetic with broadcasting, the unary maps, masked_fill.
+//
+// Each op computes its output with one of the map kernels (kernels/elementwise)
+// and records its backward right beneath it. The backwards are built from the
+// ops themselves (they run under NoGradGuard, so they record nothing): the
+// gradient of y = f(x) is dout · f'(x), and a broadcast input gets that summed
+// back to its own shape with sum_to.
+//
+// Broadcasting is done here, not in the kernels: binary_op walks the output
+// row by row and tells the kernel, per input, whether it walks along the row
+// (step 1) or repeats one value (step 0). See BroadcastRows.
+#include <qkv/autograd.hpp>
+#include <qkv/error.hpp>
+#include <qkv/ops/broadcast.hpp>
+#include <qkv/ops/elementwise.hpp>
+
+#include <vector>
+
+#include "kernels/elementwise.hpp"
+
+namespace qkv {
+
+namespace {
+
+// --- broadcasting, one row at a time --------------------------------------------
+//
+// out = a ∘ b with a and b broadcast to out's shape. Every tensor is
+// contiguous, so dims of out can be merged: drop the size-1 dims, and join
+// neighbouring dims along which each input is present or broadcast alike
+// (two present dims of a contiguous tensor are one longer dim). What is left
+// is a grid of rows; along a row each input walks (step 1) or repeats one
+// value (step 0), which is exactly what the binary kernel takes:
+//   (M, N)    + (M, N)       1 row of M·N     steps 1, 1
+//   (M, N)    + (N)          M rows of N      steps 1, 1  (b starts over each row)
+//   (B, T, S) * (B, T, 1)    B·T rows of S    steps 1, 0  (b moves on by 1 each row)
+//   (M, 1)    + (1, N)       M rows of N      steps 0, 1
+struct BroadcastRows {
+  int64_t n = 1;                          // elements per row (the innermost merged dim)
+  int64_t a_step = 1, b_step = 1;         // along a row: 1 walks, 0 repeats
+  std::vector<int64_t> outer;             // sizes of the merged dims above the row
+  std::vector<int64_t> a_outer, b_outer;  // each input's stride in those dims (0: broadcast)
+
+  BroadcastRows(const Shape& a, const Shape& b, const Shape& out) {
+    struct Dim {
+      int64_t size;
+      bool a_broadcast, b_broadcast;
+    };
+    std::vector<Dim> dims;
+    for (int64_t d = 0; d < out.ndim(); ++d) {
+      if (out[d] == 1) continue;
+      bool ab = aligned_size(a, d, out.ndim()) == 1;
+      bool bb = aligned_size(b, d, out.ndim()) == 1;
+      if (!dims.empty() && dims.back().a_broadcast == ab && dims.back().b_broadcast == bb)
+        dims.back().size *= out[d];
+      else
+        dims.push_back({out[d], ab, bb});
+    }
+    if (dims.empty()) dims.push_back({1, false, false});  // one element
+
+    // Strides from the innermost dim out: an input moves by the product of
+    // the sizes it has inside this dim, or not at all where it is broadcast.
+    size_t k = dims.size();
+    std::vector<int64_t> a_stride(k), b_stride(k);
+    int64_t a_inner = 1, b_inner = 1;
+    for (size_t i = k; i-- > 0;) {
+      a_stride[i] = dims[i].a_broadcast ? 0 : a_inner;
+      b_stride[i] = dims[i].b_broadcast ? 0 : b_inner;
+      if (!dims[i].a_broadcast) a_inner *= dims[i].size;
+      if (!dims[i].b_broadcast) b_inner *= dims[i].size;
+    }
+    n = dims.back().size;
+    a_step = a_stride.back();
+    b_step = b_stride.back();
+    for (size_t i = 0; i + 1 < k; ++i) {
+      outer.push_back(dims[i].size);
+      a_outer.push_back(a_stride[i]);
+      b_outer.push_back(b_stride[i]);
+    }
+  }
+
+  // Size of dim d of `s` once s is aligned at the last dim to `ndim` dims.
+  static int64_t aligned_size(const Shape& s, int64_t d, int64_t ndim) {
+    int64_t i = d - (ndim - s.ndim());
+    return i < 0 ? 1 : s[i];
+  }
+
+  // row(out_offset, a_offset, b_offset) for every row, in order. The offsets
+  // of a and b advance like an odometer over the outer dims.
+  template <class RowFn>
+  void for_each(RowFn row) const {
+    int64_t rows = 1;
+    for (int64_t s : outer) rows *= s;
+    std::vector<int64_t> index(outer.size(), 0);
+    int64_t ia = 0, ib = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      row(r * n, ia, ib);
+      for (size_t d = outer.size(); d-- > 0;) {  // step to the next row
+        ia += a_outer[d];
+        ib += b_outer[d];
+        if (++index[d] < outer[d]) break;
+        ia -= a_outer[d] * outer[d];  // this dim wrapped: back to its start, carry
+        ib -= b_outer[d] * outer[d];
+        index[d] = 0;
+      }
+    }
+  }
+};
+
+// out = a ∘ b, broadcasting; `name` is the op named in a shape error.
+Tensor binary_op(kernels::Binary op, const Tensor& a, const Tensor& b, const char* name) {
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name));
+  if (out.numel() == 0) return out;
+  BroadcastRows rows(a.shape(), b.shape(), out.shape());
+  const float* pa = a.data();
+  const float* pb = b.data();
+  float* po = out.data();
+  rows.for_each([&](int64_t o, int64_t ia, int64_t ib) {
+    kernels::binary(op, rows.n, pa + ia, rows.a_step, pb + ib, rows.b_step, po + o);
+  });
+  return out;
+}
+
+// out = a ∘ s and out = s ∘ b: the scalar is a step-0 operand, no tensor made for it.
+Tensor binary_op(kernels::Binary op, const Tensor& a, float s) {
+  Tensor out = Tensor::empty(a.shape());
+  kernels::binary(op, a.numel(), a.data(), 1, &s, 0, out.data());
+  return out;
+}
+Tensor binary_op(kernels::Binary op, float s, const Tensor& b) {
+  Tensor out = Tensor::empty(b.shape());
+  kernels::binary(op, b.numel(), &s, 0, b.data(), 1, out.data());
+  return out;
+}
+
+// y = f(x), recording nothing: the forward of the unary ops, and the
+// derivatives (Sign, Step, GeluGrad) their backwards need.
+Tensor unary_op(kernels::Unary op, const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape());
+  kernels::unary(op, x.numel(), x.data(), out.data());
+  return out;
+}
+
+}  // namespace
+
+// --- arithmetic, broadcasting ---------------------------------------------------
+// NOTE: each backward tests requires_grad before computing a gradient, so a
+// constant operand (a mask, a target) costs nothing.
+
+// y = a + b      da = dout      db = dout      (each summed to its input's shape)
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_op(kernels::Binary::Add, a, b, "add");
+  record(out, "AddBackward", {a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
+    return {a.requires_grad() ? sum_to(dout, a.shape()) : Tensor(),
+            b.requires_grad() ? sum_to(dout, b.shape()) : Tensor()};
+  });
+  return out;
+}
+
+// y = a - b      da = dout      db = -dout
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
+  record(out, "SubBackward", {a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
+    return {a.requires_grad() ? sum_to(dout, a.shape()) : Tensor(),
+            b.requires_grad() ? neg(sum_to(dout, b.shape())) : Tensor()};
+  });
+  return out;
+}
+
+// y = a·b        da = dout·b    db = dout·a
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_op(kernels::Binary::Mul, a, b, "mul");
+  record(out, "MulBackward", {a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
+    return {a.requires_grad() ? sum_to(dout * b, a.shape()) : Tensor(),
+            b.requires_grad() ? sum_to(dout * a, b.shape()) : Tensor()};
+  });
+  return out;
+}
+
+// y = a / b      da = dout / b      db = -dout·a / b² = -dout·y / b
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
+  record(out, "DivBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    return {a.requires_grad() ? sum_to(dout / b, a.shape()) : Tensor(),
+            b.requires_grad() ? neg(sum_to(dout * y / b, b.shape())) : Tensor()};
+  });
+  return out;
+}
+
+// y = a^b        da = dout·b·a^(b-1)      db = dout·a^b·ln a
+// NOTE: ln a is -inf at a = 0; there PyTorch takes the limit a^b·ln a → 0
+// (for b > 0), and so does this, by zeroing ln a where a = 0. For a < 0,
+// ln a is NaN, as in PyTorch.
+Tensor pow(const Tensor& a, const Tensor& exponent) {
+  const Tensor& b = exponent;
+  Tensor out = binary_op(kernels::Binary::Pow, a, b, "pow");
+  record(out, "PowBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    Tensor da, db;
+    if (a.requires_grad()) da = sum_to(dout * b * pow(a, b - 1.0f), a.shape());
+    if (b.requires_grad()) {
+      IntTensor a_is_zero = IntTensor::empty(a.shape());
+      for (int64_t i = 0; i < a.numel(); ++i) a_is_zero.data()[i] = a.data()[i] == 0.0f;
+      db = sum_to(dout * y * masked_fill(log(a), a_is_zero, 0.0f), b.shape());
+    }
+    return {da, db};
+  });
+  return out;
+}
+
+// --- arithmetic with a scalar (no broadcast tensor is made for it) --------------
+
+// y = a + s      da = dout
+Tensor add(const Tensor& a, float b) {
+  Tensor out = binary_op(kernels::Binary::Add, a, b);
+  record(out, "AddBackward", {a}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
+  return out;
+}
+
+// y = a - s      da = dout
+Tensor sub(const Tensor& a, float b) {
+  Tensor out = binary_op(kernels::Binary::Sub, a, b);
+  record(out, "SubBackward", {a}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
+  return out;
+}
+
+// y = s - b      db = -dout
+Tensor sub(float a, const Tensor& b) {
+  Tensor out = binary_op(kernels::Binary::Sub, a, b);
+  record(out, "RsubBackward", {b}, [](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout)}; });
+  return out;
+}
+
+// y = a·s        da = dout·s
+Tensor mul(const Tensor& a, float b) {
+  Tensor out = binary_op(kernels::Binary::Mul, a, b);
+  record(out, "MulBackward", {a}, [b](const Tensor& dout) -> std::vector<Tensor> { return {dout * b}; });
+  return out;
+}
+
+// y = a / s      da = dout / s
+Tensor div(const Tensor& a, float b) {
+  Tensor out = binary_op(kernels::Binary::Div, a, b);
+  record(out, "DivBackward", {a}, [b](const Tensor& dout) -> std::vector<Tensor> { return {dout / b}; });
+  return out;
+}
+
+// y = s / b      db = -dout·s / b² = -dout·y / b
+Tensor div(float a, const Tensor& b) {
+  Tensor out = binary_op(kernels::Binary::Div, a, b);
+  record(out, "RdivBackward", {b}, [b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    return {neg(dout * y / b)};
+  });
+  return out;
+}
+
+// y = a^p        da = dout·p·a^(p-1)      (0 when p = 0, even at a = 0, as in PyTorch)
+Tensor pow(const Tensor& a, float exponent) {
+  // a² is the common case (variances, squared errors): a·a is exact and
+  // faster than a general power.
+  Tensor out = exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow")
+                                : binary_op(kernels::Binary::Pow, a, exponent);
+  record(out, "PowBackward", {a}, [a, p = exponent](const Tensor& dout) -> std::vector<Tensor> {
+    if (p == 0.0f) return {Tensor::empty(a.shape())};
+    return {dout * (pow(a, p - 1.0f) * p)};
+  });
+  return out;
+}
+
+// --- unary maps -----------------------------------------------------------------
+
+// y = -x         dx = -dout
+Tensor neg(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Neg, x);
+  record(out, "NegBackward", {x}, [](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout)}; });
+  return out;
+}
+
+// y = eˣ         dx = dout·y
+Tensor exp(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Exp, x);
+  record(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout * y};
+  });
+  return out;
+}
+
+// y = ln x       dx = dout / x
+Tensor log(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Log, x);
+  record(out, "LogBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> { return {dout / x}; });
+  return out;
+}
+
+// y = √x         dx = dout / (2y)
+Tensor sqrt(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Sqrt, x);
+  record(out, "SqrtBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout / (y * 2.0f)};
+  });
+  return out;
+}
+
+// y = |x|        dx = dout·sign(x)      (sign 0 = 0: no gradient at the kink)
+Tensor abs(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Abs, x);
+  record(out, "AbsBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout * unary_op(kernels::Unary::Sign, x)};
+  });
+  return out;
+}
+
+// y = tanh x     dx = dout·(1 - y²)
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Tanh, x);
+  record(out, "TanhBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout * (1.0f - y * y)};
+  });
+  return out;
+}
+
+// y = σ(x) = 1 / (1 + e⁻ˣ)      dx = dout·y·(1 - y)
+Tensor sigmoid(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Sigmoid, x);
+  record(out, "SigmoidBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout * y * (1.0f - y)};
+  });
+  return out;
+}
+
+// y = max(x, 0)  dx = dout·[x > 0]      (0 at x = 0)
+Tensor relu(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Relu, x);
+  record(out, "ReluBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout * unary_op(kernels::Unary::Step, x)};
+  });
+  return out;
+}
+
+// y = x·Φ(x)     dx = dout·(Φ(x) + x·φ(x))      (Φ, φ: the standard normal cdf and pdf)
+Tensor gelu(const Tensor& x) {
+  Tensor out = unary_op(kernels::Unary::Gelu, x);
+  record(out, "GeluBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout * unary_op(kernels::Unary::GeluGrad, x)};
+  });
+  return out;
+}
+
+// --- masked_fill ----------------------------------------------------------------
+
+// y = value where mask ≠ 0, else x      dx = dout where mask = 0, else 0
+// The mask broadcasts to x's shape (not the other way round): y has x's shape.
+Tensor masked_fill(const Tensor& x, const IntTensor& mask, float value) {
+  if (broadcast_shapes(x.shape(), mask.shape(), "masked_fill") != x.shape())
+    fail("masked_fill: mask of shape {} does not broadcast to x's shape {}", mask.shape(), x.shape());
+  Tensor out(x.to_vector(), x.shape());
+  if (out.numel() > 0) {
+    BroadcastRows rows(x.shape(), mask.shape(), x.shape());
+    const int64_t* m = mask.data();
+    float* po = out.data();
+    rows.for_each([&](int64_t o, int64_t, int64_t im) {
+      for (int64_t i = 0; i < rows.n; ++i)
+        if (m[im + i * rows.b_step] != 0) po[o + i] = value;
+    });
+  }
+  record(out, "MaskedFillBackward", {x}, [mask](const Tensor& dout) -> std::vector<Tensor> {
+    return {masked_fill(dout, mask, 0.0f)};
+  });
+  return out;
+}
+
+// --- operators ------------------------------------------------------------------
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator+(const Tensor& a, float b) { return add(a, b); }
+Tensor operator+(float a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator-(const Tensor& a, float b) { return sub(a, b); }
+Tensor operator-(float a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator*(const Tensor& a, float b) { return mul(a, b); }
+Tensor operator*(float a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator/(const Tensor& a, float b) { return div(a, b); }
+Tensor operator/(float a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+
+}  // namespace qkv

@@ -1,0 +1,189 @@
+// Layer-level functions: dropout, layer_norm, cross_entropy, mse_loss,
+// cosine_similarity and normalize.
+//
+// None of them has a hand-written backward. Each is a few primitive ops
+// (elementwise, reduction, softmax, shape_ops) in a row, and autograd
+// differentiates it through them: the gradient of layer_norm is whatever
+// mean, sub, mul, sqrt and div say it is. That is slower than a fused kernel,
+// but every line here can be checked against the formula above it.
+//
+// Dims: N batch, C classes, D the features a row is normalised over.
+#include <qkv/error.hpp>
+#include <qkv/ops.hpp>
+
+#include <cmath>
+
+#include "ops/util.hpp"
+
+namespace qkv {
+
+namespace {
+
+// max(x, lo) elementwise, with clamp_min's gradient: it passes where x ≥ lo
+// and is 0 where lo was taken (masked_fill sends no gradient to filled elements).
+Tensor clamp_min(const Tensor& x, float lo) {
+  IntTensor below = IntTensor::empty(x.shape());
+  const float* v = x.data();
+  int64_t* b = below.data();
+  for (int64_t i = 0; i < x.numel(); ++i) b[i] = v[i] < lo ? 1 : 0;
+  return masked_fill(x, below, lo);
+}
+
+// The p-norm along dim, kept as a size-1 dim and never below eps:
+//   max(‖x‖_p, eps) = max((Σ |x|^p)^(1/p), eps)              (*, D, *) -> (*, 1, *)
+// NOTE: the clamp is applied to Σ|x|^p (at eps^p), before the root. The value
+// is the same (the root is increasing), but a zero vector then sends no
+// gradient into the root, whose derivative at 0 is infinite (0·∞ = NaN).
+Tensor clamped_norm(const Tensor& x, float p, int64_t dim, float eps) {
+  if (std::isinf(p)) return clamp_min(max(abs(x), dim, /*keepdim=*/true), eps);  // max |x|
+  if (p == 2) return sqrt(clamp_min(sum(x * x, dim, /*keepdim=*/true), eps * eps));
+  const float eps_p = static_cast<float>(std::pow(static_cast<double>(eps), static_cast<double>(p)));
+  return pow(clamp_min(sum(pow(abs(x), p), dim, /*keepdim=*/true), eps_p), 1 / p);
+}
+
+}  // namespace
+
+// --- dropout -------------------------------------------------------------------
+
+// y = x ⊙ mask,  mask = 0 with probability p, else 1/(1-p)   (so E[y] = x)
+// The mask is a constant to autograd, so dx = dy ⊙ mask comes from mul.
+Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
+  if (!(p >= 0 && p <= 1)) fail("dropout: probability has to be between 0 and 1, but got {}", p);
+  if (!training || p == 0) return x;
+  // p == 1 drops every element: the mask is all zeros (never 1/0), as PyTorch's.
+  const float scale = p < 1 ? 1 / (1 - p) : 0.0f;
+  Tensor mask = Tensor::empty(x.shape());
+  float* m = mask.data();
+  for (int64_t i = 0; i < mask.numel(); ++i) m[i] = gen.uniform() >= p ? scale : 0.0f;  // keep with prob 1-p
+  return x * mask;
+}
+
+// --- layer_norm ----------------------------------------------------------------
+
+// Each row of D = normalized_shape.numel() trailing elements is normalised:
+//   μ = mean(x)   σ² = mean((x - μ)²)   y = (x - μ) / sqrt(σ² + eps) · weight + bias
+// NOTE: σ² is computed from the centred values (two passes), not as
+// E[x²] - μ², which in float32 cancels to garbage when |μ| ≫ σ (x ≈ 1e4 + noise).
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  float eps) {
+  const int64_t k = normalized_shape.ndim();
+  if (k == 0) fail("layer_norm: normalized_shape is empty; give the trailing dims to normalise over");
+  bool fits = k <= x.dim();
+  for (int64_t i = 0; fits && i < k; ++i) fits = x.shape()[x.dim() - k + i] == normalized_shape[i];
+  if (!fits) fail("layer_norm: normalized_shape {} does not match the trailing dims of x {}", normalized_shape, x.shape());
+  if (weight.defined() && weight.shape() != normalized_shape)
+    fail("layer_norm: weight shape {} should be normalized_shape {}", weight.shape(), normalized_shape);
+  if (bias.defined() && bias.shape() != normalized_shape)
+    fail("layer_norm: bias shape {} should be normalized_shape {}", bias.shape(), normalized_shape);
+
+  int64_t rows = 1;  // the product of the leading (not normalised) dims
+  for (int64_t d = 0; d < x.dim() - k; ++d) rows *= x.shape()[d];
+  const int64_t D = normalized_shape.numel();
+
+  Tensor xr = reshape(x, Shape{rows, D});                     // (R, D)
+  Tensor mu = mean(xr, -1, /*keepdim=*/true);                 // (R, 1)
+  Tensor xc = xr - mu;                                        // (R, D)
+  Tensor var = mean(xc * xc, -1, /*keepdim=*/true);           // (R, 1), biased (divides by D)
+  Tensor y = reshape(xc / sqrt(var + eps), x.shape());        // (R, D) -> x's shape
+  if (weight.defined()) y = y * weight;                       // weight broadcasts over the leading dims
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+// --- losses --------------------------------------------------------------------
+
+// loss[n, …] = -log_softmax(logits, 1)[n, target[n, …], …]
+// Built as log_softmax (which subtracts the max, so logits of ±1e4 stay
+// finite), then index_select of each target's entry from the flattened
+// log-probabilities: O(N) work on top of the softmax, and the backward
+// scatters each gradient back to its one entry. Targets equal to
+// ignore_index are filled with 0 and get no gradient.
+Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction reduction, int64_t ignore_index) {
+  if (logits.dim() == 0) fail("cross_entropy: logits must be (C), (N, C) or (N, C, d1, ...), got {}", logits.shape());
+  if (logits.dim() == 1) {  // unbatched: logits (C) with target () is a batch of one
+    if (target.dim() != 0)
+      fail("cross_entropy: target shape {} does not match logits {}: expected ()", target.shape(), logits.shape());
+    Tensor loss = cross_entropy(reshape(logits, Shape{1, logits.size(0)}), target.reshape(Shape{1}), reduction,
+                                ignore_index);
+    return reduction == Reduction::None ? reshape(loss, Shape{}) : loss;
+  }
+  const Shape expected = detail::reduced_shape(logits.shape(), 1, /*keepdim=*/false);  // (N, d1, …)
+  if (target.shape() != expected)
+    fail("cross_entropy: target shape {} does not match logits {}: expected {}", target.shape(), logits.shape(),
+         expected);
+
+  // In logits (N, C, inner) flattened, the entry [n, c, j] is element (n·C + c)·inner + j.
+  const detail::AxisView v = detail::axis_view(logits.shape(), 1);  // outer = N, n = C, inner = d1·d2·…
+  const int64_t C = v.n;
+  IntTensor index = IntTensor::empty(Shape{target.numel()});  // where each target's log-probability sits
+  IntTensor ignored = IntTensor::empty(target.shape());       // 1 where target == ignore_index
+  int64_t kept = 0;
+  const int64_t* t = target.data();
+  for (int64_t n = 0; n < v.outer; ++n) {
+    for (int64_t j = 0; j < v.inner; ++j) {
+      const int64_t i = n * v.inner + j;
+      if (t[i] == ignore_index) {
+        ignored.data()[i] = 1;
+        index.data()[i] = n * C * v.inner + j;  // class 0: any valid entry, filled with 0 below
+        continue;
+      }
+      if (t[i] < 0 || t[i] >= C) fail("cross_entropy: target {} out of range for {} classes", t[i], C);
+      index.data()[i] = (n * C + t[i]) * v.inner + j;
+      ++kept;
+    }
+  }
+
+  Tensor logp = log_softmax(logits, 1);                                            // (N, C, d1, …)
+  Tensor picked = reshape(index_select(reshape(logp, Shape{-1}), 0, index), expected);  // (N, d1, …)
+  Tensor loss = masked_fill(-picked, ignored, 0.0f);                               // (N, d1, …)
+  switch (reduction) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: break;
+  }
+  // Mean over the targets that count; with every target ignored this is 0/0 = NaN, as in PyTorch.
+  return sum(loss) / static_cast<float>(kept);
+}
+
+// loss = (x - target)², reduced; the gradient reaches both x and target.
+Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  if (x.shape() != target.shape())
+    fail("mse_loss: x {} and target {} have different shapes", x.shape(), target.shape());
+  Tensor diff = x - target;
+  Tensor sq = diff * diff;
+  switch (reduction) {
+    case Reduction::None: return sq;
+    case Reduction::Sum: return sum(sq);
+    case Reduction::Mean: break;
+  }
+  return mean(sq);
+}
+
+// --- similarity and normalisation ------------------------------------------------
+
+// cos(x1, x2) = Σ (x1 / max(‖x1‖, eps)) ⊙ (x2 / max(‖x2‖, eps))   along dim
+// PyTorch's current formula: each norm is clamped on its own (older PyTorch
+// docs clamp the product, max(‖x1‖·‖x2‖, eps)). Dividing by the norms before
+// multiplying keeps the result in [-1, 1]. x1 and x2 broadcast, and dim indexes the
+// broadcast shape: (*, D, *) , (*, D, *) -> (*, *).
+// NOTE: where 0 < ‖x‖ < eps, PyTorch lets the gradient through its clamp and
+// qkv does not (as clamp_min), so gradients differ there; values agree.
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, float eps) {
+  const Shape shape = broadcast_shapes(x1.shape(), x2.shape(), "cosine_similarity");
+  const int64_t d = normalize_dim(dim, shape.ndim(), "cosine_similarity");
+  // Expand first: if x1 has size 1 along dim, its norm is that of the repeated vector.
+  Tensor a = x1.shape() == shape ? x1 : expand(x1, shape);  // (*, D, *)
+  Tensor b = x2.shape() == shape ? x2 : expand(x2, shape);  // (*, D, *)
+  Tensor a_unit = a / clamped_norm(a, 2, d, eps);          // (*, D, *) / (*, 1, *)
+  Tensor b_unit = b / clamped_norm(b, 2, d, eps);
+  return sum(a_unit * b_unit, d);                          // (*, *)
+}
+
+// y = x / max(‖x‖_p, eps)   along dim; p = 2 by default, p = ∞ is max |x|.
+Tensor normalize(const Tensor& x, float p, int64_t dim, float eps) {
+  if (!(p > 0)) fail("normalize: p must be positive (or inf), got {}", p);
+  const int64_t d = normalize_dim(dim, x.dim(), "normalize");
+  return x / clamped_norm(x, p, d, eps);  // (*, D, *) / (*, 1, *)
+}
+
+}  // namespace qkv

@@ -1,0 +1,197 @@
+// Reductions: sum, mean, max, min over every element or along one dim, and
+// argmax/argmin.
+//
+// Every "along dim" reduction sees x as the 3-D view (outer, n, inner) of
+// util.hpp and reduces its middle axis with one kernel call:
+//   out[o, i] = reduce over k < n of x[o, k, i]
+// The result has the same (outer, inner) order whether or not keepdim keeps
+// the reduced dim as size 1, so backwards can walk dout in that order too.
+//
+// A 0-d tensor is treated as having one dim of size 1, as PyTorch does:
+// sum(scalar, 0) and sum(scalar, -1) are allowed and give the scalar back.
+//
+// Empty inputs: sum of nothing is 0 (as in PyTorch). mean, max, min, argmax
+// and argmin of nothing throw; PyTorch throws for max/min/argmax too, but
+// returns NaN for mean; qkv says so loudly instead.
+#include <qkv/autograd.hpp>
+#include <qkv/error.hpp>
+#include <qkv/ops/elementwise.hpp>
+#include <qkv/ops/reduction.hpp>
+#include <qkv/ops/shape_ops.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/reduce.hpp"
+#include "ops/util.hpp"
+
+namespace qkv {
+
+namespace {
+
+// The shape of a reduction of x along d (a 0-d x stays 0-d).
+Shape out_shape(const Tensor& x, int64_t d, bool keepdim) {
+  if (x.dim() == 0) return Shape();
+  return detail::reduced_shape(x.shape(), d, keepdim);
+}
+
+// Reduce x along d with one kernel call: the forward of sum, max and min.
+// n == 0 (only sum gets here with it) leaves the zeros Tensor::empty made.
+Tensor reduce_along(kernels::Reduce op, const Tensor& x, int64_t d, bool keepdim) {
+  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  Tensor out = Tensor::empty(out_shape(x, d, keepdim));
+  if (n > 0 && out.numel() > 0) kernels::reduce(op, outer, n, inner, x.data(), out.data());
+  return out;
+}
+
+// The backward of a reduction along d: dout has the reduced shape; give it
+// back the reduced dim (size 1) if keepdim dropped it, then copy it along
+// that dim to x's shape.
+Tensor expand_back(const Tensor& dout, const Shape& x_shape, int64_t d, bool keepdim) {
+  Tensor g = (keepdim || x_shape.ndim() == 0) ? dout : unsqueeze(dout, d);
+  return expand(g, x_shape);
+}
+
+void check_not_empty_dim(const Tensor& x, int64_t d, const char* op) {
+  if (x.dim() > 0 && x.size(d) == 0) fail("{}: dim {} of {} has size 0: nothing to reduce", op, d, x.shape());
+}
+
+void check_not_empty(const Tensor& x, const char* op) {
+  if (x.numel() == 0) fail("{}: {} has no elements: nothing to reduce", op, x.shape());
+}
+
+}  // namespace
+
+// ---- sum -----------------------------------------------------------------------
+
+// y = Σᵢ xᵢ (shape ())         dx = dy at every position
+Tensor sum(const Tensor& x) {
+  Tensor out = Tensor::empty(Shape());
+  if (x.numel() > 0) kernels::reduce(kernels::Reduce::Sum, 1, x.numel(), 1, x.data(), out.data());
+  record(out, "SumBackward", {x}, [shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> {
+    return {expand(dout, shape)};
+  });
+  return out;
+}
+
+// y[o, i] = Σₖ x[o, k, i]      dx[o, k, i] = dy[o, i] for every k
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+  int64_t d = normalize_dim(dim, x.dim(), "sum");
+  Tensor out = reduce_along(kernels::Reduce::Sum, x, d, keepdim);
+  record(out, "SumBackward", {x}, [shape = x.shape(), d, keepdim](const Tensor& dout) -> std::vector<Tensor> {
+    return {expand_back(dout, shape, d, keepdim)};
+  });
+  return out;
+}
+
+// ---- mean: a sum divided by a count, so its backward comes from sum and div ----
+
+// y = Σᵢ xᵢ / N                dx = dy / N
+Tensor mean(const Tensor& x) {
+  check_not_empty(x, "mean");
+  return div(sum(x), static_cast<float>(x.numel()));
+}
+
+// y[o, i] = Σₖ x[o, k, i] / n  dx[o, k, i] = dy[o, i] / n
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+  int64_t d = normalize_dim(dim, x.dim(), "mean");
+  check_not_empty_dim(x, d, "mean");
+  int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  return div(sum(x, d, keepdim), static_cast<float>(n));
+}
+
+// ---- max and min ----------------------------------------------------------------
+
+namespace {
+
+// max or min of every element. Backward, as PyTorch's max() without a dim:
+// dy is split evenly among the positions that hold the extreme value
+// (with one such position, it all goes there).
+Tensor extreme_all(kernels::Reduce op, const Tensor& x, const char* name, const char* backward_name) {
+  check_not_empty(x, name);
+  Tensor out = Tensor::empty(Shape());
+  kernels::reduce(op, 1, x.numel(), 1, x.data(), out.data());
+  record(out, backward_name, {x}, [x, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+    const float m = y.item();
+    const float* xs = x.data();
+    int64_t ties = std::count(xs, xs + x.numel(), m);
+    Tensor dx = Tensor::empty(x.shape());
+    float share = dout.item() / static_cast<float>(ties);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (xs[i] == m) dx.data()[i] = share;
+    }
+    return {dx};
+  });
+  return out;
+}
+
+// max or min along dim d. Backward, as PyTorch's max(x, dim): all of
+// dy[o, i] goes to the first k where x[o, k, i] was the extreme value
+// (the index argmax/argmin returns); every other position gets 0.
+Tensor extreme_along(kernels::Reduce op, const Tensor& x, int64_t dim, bool keepdim, const char* name,
+                     const char* backward_name) {
+  int64_t d = normalize_dim(dim, x.dim(), name);
+  check_not_empty_dim(x, d, name);
+  Tensor out = reduce_along(op, x, d, keepdim);
+  record(out, backward_name, {x}, [x, d, op](const Tensor& dout) -> std::vector<Tensor> {
+    auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+    std::vector<int64_t> where(static_cast<size_t>(outer * inner));  // k of the extreme, per (o, i)
+    if (op == kernels::Reduce::Max) kernels::argmax(outer, n, inner, x.data(), where.data());
+    else kernels::argmin(outer, n, inner, x.data(), where.data());
+    Tensor dx = Tensor::empty(x.shape());
+    float* g = dx.data();
+    const float* dy = dout.data();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t k = where[static_cast<size_t>(o * inner + i)];
+        g[(o * n + k) * inner + i] = dy[o * inner + i];
+      }
+    }
+    return {dx};
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor max(const Tensor& x) { return extreme_all(kernels::Reduce::Max, x, "max", "MaxBackward"); }
+Tensor min(const Tensor& x) { return extreme_all(kernels::Reduce::Min, x, "min", "MinBackward"); }
+
+Tensor max(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_along(kernels::Reduce::Max, x, dim, keepdim, "max", "MaxBackward");
+}
+
+Tensor min(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_along(kernels::Reduce::Min, x, dim, keepdim, "min", "MinBackward");
+}
+
+// ---- argmax and argmin: indices, no gradient ----------------------------------------
+// On ties the first index wins, as in PyTorch.
+
+// The index of the largest element of x flattened (shape ()).
+IntTensor argmax(const Tensor& x) {
+  check_not_empty(x, "argmax");
+  IntTensor out = IntTensor::empty(Shape());
+  kernels::argmax(1, x.numel(), 1, x.data(), out.data());
+  return out;
+}
+
+IntTensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  int64_t d = normalize_dim(dim, x.dim(), "argmax");
+  check_not_empty_dim(x, d, "argmax");
+  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  IntTensor out = IntTensor::empty(out_shape(x, d, keepdim));
+  if (out.numel() > 0) kernels::argmax(outer, n, inner, x.data(), out.data());
+  return out;
+}
+
+IntTensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  int64_t d = normalize_dim(dim, x.dim(), "argmin");
+  check_not_empty_dim(x, d, "argmin");
+  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  IntTensor out = IntTensor::empty(out_shape(x, d, keepdim));
+  if (out.numel() > 0) kernels::argmin(outer, n, inner, x.data(), out.data());
+  return out;
+}
+
+}  // namespace qkv

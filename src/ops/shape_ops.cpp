@@ -1,0 +1,451 @@
+// Shape ops: reshape/view, transpose/permute, squeeze/unsqueeze,
+// expand/repeat, cat/stack, split/chunk, narrow/slice, index_select and
+// embedding.
+//
+// They all come down to three kinds of move, each written once:
+//   - a view: the same storage with a new shape (reshape, view, flatten,
+//     squeeze, unsqueeze); its gradient is dout reshaped back;
+//   - a strided copy: out[i₀, i₁, …] = x[Σ iₖ·strideₖ] (permute, transpose,
+//     expand); its gradient is the inverse permutation, or a sum;
+//   - a take along one dim: out[o, j, i] = x[o, pos[j], i] (narrow, slice,
+//     split, chunk, index_select, embedding); its gradient adds dout back
+//     into zeros at the same positions.
+// repeat, stack and embedding are built from these, so their gradients come
+// for free.
+//
+// Left out on purpose: strides on tensors (qkv tensors are always contiguous,
+// so transpose copies where PyTorch would return a view), and the legacy rule
+// that lets cat skip 1-D empty tensors of any shape.
+#include <qkv/autograd.hpp>
+#include <qkv/error.hpp>
+#include <qkv/ops/broadcast.hpp>
+#include <qkv/ops/shape_ops.hpp>
+
+#include <algorithm>
+
+#include "ops/util.hpp"
+
+namespace qkv {
+
+namespace {
+
+// ---- the three moves ----------------------------------------------------------
+
+// A tensor with x's storage and another shape of the same numel, no history.
+Tensor share_storage(const Tensor& x, Shape shape) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = x.impl()->storage;
+  impl->shape = std::move(shape);
+  return Tensor(impl);
+}
+
+// y = x seen with another shape: no number moves.   dx = dout seen with x's shape.
+// NOTE: y shares x's storage, so writing through y.data() writes x too.
+Tensor view_as_shape(const Tensor& x, Shape shape, const char* backward_name) {
+  Tensor out = share_storage(x, std::move(shape));
+  Shape x_shape = x.shape();
+  record(out, backward_name, {x}, [x_shape](const Tensor& dout) -> std::vector<Tensor> {
+    return {share_storage(dout, x_shape)};
+  });
+  return out;
+}
+
+// Row-major strides: how far apart, in elements, neighbours along each dim are.
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(static_cast<size_t>(shape.ndim()));
+  int64_t step = 1;
+  for (int64_t d = shape.ndim() - 1; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = step;
+    step *= shape[d];
+  }
+  return strides;
+}
+
+// dst[i₀, i₁, …] = src[Σₖ iₖ·strides[k]] for every index of `shape`, dst row-major.
+// The one copy loop behind permute (strides taken in a new order) and expand
+// (stride 0 along a dim that repeats one value).
+void strided_copy(const float* src, const Shape& shape, const std::vector<int64_t>& strides, float* dst) {
+  const int64_t nd = shape.ndim();
+  if (shape.numel() == 0) return;
+  if (nd == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const int64_t len = shape[nd - 1], step = strides[static_cast<size_t>(nd - 1)];
+  std::vector<int64_t> index(static_cast<size_t>(nd), 0);  // of the current row's first element
+  int64_t offset = 0;                                      // its position in src
+  for (int64_t row = 0, rows = shape.numel() / len; row < rows; ++row) {
+    for (int64_t j = 0; j < len; ++j) dst[j] = src[offset + j * step];
+    dst += len;
+    // Odometer: step the index to the next row, carrying into earlier dims.
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      size_t k = static_cast<size_t>(d);
+      offset += strides[k];
+      if (++index[k] < shape[d]) break;
+      offset -= strides[k] * shape[d];
+      index[k] = 0;
+    }
+  }
+}
+
+// out[o, j, i] = x[o, pos[j], i]   in the (outer, n, inner) view around dim.
+Tensor gather_along(const Tensor& x, int64_t dim, const std::vector<int64_t>& pos) {
+  std::vector<int64_t> dims = x.shape().dims();
+  dims[static_cast<size_t>(dim)] = static_cast<int64_t>(pos.size());
+  Tensor out = Tensor::empty(Shape(dims));
+  auto [outer, n, inner] = detail::axis_view(x.shape(), dim);
+  const int64_t m = static_cast<int64_t>(pos.size());
+  const float* src = x.data();
+  float* dst = out.data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < m; ++j)
+      std::copy_n(src + (o * n + pos[static_cast<size_t>(j)]) * inner, inner, dst + (o * m + j) * inner);
+  return out;
+}
+
+// dx = zeros(x_shape);  dx[o, pos[j], i] += dout[o, j, i]: a position taken
+// twice gets both contributions.
+Tensor scatter_add_along(const Tensor& dout, const Shape& x_shape, int64_t dim, const std::vector<int64_t>& pos) {
+  Tensor dx = Tensor::empty(x_shape);
+  auto [outer, n, inner] = detail::axis_view(x_shape, dim);
+  const int64_t m = static_cast<int64_t>(pos.size());
+  const float* src = dout.data();
+  float* dst = dx.data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < m; ++j) {
+      const float* from = src + (o * m + j) * inner;
+      float* to = dst + (o * n + pos[static_cast<size_t>(j)]) * inner;
+      for (int64_t i = 0; i < inner; ++i) to[i] += from[i];
+    }
+  return dx;
+}
+
+// y = x[…, pos, …] along dim (positions already checked).   dx = dout added back at pos.
+Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* backward_name) {
+  Tensor out = gather_along(x, dim, pos);
+  Shape x_shape = x.shape();
+  record(out, backward_name, {x}, [x_shape, dim, pos](const Tensor& dout) -> std::vector<Tensor> {
+    return {scatter_add_along(dout, x_shape, dim, pos)};
+  });
+  return out;
+}
+
+// start, start+step, … below end.
+std::vector<int64_t> positions(int64_t start, int64_t end, int64_t step) {
+  std::vector<int64_t> pos;
+  for (int64_t p = start; p < end; p += step) pos.push_back(p);
+  return pos;
+}
+
+// `shape` with one -1 replaced by what makes numel match x's.
+Shape infer_shape(const Shape& from, Shape shape, const char* op) {
+  int64_t infer = -1, known = 1;
+  for (int64_t d = 0; d < shape.ndim(); ++d) {
+    if (shape[d] == -1) {
+      if (infer >= 0) fail("{}: only one size may be -1, got {}", op, shape);
+      infer = d;
+    } else if (shape[d] < 0) {
+      fail("{}: invalid size {} in {}", op, shape[d], shape);
+    } else {
+      known *= shape[d];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0) fail("{}: cannot reshape {} to {}: the -1 is ambiguous when the other sizes multiply to 0", op, from, shape);
+    if (from.numel() % known != 0)
+      fail("{}: cannot reshape {} ({} elements) to {}: {} is not a multiple of {}", op, from, from.numel(), shape, from.numel(), known);
+    shape[infer] = from.numel() / known;
+  }
+  if (shape.numel() != from.numel())
+    fail("{}: cannot reshape {} ({} elements) to {} ({} elements)", op, from, from.numel(), shape, shape.numel());
+  return shape;
+}
+
+}  // namespace
+
+// ---- views: same numbers, new shape -------------------------------------------
+
+Tensor reshape(const Tensor& x, Shape shape) {
+  return view_as_shape(x, infer_shape(x.shape(), std::move(shape), "reshape"), "ReshapeBackward");
+}
+
+Tensor view(const Tensor& x, Shape shape) {
+  return view_as_shape(x, infer_shape(x.shape(), std::move(shape), "view"), "ViewBackward");
+}
+
+// (d₀, …, d_start, …, d_end, …) -> (d₀, …, d_start·…·d_end, …); a 0-d tensor becomes (1).
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  int64_t start = normalize_dim(start_dim, x.dim(), "flatten");
+  int64_t end = normalize_dim(end_dim, x.dim(), "flatten");
+  if (x.dim() == 0) return view_as_shape(x, Shape{1}, "FlattenBackward");
+  if (start > end) fail("flatten: start_dim {} comes after end_dim {} for {}", start_dim, end_dim, x.shape());
+  std::vector<int64_t> dims;
+  int64_t merged = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < start || d > end) dims.push_back(x.shape()[d]);
+    else merged *= x.shape()[d];
+    if (d == end) dims.push_back(merged);
+  }
+  return view_as_shape(x, Shape(dims), "FlattenBackward");
+}
+
+Tensor squeeze(const Tensor& x) {
+  std::vector<int64_t> dims;
+  for (int64_t s : x.shape())
+    if (s != 1) dims.push_back(s);
+  return view_as_shape(x, Shape(dims), "SqueezeBackward");
+}
+
+Tensor squeeze(const Tensor& x, int64_t dim) {
+  int64_t d = normalize_dim(dim, x.dim(), "squeeze");
+  if (x.dim() == 0 || x.shape()[d] != 1) return view_as_shape(x, x.shape(), "SqueezeBackward");
+  return view_as_shape(x, detail::reduced_shape(x.shape(), d, false), "SqueezeBackward");
+}
+
+// A new size-1 dim at `dim`, which may be 0 … ndim (after the last).
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  int64_t d = normalize_dim(dim, x.dim() + 1, "unsqueeze");
+  std::vector<int64_t> dims = x.shape().dims();
+  dims.insert(dims.begin() + d, 1);
+  return view_as_shape(x, Shape(dims), "UnsqueezeBackward");
+}
+
+// ---- permute and transpose ------------------------------------------------------
+
+// y[i_dims[0], i_dims[1], …] = x[i₀, i₁, …]: y's dim k is x's dim dims[k].
+// dx = dout permuted back by the inverse permutation (x's dim dims[k] is y's dim k).
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  const int64_t nd = x.dim();
+  if (static_cast<int64_t>(dims.size()) != nd)
+    fail("permute: {} dims given for a {}-d tensor of shape {}", dims.size(), nd, x.shape());
+  std::vector<int64_t> order(dims.size()), inverse(dims.size(), -1);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t d = normalize_dim(dims[k], nd, "permute");
+    if (inverse[static_cast<size_t>(d)] >= 0) fail("permute: dim {} appears twice in the permutation", dims[k]);
+    order[k] = d;
+    inverse[static_cast<size_t>(d)] = static_cast<int64_t>(k);
+  }
+  const std::vector<int64_t> x_strides = contiguous_strides(x.shape());
+  std::vector<int64_t> out_dims(dims.size()), strides(dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) {
+    out_dims[k] = x.shape()[order[k]];
+    strides[k] = x_strides[static_cast<size_t>(order[k])];
+  }
+  Tensor out = Tensor::empty(Shape(out_dims));
+  strided_copy(x.data(), out.shape(), strides, out.data());
+  record(out, "PermuteBackward", {x}, [inverse](const Tensor& dout) -> std::vector<Tensor> {
+    return {permute(dout, inverse)};
+  });
+  return out;
+}
+
+// Swap two dims: the permutation that exchanges dim0 and dim1 (its own inverse).
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  int64_t d0 = normalize_dim(dim0, x.dim(), "transpose");
+  int64_t d1 = normalize_dim(dim1, x.dim(), "transpose");
+  if (x.dim() == 0) return view_as_shape(x, x.shape(), "TransposeBackward");
+  std::vector<int64_t> order(static_cast<size_t>(x.dim()));
+  for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int64_t>(k);
+  std::swap(order[static_cast<size_t>(d0)], order[static_cast<size_t>(d1)]);
+  return permute(x, order);
+}
+
+// ---- expand and repeat ------------------------------------------------------------
+
+// y = x broadcast to `shape`: a size-1 dim repeats its one value (stride 0),
+// new dims go in front.   dx = sum_to(dout, x.shape), the sum over the copies.
+Tensor expand(const Tensor& x, Shape shape) {
+  const int64_t nd = shape.ndim(), lead = shape.ndim() - x.dim();
+  if (lead < 0) fail("expand: cannot expand {} to {}: the target has fewer dims", x.shape(), shape);
+  const std::vector<int64_t> x_strides = contiguous_strides(x.shape());
+  std::vector<int64_t> strides(static_cast<size_t>(nd), 0);
+  for (int64_t d = 0; d < nd; ++d) {
+    if (d < lead) {  // a new leading dim: every index reads the same x
+      if (shape[d] < 0) fail("expand: size {} not allowed for new leading dim {} in {}", shape[d], d, shape);
+      continue;
+    }
+    int64_t size = x.shape()[d - lead];
+    if (shape[d] == -1) shape[d] = size;
+    if (shape[d] == size) strides[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(d - lead)];
+    else if (size != 1 || shape[d] < 0)
+      fail("expand: cannot expand {} to {}: dim {} of size {} cannot become {} (only size-1 dims grow)", x.shape(),
+           shape, d, size, shape[d]);
+  }
+  Tensor out = Tensor::empty(shape);
+  strided_copy(x.data(), shape, strides, out.data());
+  Shape x_shape = x.shape();
+  record(out, "ExpandBackward", {x}, [x_shape](const Tensor& dout) -> std::vector<Tensor> {
+    return {sum_to(dout, x_shape)};
+  });
+  return out;
+}
+
+// Tile x repeats[k] times along dim k (x gets leading size-1 dims if repeats is longer).
+// As a composition: x (p₀, p₁, …) viewed as (1, p₀, 1, p₁, …), expanded to
+// (r₀, p₀, r₁, p₁, …), viewed as (r₀·p₀, r₁·p₁, …). The gradient comes from
+// expand's: each copy's gradient is summed back.
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
+  const int64_t n = static_cast<int64_t>(repeats.size());
+  if (n < x.dim()) fail("repeat: {} repeats for a {}-d tensor of shape {}: need at least one per dim", n, x.dim(), x.shape());
+  std::vector<int64_t> interleaved, tiled, out_dims;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t r = repeats[static_cast<size_t>(k)];
+    if (r < 0) fail("repeat: negative repeat count {} for dim {}", r, k);
+    int64_t p = k < n - x.dim() ? 1 : x.shape()[k - (n - x.dim())];
+    interleaved.insert(interleaved.end(), {1, p});
+    tiled.insert(tiled.end(), {r, p});
+    out_dims.push_back(r * p);
+  }
+  return reshape(expand(reshape(x, Shape(interleaved)), Shape(tiled)), Shape(out_dims));
+}
+
+// ---- cat and stack ----------------------------------------------------------------
+
+// y = [x₀ | x₁ | …] along dim: in the (outer, n, inner) view each xᵢ fills
+// nᵢ·inner contiguous values of every outer row.   dxᵢ = dout split back.
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  if (xs.empty()) fail("cat: expected a non-empty list of tensors");
+  const Shape& first = xs[0].shape();
+  if (first.ndim() == 0) fail("cat: a 0-d tensor cannot be concatenated (give it a dim with unsqueeze)");
+  int64_t d = normalize_dim(dim, first.ndim(), "cat");
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Shape& s = xs[i].shape();
+    bool fits = s.ndim() == first.ndim();
+    for (int64_t k = 0; fits && k < s.ndim(); ++k) fits = k == d || s[k] == first[k];
+    if (!fits) fail("cat: tensor {} has shape {} and tensor 0 has {}: they must agree except in dim {}", i, s, first, d);
+    sizes.push_back(s[d]);
+  }
+  std::vector<int64_t> dims = first.dims();
+  dims[static_cast<size_t>(d)] = 0;
+  for (int64_t n : sizes) dims[static_cast<size_t>(d)] += n;
+  Tensor out = Tensor::empty(Shape(dims));
+  auto [outer, total, inner] = detail::axis_view(out.shape(), d);
+  int64_t offset = 0;  // where along dim the current input starts
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const int64_t block = sizes[i] * inner;
+    const float* src = xs[i].data();
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy_n(src + o * block, block, out.data() + (o * total + offset) * inner);
+    offset += sizes[i];
+  }
+  record(out, "CatBackward", xs, [sizes, d](const Tensor& dout) -> std::vector<Tensor> { return split(dout, sizes, d); });
+  return out;
+}
+
+// Join equal shapes along a new dim: cat of each x unsqueezed at dim.
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  if (xs.empty()) fail("stack: expected a non-empty list of tensors");
+  int64_t d = normalize_dim(dim, xs[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i].shape() != xs[0].shape())
+      fail("stack: tensor {} has shape {} and tensor 0 has {}: all must be equal", i, xs[i].shape(), xs[0].shape());
+    parts.push_back(unsqueeze(xs[i], d));
+  }
+  return cat(parts, d);
+}
+
+// ---- split, chunk, narrow, slice ------------------------------------------------------
+
+// Consecutive pieces of the given sizes along dim. Each piece is a take of
+// its own range, so each gets its own backward (scatter into zeros) and the
+// engine adds them up in dx.
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  int64_t d = normalize_dim(dim, x.dim(), "split");
+  if (x.dim() == 0) fail("split: cannot split a 0-d tensor");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) fail("split: negative size {} in the sizes", s);
+    total += s;
+  }
+  if (total != x.shape()[d])
+    fail("split: sizes add up to {}, but dim {} of {} has size {}", total, d, x.shape(), x.shape()[d]);
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    pieces.push_back(take(x, d, positions(start, start + s, 1), "SplitBackward"));
+    start += s;
+  }
+  return pieces;
+}
+
+// Pieces of split_size (the last one smaller if the size does not divide).
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  int64_t d = normalize_dim(dim, x.dim(), "split");
+  if (x.dim() == 0) fail("split: cannot split a 0-d tensor");
+  int64_t n = x.shape()[d];
+  if (split_size < 0 || (split_size == 0 && n != 0))
+    fail("split: split_size {} for dim {} of size {}: must be at least 1", split_size, d, n);
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < n; start += split_size) sizes.push_back(std::min(split_size, n - start));
+  if (sizes.empty()) sizes.push_back(0);  // a size-0 dim still gives one (empty) piece
+  return split(x, sizes, d);
+}
+
+// PyTorch's sizing: pieces of ceil(n / chunks), so there may be fewer than
+// `chunks` of them (a size 5 dim in 4 chunks gives 2, 2, 1).
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  if (chunks < 1) fail("chunk: chunks must be at least 1, got {}", chunks);
+  int64_t d = normalize_dim(dim, x.dim(), "chunk");
+  if (x.dim() == 0) fail("chunk: cannot chunk a 0-d tensor");
+  int64_t n = x.shape()[d];
+  if (n == 0) return split(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
+  return split(x, (n + chunks - 1) / chunks, d);
+}
+
+// x[…, start : start+length, …] along dim; start may be negative (from the end).
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  if (x.dim() == 0) fail("narrow: cannot narrow a 0-d tensor");
+  int64_t d = normalize_dim(dim, x.dim(), "narrow");
+  int64_t n = x.shape()[d];
+  if (start < -n || start > n) fail("narrow: start {} out of range for dim {} of size {}", start, d, n);
+  if (start < 0) start += n;
+  if (length < 0) fail("narrow: negative length {}", length);
+  if (start + length > n) fail("narrow: start {} + length {} exceeds size {} of dim {}", start, length, n, d);
+  return take(x, d, positions(start, start + length, 1), "NarrowBackward");
+}
+
+// Python's x[start:end:step] along dim: negative bounds count from the end,
+// then both are clamped to 0 … n, so out-of-range bounds give a shorter (or
+// empty) result rather than an error.
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (x.dim() == 0) fail("slice: cannot slice a 0-d tensor");
+  int64_t d = normalize_dim(dim, x.dim(), "slice");
+  if (step < 1) fail("slice: step must be at least 1, got {}", step);
+  int64_t n = x.shape()[d];
+  auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
+  return take(x, d, positions(clamp(start), clamp(end), step), "SliceBackward");
+}
+
+// ---- index_select and embedding --------------------------------------------------------
+
+// y[…, j, …] = x[…, index[j], …] along dim.   dx = dout added back at index
+// (an index that appears twice gets both gradients).
+Tensor index_select(const Tensor& x, int64_t dim, const IntTensor& index) {
+  if (index.dim() > 1) fail("index_select: index must be 1-d, got shape {}", index.shape());
+  int64_t d = normalize_dim(dim, x.dim(), "index_select");
+  if (x.dim() == 0) fail("index_select: cannot index a 0-d tensor");
+  int64_t n = x.shape()[d];
+  std::vector<int64_t> pos = index.to_vector();
+  for (int64_t i : pos)
+    if (i < 0 || i >= n) fail("index_select: index {} out of range for dim {} of size {}", i, d, n);
+  return take(x, d, std::move(pos), "IndexSelectBackward");
+}
+
+// out[…, :] = weight[ids[…], :]: (…) ids, (V, D) weight -> (…, D).
+// The rows weight[ids] as one index_select, reshaped to ids.shape + (D);
+// its gradient adds dout's rows into the rows of weight that were picked.
+Tensor embedding(const IntTensor& ids, const Tensor& weight) {
+  if (weight.dim() != 2) fail("embedding: weight must be 2-d (V, D), got shape {}", weight.shape());
+  const int64_t V = weight.shape()[0], D = weight.shape()[1];
+  const int64_t* id = ids.data();
+  for (int64_t k = 0; k < ids.numel(); ++k)
+    if (id[k] < 0 || id[k] >= V) fail("embedding: index {} out of range for a weight of {} rows {}", id[k], V, weight.shape());
+  std::vector<int64_t> out_dims = ids.shape().dims();
+  out_dims.push_back(D);
+  Tensor rows = index_select(weight, 0, ids.reshape(Shape{ids.numel()}));  // (N, D), N = ids.numel()
+  return reshape(rows, Shape(out_dims));                                   // (…, D)
+}
+
+}  // namespace qkv

@@ -1,0 +1,81 @@
+// softmax and log_softmax along any dim (one kernel call each over the
+// (outer, n, inner) view of util.hpp), and d2l's masked_softmax, which is
+// masked_fill + softmax and so needs no backward of its own.
+//
+// Both backwards are written with ops (mul, sub, sum with keepdim), which
+// broadcast the per-row sum back along dim.
+#include <qkv/autograd.hpp>
+#include <qkv/error.hpp>
+#include <qkv/ops/elementwise.hpp>
+#include <qkv/ops/reduction.hpp>
+#include <qkv/ops/softmax.hpp>
+
+#include <string>
+
+#include "kernels/softmax.hpp"
+#include "ops/util.hpp"
+
+namespace qkv {
+
+// yₖ = exp(xₖ) / Σⱼ exp(xⱼ)  along dim
+// dx = y ⊙ (dy - Σⱼ dyⱼ yⱼ)   (the Jacobian diag(y) - y yᵀ applied to dy)
+Tensor softmax(const Tensor& x, int64_t dim) {
+  int64_t d = normalize_dim(dim, x.dim(), "softmax");
+  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  Tensor out = Tensor::empty(x.shape());
+  if (out.numel() > 0) kernels::softmax(outer, n, inner, x.data(), out.data());
+  // NOTE: the backward needs y; it captures out.detach(), never out itself (see autograd.hpp).
+  record(out, "SoftmaxBackward", {x}, [y = out.detach(), d](const Tensor& dy) -> std::vector<Tensor> {
+    return {y * (dy - sum(dy * y, d, /*keepdim=*/true))};
+  });
+  return out;
+}
+
+// yₖ = xₖ - log Σⱼ exp(xⱼ)    along dim
+// dx = dy - softmax(x) · Σⱼ dyⱼ,  with softmax(x) = exp(y)
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  int64_t d = normalize_dim(dim, x.dim(), "log_softmax");
+  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  Tensor out = Tensor::empty(x.shape());
+  if (out.numel() > 0) kernels::log_softmax(outer, n, inner, x.data(), out.data());
+  record(out, "LogSoftmaxBackward", {x}, [y = out.detach(), d](const Tensor& dy) -> std::vector<Tensor> {
+    return {dy - exp(y) * sum(dy, d, /*keepdim=*/true)};
+  });
+  return out;
+}
+
+// d2l's masked_softmax (d2l.ai, "Attention Scoring Functions"):
+//   x (B, Q, K) scores; valid_lens (B) or (B, Q)
+//   x[b, q, k] = -1e6  where k ≥ valid_lens[b] (or valid_lens[b, q])
+//   softmax(x, -1)     -> (B, Q, K), zero weight on the masked keys
+// NOTE: -1e6, not -inf, as d2l: a row whose valid length is 0 then gets
+// uniform weights 1/K instead of 0/0 = NaN. A length above K keeps every key.
+Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
+  if (!valid_lens.defined()) return softmax(x, -1);
+  if (x.dim() != 3) fail("masked_softmax: x must be 3-D (B, Q, K), got {}", x.shape());
+  const int64_t B = x.size(0), Q = x.size(1), K = x.size(2);
+  const bool per_batch = valid_lens.shape() == Shape{B};   // (B): one length for every query of batch b
+  const bool per_row = valid_lens.shape() == Shape{B, Q};  // (B, Q): one length per query row
+  if (!per_batch && !per_row) {
+    fail("masked_softmax: valid_lens {} does not fit x {}: expected ({}) or ({}, {})", valid_lens.shape(),
+         x.shape(), B, B, Q);
+  }
+
+  // mask[b, q, k] = 1 where key k is past the valid length of row (b, q)
+  IntTensor mask = IntTensor::empty(x.shape());  // (B, Q, K)
+  const int64_t* lens = valid_lens.data();
+  int64_t* m = mask.data();
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t q = 0; q < Q; ++q) {
+      int64_t len = per_batch ? lens[b] : lens[b * Q + q];
+      if (len < 0) {
+        std::string at = per_batch ? fmt::format("[{}]", b) : fmt::format("[{}, {}]", b, q);
+        fail("masked_softmax: valid_lens{} is {}; lengths must be ≥ 0", at, len);
+      }
+      for (int64_t k = 0; k < K; ++k) m[(b * Q + q) * K + k] = k >= len ? 1 : 0;
+    }
+  }
+  return softmax(masked_fill(x, mask, -1e6f), -1);  // (B, Q, K)
+}
+
+}  // namespace qkv

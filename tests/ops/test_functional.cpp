@@ -1,0 +1,407 @@
+// Tests for the functional ops (src/ops/functional.cpp): dropout, layer_norm,
+// cross_entropy, mse_loss, cosine_similarity, normalize.
+//
+// Expected values come from PyTorch (tests/data/functional.txt, written by
+// tools/reference/functional.py) or from mathematics, said in a comment at
+// each check. dropout draws from qkv's generator, so its checks are all
+// mathematical: which values can appear, how many, and that a seed repeats.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "reference.hpp"
+
+using namespace qkv;
+using qkv::test::check_against_torch;
+using qkv::test::check_close;
+using qkv::test::RefCase;
+using Inputs = std::vector<Tensor>;
+
+namespace {
+
+bool all_finite(const Tensor& t) {
+  for (float v : t.to_vector())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+}  // namespace
+
+// --- dropout -------------------------------------------------------------------
+
+TEST_CASE("ops/dropout") {
+  Generator gen(1);
+  Tensor x = randn({40, 50}, gen);
+
+  SUBCASE("identity when not training or p = 0") {
+    Generator g(2);
+    check_close(dropout(x, 0.5f, /*training=*/false, g), x, "eval");
+    check_close(dropout(x, 0.0f, /*training=*/true, g), x, "p=0");
+  }
+
+  SUBCASE("p = 1 gives zeros, as PyTorch") {
+    Generator g(3);
+    check_close(dropout(x, 1.0f, true, g), zeros({40, 50}), "p=1");
+  }
+
+  SUBCASE("each element is 0 or x/(1-p); about p of them are 0") {
+    // Mathematics: kept elements are scaled by 1/(1-p) = 1/0.7; the dropped
+    // count is Binomial(2000, 0.3): mean 600, sd ≈ 20.5, so 500…700 is ±5 sd.
+    Generator g(4);
+    const float p = 0.3f;
+    Tensor y = dropout(x, p, true, g);
+    const float* xv = x.data();
+    const float* yv = y.data();
+    int dropped = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (yv[i] == 0) {
+        ++dropped;
+      } else {
+        REQUIRE(yv[i] == doctest::Approx(xv[i] / (1 - p)).epsilon(1e-6));
+      }
+    }
+    CHECK(dropped > 500);
+    CHECK(dropped < 700);
+  }
+
+  SUBCASE("the same seed gives the same mask, another seed another") {
+    Generator a(5), b(5), c(6);
+    Tensor ya = dropout(x, 0.5f, true, a);
+    CHECK(ya.to_vector() == dropout(x, 0.5f, true, b).to_vector());
+    CHECK(ya.to_vector() != dropout(x, 0.5f, true, c).to_vector());
+  }
+
+  SUBCASE("gradient is the mask") {
+    // Mathematics: y = x ⊙ mask, so dx = dy ⊙ mask; with x = 1 the output is the mask itself.
+    Tensor ones_x = ones({7, 3}).requires_grad_();
+    Generator g(7);
+    Tensor y = dropout(ones_x, 0.4f, true, g);
+    y.backward(ones({7, 3}));
+    check_close(ones_x.grad(), y.detach(), "dx");
+  }
+
+  SUBCASE("gradcheck") {
+    auto r = gradcheck(
+        [](const Inputs& in) {
+          Generator g(8);  // the same mask on every call
+          return dropout(in[0], 0.25f, true, g);
+        },
+        {randn({3, 5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(dropout(x, -0.1f, true), doctest::Contains("dropout: probability has to be between 0 and 1"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(dropout(x, 1.5f, true), doctest::Contains("but got 1.5"), qkv::Error);
+    CHECK_THROWS_WITH_AS(dropout(x, std::numeric_limits<float>::quiet_NaN(), true), doctest::Contains("dropout:"),
+                         qkv::Error);
+  }
+}
+
+// --- layer_norm ----------------------------------------------------------------
+
+TEST_CASE("ops/layer_norm") {
+  SUBCASE("d2l's check: [[1, 2], [2, 3]] -> [[-1, 1], [-1, 1]]") {
+    // Mathematics: each row is μ ± 0.5 with σ² = 0.25, so ±0.5/sqrt(0.25 + 1e-5) = ±0.99998.
+    Tensor y = layer_norm(tensor({1, 2, 2, 3}, {2, 2}), Shape{2});
+    check_close(y, tensor({-1, 1, -1, 1}, {2, 2}), "y", 0, 1e-3f);
+  }
+
+  SUBCASE("against torch") {
+    auto affine = [](Shape s) {
+      return [s](const Inputs& x, const RefCase&) { return layer_norm(x[0], s, x[1], x[2]); };
+    };
+    check_against_torch("functional", "layer_norm/last_dim_affine", affine(Shape{5}));
+    check_against_torch("functional", "layer_norm/two_dims_affine", affine(Shape{4, 5}));
+    check_against_torch("functional", "layer_norm/one_row_no_affine",
+                        [](const Inputs& x, const RefCase&) { return layer_norm(x[0], Shape{7}); });
+    check_against_torch("functional", "layer_norm/whole_tensor_eps", [](const Inputs& x, const RefCase&) {
+      return layer_norm(x[0], Shape{3, 1, 5}, Tensor(), Tensor(), 1e-3f);
+    });
+    // ±1e4 inputs
+    check_against_torch("functional", "layer_norm/large_inputs", affine(Shape{6}));
+  }
+
+  SUBCASE("stable for a large mean: 1e4 + (1, 2, 3)") {
+    // Mathematics: centred values -1, 0, 1 with σ² = 2/3, so y = ±sqrt(3/2)/sqrt(1 + 1.5e-5), 0.
+    // (E[x²] - μ² would lose every digit here in float32.)
+    Tensor x = tensor({10001, 10002, 10003, -10001, -10002, -10003}, {2, 3}).requires_grad_();
+    Tensor y = layer_norm(x, Shape{3});
+    const float a = std::sqrt(1.5f) / std::sqrt(1 + 1.5e-5f);
+    check_close(y, tensor({-a, 0, a, a, 0, -a}, {2, 3}), "y", 1e-5f, 1e-5f);
+    y.backward(tensor({1, -2, 0.5f, 3, 1, -1}, {2, 3}));
+    CHECK(all_finite(x.grad()));
+  }
+
+  SUBCASE("stable for ±1e4 values") {
+    // Mathematics: rows of ±1e4 have μ = 0 and σ = 1e4, so y = ±1 (eps is negligible);
+    // the gradient of Σ y over a row is 0 (Σ y is always 0).
+    Tensor x = tensor({1e4f, -1e4f, 1e4f, -1e4f}, {1, 4}).requires_grad_();
+    Tensor y = layer_norm(x, Shape{4});
+    check_close(y, tensor({1, -1, 1, -1}, {1, 4}), "y", 1e-5f, 1e-5f);
+    sum(y).backward();
+    CHECK(all_finite(x.grad()));
+    check_close(x.grad(), zeros({1, 4}), "dx", 0, 1e-6f);
+  }
+
+  SUBCASE("gradcheck") {
+    Generator gen(11);
+    auto with_affine = [](Shape s) {
+      return [s](const Inputs& in) { return layer_norm(in[0], s, in[1], in[2]); };
+    };
+    auto r = gradcheck(with_affine(Shape{5}), {randn({3, 5}, gen), randn({5}, gen), randn({5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck(with_affine(Shape{3, 7}), {randn({2, 3, 7}, gen), randn({3, 7}, gen), randn({3, 7}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck([](const Inputs& in) { return layer_norm(in[0], Shape{1, 5}); }, {randn({5, 1, 5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+
+  SUBCASE("errors") {
+    Tensor x = zeros({2, 3});
+    CHECK_THROWS_WITH_AS(layer_norm(x, Shape{4}),
+                         doctest::Contains("layer_norm: normalized_shape (4) does not match the trailing dims of x (2, 3)"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(layer_norm(x, Shape{1, 2, 3}), doctest::Contains("normalized_shape (1, 2, 3)"), qkv::Error);
+    CHECK_THROWS_WITH_AS(layer_norm(x, Shape{}), doctest::Contains("layer_norm: normalized_shape is empty"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(layer_norm(x, Shape{3}, ones({2})),
+                         doctest::Contains("layer_norm: weight shape (2) should be normalized_shape (3)"), qkv::Error);
+    CHECK_THROWS_WITH_AS(layer_norm(x, Shape{3}, ones({3}), zeros({1, 3})),
+                         doctest::Contains("layer_norm: bias shape (1, 3) should be normalized_shape (3)"), qkv::Error);
+  }
+}
+
+// --- cross_entropy ---------------------------------------------------------------
+
+TEST_CASE("ops/cross_entropy") {
+  auto ce = [](Reduction r, int64_t ignore_index = -100) {
+    return [r, ignore_index](const Inputs& x, const RefCase& c) {
+      return cross_entropy(x[0], c.ints_at("target"), r, ignore_index);
+    };
+  };
+
+  SUBCASE("against torch: (N, C)") {
+    check_against_torch("functional", "cross_entropy/2d_mean", ce(Reduction::Mean));
+    check_against_torch("functional", "cross_entropy/2d_sum", ce(Reduction::Sum));
+    check_against_torch("functional", "cross_entropy/2d_none", ce(Reduction::None));
+  }
+
+  SUBCASE("against torch: (N, C, d1, ...)") {
+    check_against_torch("functional", "cross_entropy/kdim_mean", ce(Reduction::Mean));
+    check_against_torch("functional", "cross_entropy/kdim2_none", ce(Reduction::None));
+  }
+
+  SUBCASE("against torch: ignore_index") {
+    check_against_torch("functional", "cross_entropy/ignore_mean", ce(Reduction::Mean));
+    check_against_torch("functional", "cross_entropy/ignore_sum", ce(Reduction::Sum));
+    check_against_torch("functional", "cross_entropy/ignore_none", ce(Reduction::None));
+    check_against_torch("functional", "cross_entropy/ignore_class_kdim", ce(Reduction::Mean, 2));
+  }
+
+  SUBCASE("against torch: unbatched (C) with target ()") {
+    check_against_torch("functional", "cross_entropy/unbatched_none", ce(Reduction::None));
+  }
+
+  SUBCASE("against torch: logits of ±1e4") {
+    check_against_torch("functional", "cross_entropy/large_logits_mean", ce(Reduction::Mean));
+    check_against_torch("functional", "cross_entropy/large_logits_sum", ce(Reduction::Sum));
+  }
+
+  SUBCASE("uniform logits give log C") {
+    // Mathematics: softmax of equal logits is 1/C, so each loss is log C = log 5.
+    Tensor loss = cross_entropy(zeros({3, 5}), int_tensor({0, 4, 2}), Reduction::None);
+    check_close(loss, full({3}, std::log(5.0f)), "loss");
+  }
+
+  SUBCASE("stable for logits of ±1e4") {
+    // Mathematics: for a row (1e4, -1e4, 0), log_softmax = (0, -2e4, -1e4) up to
+    // e^-1e4 (which is 0 in float), so targets 0, 1, 2 lose 0, 2e4, 1e4: mean 1e4.
+    // The gradient of the mean is (softmax - onehot)/3 with softmax = (1, 0, 0).
+    Tensor logits = tensor({1e4f, -1e4f, 0, 1e4f, -1e4f, 0, 1e4f, -1e4f, 0}, {3, 3}).requires_grad_();
+    Tensor loss = cross_entropy(logits, int_tensor({0, 1, 2}));
+    CHECK(loss.item() == doctest::Approx(1e4));
+    loss.backward();
+    const float t = 1.0f / 3;
+    check_close(logits.grad(), tensor({0, 0, 0, t, -t, 0, t, 0, -t}, {3, 3}), "dlogits", 1e-5f, 1e-6f);
+  }
+
+  SUBCASE("every target ignored") {
+    // As PyTorch: Mean divides 0 by 0 targets (NaN), Sum is 0, None is all zeros.
+    Tensor logits = randn({2, 4});
+    IntTensor target = int_tensor({-100, -100});
+    CHECK(std::isnan(cross_entropy(logits, target).item()));
+    CHECK(cross_entropy(logits, target, Reduction::Sum).item() == 0);
+    check_close(cross_entropy(logits, target, Reduction::None), zeros({2}), "none");
+  }
+
+  SUBCASE("gradcheck") {
+    Generator gen(12);
+    auto r = gradcheck([](const Inputs& in) { return cross_entropy(in[0], int_tensor({2, 0, 4})); },
+                       {randn({3, 5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck([](const Inputs& in) { return cross_entropy(in[0], int_tensor({1, -100, 0, 3})); },
+                  {randn({4, 5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck(
+        [](const Inputs& in) {
+          return cross_entropy(in[0], int_tensor({0, 2, 1, 1, 2, 0, 0, 1}, {2, 4}), Reduction::Sum);
+        },
+        {randn({2, 3, 4}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+
+  SUBCASE("errors") {
+    Tensor logits = zeros({4, 5});
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 2})),
+                         doctest::Contains("cross_entropy: target shape (3) does not match logits (4, 5): expected (4)"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(zeros({2, 3, 4}), int_tensor({0, 1, 2, 0, 1, 2}, {2, 3})),
+                         doctest::Contains("target shape (2, 3) does not match logits (2, 3, 4): expected (2, 4)"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 5, 2})),
+                         doctest::Contains("cross_entropy: target 5 out of range for 5 classes"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, -1, 2, 2})),
+                         doctest::Contains("cross_entropy: target -1 out of range for 5 classes"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, -100, 2, 2}), Reduction::Mean, 3),
+                         doctest::Contains("target -100 out of range"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(zeros({5}), int_tensor({1})),
+                         doctest::Contains("cross_entropy: target shape (1) does not match logits (5): expected ()"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(scalar_tensor(1), int_tensor({1})), doctest::Contains("cross_entropy: logits"),
+                         qkv::Error);
+  }
+}
+
+// --- mse_loss ----------------------------------------------------------------------
+
+TEST_CASE("ops/mse_loss") {
+  auto mse = [](Reduction r) {
+    return [r](const Inputs& x, const RefCase&) { return mse_loss(x[0], x[1], r); };
+  };
+
+  SUBCASE("against torch") {
+    check_against_torch("functional", "mse_loss/mean", mse(Reduction::Mean));
+    check_against_torch("functional", "mse_loss/sum", mse(Reduction::Sum));
+    check_against_torch("functional", "mse_loss/none", mse(Reduction::None));
+    check_against_torch("functional", "mse_loss/3d_mean", mse(Reduction::Mean));
+  }
+
+  SUBCASE("gradcheck") {
+    Generator gen(13);
+    auto r = gradcheck([](const Inputs& in) { return mse_loss(in[0], in[1]); }, {randn({3, 7}, gen), randn({3, 7}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck([](const Inputs& in) { return mse_loss(in[0], in[1], Reduction::None); },
+                  {randn({5}, gen), randn({5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(mse_loss(zeros({2, 3}), zeros({3, 2})),
+                         doctest::Contains("mse_loss: x (2, 3) and target (3, 2) have different shapes"), qkv::Error);
+    CHECK_THROWS_WITH_AS(mse_loss(zeros({2, 3}), zeros({3})), doctest::Contains("mse_loss:"), qkv::Error);
+  }
+}
+
+// --- cosine_similarity -------------------------------------------------------------
+
+TEST_CASE("ops/cosine_similarity") {
+  auto cos = [](int64_t dim, float eps = 1e-8f) {
+    return [dim, eps](const Inputs& x, const RefCase&) { return cosine_similarity(x[0], x[1], dim, eps); };
+  };
+
+  SUBCASE("against torch") {
+    check_against_torch("functional", "cosine_similarity/dim1", cos(1));
+    check_against_torch("functional", "cosine_similarity/broadcast_batch", cos(1));
+    check_against_torch("functional", "cosine_similarity/broadcast_both_neg_dim", cos(-1));
+    check_against_torch("functional", "cosine_similarity/broadcast_along_dim", cos(1));
+    check_against_torch("functional", "cosine_similarity/eps", cos(0, 1e-3f));
+  }
+
+  SUBCASE("against torch: a norm below eps is clamped on its own") {
+    // Values only: qkv's gradient there differs from PyTorch's on purpose (see functional.cpp).
+    const RefCase& c = qkv::test::reference("functional", "cosine_similarity/tiny_norm");
+    check_close(cosine_similarity(c.tensor("x0"), c.tensor("x1")), c.tensor("out"), "out");
+  }
+
+  SUBCASE("parallel, opposite, orthogonal, zero") {
+    // Mathematics: cos = 1, -1, 0, and 0 for a zero vector (0 / eps).
+    Tensor a = tensor({1, 2, 1, 2, 1, 0, 0, 0}, {4, 2});
+    Tensor b = tensor({2, 4, -3, -6, 0, 5, 1, 1}, {4, 2});
+    check_close(cosine_similarity(a, b), tensor({1, -1, 0, 0}), "cos", 1e-6f, 1e-6f);
+  }
+
+  SUBCASE("a zero vector has a finite gradient") {
+    // Mathematics: x1 / eps · x2/‖x2‖ summed: d/dx1 = x2 / (eps·‖x2‖) = (0.6, 0.8) / 1e-8.
+    Tensor a = zeros({1, 2}).requires_grad_();
+    Tensor b = tensor({3, 4}, {1, 2}).requires_grad_();
+    cosine_similarity(a, b).backward(ones({1}));
+    check_close(a.grad(), tensor({0.6e8f, 0.8e8f}, {1, 2}), "dx1", 1e-5f);
+    check_close(b.grad(), zeros({1, 2}), "dx2");
+  }
+
+  SUBCASE("gradcheck") {
+    Generator gen(14);
+    auto f = [](int64_t dim) { return [dim](const Inputs& in) { return cosine_similarity(in[0], in[1], dim); }; };
+    auto r = gradcheck(f(1), {randn({3, 5}, gen), randn({3, 5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck(f(-1), {randn({2, 1, 7}, gen), randn({3, 7}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck(f(0), {randn({1, 3}, gen), randn({5, 3}, gen)});  // x1 repeated along dim
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(cosine_similarity(zeros({2, 3}), zeros({4, 3})), doctest::Contains("cosine_similarity"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cosine_similarity(zeros({2, 3}), zeros({2, 3}), 2), doctest::Contains("cosine_similarity"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cosine_similarity(zeros({5}), zeros({5})), doctest::Contains("cosine_similarity"),
+                         qkv::Error);  // dim 1 of a 1-D input, as in PyTorch
+  }
+}
+
+// --- normalize -----------------------------------------------------------------------
+
+TEST_CASE("ops/normalize") {
+  auto norm = [](float p, int64_t dim) {
+    return [p, dim](const Inputs& x, const RefCase&) { return normalize(x[0], p, dim); };
+  };
+
+  SUBCASE("against torch") {
+    check_against_torch("functional", "normalize/p2_dim1", norm(2, 1));
+    check_against_torch("functional", "normalize/p2_neg_dim", norm(2, -1));
+    check_against_torch("functional", "normalize/p1_dim0", norm(1, 0));
+    check_against_torch("functional", "normalize/p3", norm(3, 1));
+    check_against_torch("functional", "normalize/p_inf", norm(std::numeric_limits<float>::infinity(), 1));
+    check_against_torch("functional", "normalize/zero_row", norm(2, 1));  // gradient dout / eps
+  }
+
+  SUBCASE("(3, 4) -> (0.6, 0.8)") {
+    // Mathematics: ‖(3, 4)‖ = 5; p = 1: ‖(3, -1)‖₁ = 4.
+    check_close(normalize(tensor({3, 4}, {1, 2})), tensor({0.6f, 0.8f}, {1, 2}), "p=2", 1e-6f, 1e-7f);
+    check_close(normalize(tensor({3, -1}), 1, 0), tensor({0.75f, -0.25f}), "p=1", 1e-6f, 1e-7f);
+  }
+
+  SUBCASE("gradcheck") {
+    Generator gen(15);
+    auto f = [](float p, int64_t dim) { return [p, dim](const Inputs& in) { return normalize(in[0], p, dim); }; };
+    auto r = gradcheck(f(2, 1), {randn({3, 5}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck(f(2, -1), {randn({2, 3, 7}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    r = gradcheck(f(3, 0), {randn({5, 3}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(normalize(ones({2, 3}), 0), doctest::Contains("normalize: p must be positive (or inf), got 0"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(normalize(ones({2, 3}), -2), doctest::Contains("got -2"), qkv::Error);
+    CHECK_THROWS_WITH_AS(normalize(ones({2, 3}), std::numeric_limits<float>::quiet_NaN()),
+                         doctest::Contains("normalize: p"), qkv::Error);
+    CHECK_THROWS_WITH_AS(normalize(ones({2, 3}), 2, 2), doctest::Contains("normalize"), qkv::Error);
+  }
+}

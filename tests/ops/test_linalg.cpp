@@ -1,0 +1,194 @@
+// Tests for src/ops/linalg.cpp: matmul and bmm.
+// Against PyTorch (tests/data/linalg.txt, made by tools/reference/linalg.py:
+// every one of matmul's rules), by gradcheck, against a plain double-precision
+// triple loop on sizes that cross the GEMM kernel's cache blocks, from
+// mathematics (identity, a 2x2 product), and their errors.
+#include <doctest/doctest.h>
+#include <qkv/qkv.hpp>
+
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+
+using namespace qkv;
+using qkv::test::check_against_torch;
+using qkv::test::check_close;
+using qkv::test::RefCase;
+
+namespace {
+
+// C = A·B for row-major (M, K)·(K, N), or with A and/or B read transposed,
+// summed in double: the definition of a matrix product, written out.
+Tensor naive_product(const Tensor& A, bool trans_a, const Tensor& B, bool trans_b) {
+  const int64_t M = trans_a ? A.size(1) : A.size(0), K = trans_a ? A.size(0) : A.size(1);
+  const int64_t N = trans_b ? B.size(0) : B.size(1);
+  std::vector<float> c(static_cast<size_t>(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += static_cast<double>(trans_a ? A.at({k, i}) : A.at({i, k})) * (trans_b ? B.at({j, k}) : B.at({k, j}));
+      c[static_cast<size_t>(i * N + j)] = static_cast<float>(s);
+    }
+  return Tensor(c, {M, N});
+}
+
+// Matrix i of a 3-D tensor, copied out (without qkv's ops, which are under test).
+Tensor matrix(const Tensor& x, int64_t i) {
+  const int64_t rows = x.size(1), cols = x.size(2);
+  const float* start = x.data() + i * rows * cols;
+  return Tensor(std::vector<float>(start, start + rows * cols), {rows, cols});
+}
+
+void gradcheck_pair(const Shape& a, const Shape& b, uint64_t seed) {
+  SUBCASE(fmt::format("{} x {}", a, b).c_str()) {
+    Generator gen(seed);
+    auto r = gradcheck([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }, {randn(a, gen), randn(b, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ops/matmul") {
+  for (const char* tag : {"dot", "vec_mat", "mat_vec", "vec_batch", "batch_vec", "mat_mat", "linear", "linear_4d",
+                          "mat_batch", "batch_batch", "broadcast", "broadcast_both", "broadcast_size1", "inner_one",
+                          "blocks", "blocks_batched"}) {
+    std::string name = std::string("matmul/") + tag;
+    SUBCASE(name.c_str()) {
+      // Sums of up to 40 float products: allow float32 rounding against torch's float64.
+      check_against_torch("linalg", name, [](const std::vector<Tensor>& x, const RefCase&) { return matmul(x[0], x[1]); },
+                          1e-4f, 1e-4f);
+    }
+  }
+
+  gradcheck_pair({5}, {5}, 1);
+  gradcheck_pair({3}, {3, 5}, 2);
+  gradcheck_pair({4, 3}, {3}, 3);
+  gradcheck_pair({5}, {2, 5, 3}, 4);
+  gradcheck_pair({2, 3, 5}, {5}, 5);
+  gradcheck_pair({3, 5}, {5, 7}, 6);
+  gradcheck_pair({2, 3, 5}, {5, 4}, 7);
+  gradcheck_pair({3, 5}, {2, 5, 4}, 8);
+  gradcheck_pair({2, 1, 3, 5}, {3, 5, 2}, 9);
+  gradcheck_pair({1, 3, 2, 5}, {2, 1, 5, 3}, 10);
+
+  SUBCASE("by hand") {  // [[1 2] [3 4]]·[[5 6] [7 8]] = [[19 22] [43 50]]; x·I = x
+    Tensor a = tensor({1, 2, 3, 4}, {2, 2}), b = tensor({5, 6, 7, 8}, {2, 2});
+    CHECK(matmul(a, b).to_vector() == std::vector<float>{19, 22, 43, 50});
+    CHECK(matmul(tensor({1, 2, 3}), tensor({4, 5, 6})).shape() == Shape());
+    CHECK(matmul(tensor({1, 2, 3}), tensor({4, 5, 6})).item() == 32);
+    Generator gen(0);
+    Tensor x = randn({2, 3, 5}, gen);
+    CHECK(matmul(x, eye(5)).to_vector() == x.to_vector());
+  }
+
+  SUBCASE("empty inner size") {  // a sum of no terms: zeros, gradients zeros too
+    Tensor a = zeros({3, 0}).requires_grad_(), b = zeros({0, 4}).requires_grad_();
+    Tensor c = matmul(a, b);
+    CHECK(c.shape() == Shape{3, 4});
+    CHECK(c.to_vector() == std::vector<float>(12, 0.0f));
+    c.backward(ones({3, 4}));
+    CHECK(a.grad().shape() == Shape{3, 0});
+  }
+
+  SUBCASE("only the input that requires grad gets one") {
+    Generator gen(2);
+    Tensor a = randn({2, 3, 4}, gen).requires_grad_(), b = randn({4, 5}, gen);
+    matmul(a, b).backward(ones({2, 3, 5}));
+    CHECK(a.grad().defined());
+    CHECK_FALSE(b.grad().defined());
+  }
+
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({4, 5})), doctest::Contains("matmul: (2, 3) x (4, 5): inner sizes 3 and 4 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({3}), zeros({4})), doctest::Contains("matmul: (3) x (4): inner sizes 3 and 4 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({2})), doctest::Contains("matmul: (2, 3) x (2): inner sizes 3 and 2 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({5, 2, 3}), zeros({5, 4, 4})), doctest::Contains("matmul: (5, 2, 3) x (5, 4, 4): inner sizes 3 and 4 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 2, 3}), zeros({5, 3, 4})),
+                         doctest::Contains("matmul: (2, 2, 3) x (5, 3, 4): batch dims (2) and (5) do not broadcast"), Error);
+    CHECK_THROWS_WITH_AS(matmul(scalar_tensor(2), zeros({3})), doctest::Contains("matmul: () x (3): both operands need at least 1 dim"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({3}), scalar_tensor(2)), doctest::Contains("matmul: (3) x (): both operands need at least 1 dim"), Error);
+  }
+}
+
+// The GEMM kernel cuts K into slices of 256 and M into blocks of 96: sizes past
+// both, forward and backward (dA = dC·Bᵀ, dB = Aᵀ·dC), against the naive loop.
+TEST_CASE("ops/matmul large, against the definition") {
+  Generator gen(7);
+  SUBCASE("folded (B, T, K)·(K, N), the Linear path") {
+    Tensor a = randn({2, 61, 300}, gen).requires_grad_(), b = randn({300, 37}, gen).requires_grad_();
+    Tensor dout = randn({2, 61, 37}, gen);
+    Tensor c = matmul(a, b);
+    c.backward(dout);
+    // The same numbers seen as matrices of all 122 rows (copied, not through reshape).
+    Tensor a2(a.to_vector(), {122, 300}), d2(dout.to_vector(), {122, 37});
+    check_close(Tensor(c.to_vector(), {122, 37}), naive_product(a2, false, b, false), "out", 1e-4f, 1e-3f);
+    check_close(Tensor(a.grad().to_vector(), {122, 300}), naive_product(d2, false, b, true), "grad a", 1e-4f, 1e-3f);
+    check_close(b.grad(), naive_product(a2, true, d2, false), "grad b", 1e-4f, 1e-3f);
+  }
+  SUBCASE("batched, right side broadcast over the batch") {
+    Tensor a = randn({3, 100, 20}, gen).requires_grad_(), b = randn({1, 20, 70}, gen).requires_grad_();
+    Tensor dout = randn({3, 100, 70}, gen);
+    Tensor c = matmul(a, b);
+    c.backward(dout);
+    Tensor b2 = matrix(b, 0);
+    std::vector<float> db(20 * 70, 0.0f);  // Σᵢ a[i]ᵀ·dout[i]: b was used by every batch
+    for (int64_t i = 0; i < 3; ++i) {
+      INFO("batch " << i);
+      check_close(matrix(c, i), naive_product(matrix(a, i), false, b2, false), "out", 1e-4f, 1e-3f);
+      check_close(matrix(a.grad(), i), naive_product(matrix(dout, i), false, b2, true), "grad a", 1e-4f, 1e-3f);
+      std::vector<float> part = naive_product(matrix(a, i), true, matrix(dout, i), false).to_vector();
+      for (size_t k = 0; k < db.size(); ++k) db[k] += part[k];
+    }
+    check_close(b.grad(), Tensor(db, {1, 20, 70}), "grad b", 1e-4f, 1e-3f);
+  }
+}
+
+TEST_CASE("ops/bmm") {
+  for (const char* tag : {"small", "one_batch", "vectors"}) {
+    std::string name = std::string("bmm/") + tag;
+    SUBCASE(name.c_str()) {
+      check_against_torch("linalg", name, [](const std::vector<Tensor>& x, const RefCase&) { return bmm(x[0], x[1]); });
+    }
+  }
+  SUBCASE("gradcheck") {
+    Generator gen(3);
+    auto r = gradcheck([](const std::vector<Tensor>& x) { return bmm(x[0], x[1]); }, {randn({3, 2, 5}, gen), randn({3, 5, 1}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3}), zeros({2, 3, 4})), doctest::Contains("bmm: (2, 3) x (2, 3, 4): both operands must be 3-d"), Error);
+    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({3, 4, 5})), doctest::Contains("bmm: (2, 3, 4) x (3, 4, 5): batch sizes 2 and 3 differ"), Error);
+    CHECK_THROWS_WITH_AS(bmm(zeros({1, 3, 4}), zeros({2, 4, 5})), doctest::Contains("batch sizes 1 and 2 differ"), Error);  // no broadcasting
+    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({2, 5, 6})), doctest::Contains("bmm: (2, 3, 4) x (2, 5, 6): inner sizes 4 and 5 differ"), Error);
+  }
+}
+
+TEST_CASE("ops/linear") {
+  SUBCASE("against torch's F.linear") {
+    auto with_bias = [](const std::vector<Tensor>& x, const RefCase&) { return linear(x[0], x[1], x[2]); };
+    check_against_torch("linalg", "linear/2d_bias", with_bias);
+    check_against_torch("linalg", "linear/3d_bias", with_bias, 1e-4f, 1e-4f);  // sums of 17 products
+    check_against_torch("linalg", "linear/1d_no_bias", [](const std::vector<Tensor>& x, const RefCase&) { return linear(x[0], x[1]); });
+  }
+  SUBCASE("gradcheck") {
+    Generator gen(5);
+    auto r = gradcheck([](const std::vector<Tensor>& x) { return linear(x[0], x[1], x[2]); },
+                       {randn({2, 3, 5}, gen), randn({7, 5}, gen), randn({7}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+  SUBCASE("equals matmul with the weight transposed, plus the bias") {
+    Generator gen(6);
+    Tensor x = randn({4, 33}, gen), w = randn({19, 33}, gen), b = randn({19}, gen);
+    check_close(linear(x, w, b), add(matmul(x, transpose(w, 0, 1)), b), "linear vs matmul", 1e-5f, 1e-5f);
+  }
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({4, 5})),
+                         doctest::Contains("linear: input (2, 3) x weight (4, 5): the input has 3 features, the weight expects 5"), Error);
+    CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({3})), doctest::Contains("linear: input (2, 3) and weight (3)"), Error);
+    CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({4, 3}), zeros({5})),
+                         doctest::Contains("linear: bias (5) does not fit weight (4, 3): expected (4)"), Error);
+  }
+}
