@@ -41,11 +41,13 @@ std::string block(const Shape& shape, int64_t d, int64_t offset, size_t indent,
   if (d == shape.ndim() - 1) {
     auto per_line = static_cast<size_t>(std::max<int64_t>(1, (kLineWidth - static_cast<int64_t>(indent)) / (width + 2)));
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) s += i % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ";
+      if (i > 0 && i % per_line == 0) s += ",\n" + std::string(indent + 1, ' ');
+      else if (i > 0) s += ", ";
       s += items[i];
     }
   } else {
-    std::string separator = "," + std::string(static_cast<size_t>(shape.ndim() - d - 1), '\n') + std::string(indent + 1, ' ');
+    std::string separator = fmt::format(",{}{}", std::string(static_cast<size_t>(shape.ndim() - d - 1), '\n'),
+                                        std::string(indent + 1, ' '));
     for (size_t i = 0; i < items.size(); ++i) s += (i > 0 ? separator : "") + items[i];
   }
   return s + "]";

@@ -12,22 +12,12 @@
 #include <cmath>
 #include <stdexcept>
 
-// NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning
-// wherever their intrinsics get inlined (GCC bug 105593); hush it for xsimd only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <xsimd/xsimd.hpp>
-#pragma GCC diagnostic pop
+#include "kernels/simd.hpp"
 
 namespace qkv::kernels {
 
 namespace {
 
-using batch = xsimd::batch<float>;
-constexpr int64_t W = batch::size;  // floats per SIMD register
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;      // 1/√2
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;    // 1/√(2π)

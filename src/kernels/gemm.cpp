@@ -20,15 +20,7 @@
 #include <algorithm>
 #include <vector>
 
-// NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning
-// wherever their intrinsics get inlined (GCC bug 105593); hush it for xsimd only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <xsimd/xsimd.hpp>
-#pragma GCC diagnostic pop
+#include "kernels/simd.hpp"
 
 namespace qkv::kernels {
 
@@ -55,11 +47,8 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 
 namespace {
 
-using batch = xsimd::batch<float>;
 // An aligned buffer: packed panels are read with aligned loads.
 using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
-
-constexpr int64_t W = batch::size;  // floats per SIMD register (8 for AVX2, 16 for AVX-512)
 
 // Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W) = 12
 // registers, which leaves room for the 2 B batches and the A broadcast even

@@ -15,22 +15,12 @@
 #include <cmath>
 #include <limits>
 
-// NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning
-// wherever their intrinsics get inlined (GCC bug 105593); hush it for xsimd only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <xsimd/xsimd.hpp>
-#pragma GCC diagnostic pop
+#include "kernels/simd.hpp"
 
 namespace qkv::kernels {
 
 namespace {
 
-using batch = xsimd::batch<float>;
-constexpr int64_t W = batch::size;  // floats per SIMD register
 
 // The start value that leaves any x unchanged: 0 for a sum, -∞ for a max, +∞ for a min.
 float identity(Reduce op) {

@@ -12,7 +12,8 @@ namespace qkv::kernels {
 
 enum class Reduce { Sum, Max, Min };
 
-// out[o, i] = reduce over k < n of x[o, k, i]. n must be ≥ 1.
+// out[o, i] = reduce over k < n of x[o, k, i]. With n = 0 the result is the
+// operation's identity: 0 for Sum, -inf for Max, +inf for Min.
 void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out);
 void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out);
 

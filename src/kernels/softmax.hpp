@@ -7,6 +7,7 @@
 // with m = maxⱼ xⱼ. NOTE: subtracting the max changes nothing mathematically
 // and keeps every exp ≤ 1, so logits of ±1e4 stay finite.
 // inner == 1 (softmax over the last dim: every attention row) is the SIMD path.
+// x and y may be the same array (in place).
 #pragma once
 #include <cstdint>
 
