@@ -124,4 +124,39 @@ void check_against_torch(const std::string& group, const std::string& name, cons
   }
 }
 
+void check_module_against_torch(const std::string& group, const std::string& name, nn::Module& module,
+                                const ModuleFn& fn, float rtol, float atol) {
+  INFO("reference case " << group << ":" << name);
+  const RefCase& c = reference(group, name);
+  nn::StateDict state;
+  for (const auto& [key, t] : c.floats)
+    if (key.rfind("p.", 0) == 0) state[key.substr(2)] = c.tensor(key);
+  module.load_state_dict(state);
+  module.zero_grad();
+
+  std::vector<Tensor> xs = c.inputs();
+  for (auto& x : xs) x.requires_grad_();
+  std::vector<Tensor> outs = fn(xs, c);
+  bool single = c.has("out");
+  Tensor total;  // Σᵢ sum(outᵢ ⊙ grad_outᵢ): its backward feeds each grad_outᵢ to outᵢ
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::string key = single ? "out" : fmt::format("out{}", i);
+    if (!c.has(key)) continue;
+    check_close(outs[i], c.tensor(key), name + " " + key, rtol, atol);
+    if (!outs[i].requires_grad()) continue;
+    Tensor term = sum(mul(outs[i], c.tensor(single ? "grad_out" : fmt::format("grad_out{}", i))));
+    total = total.defined() ? add(total, term) : term;
+  }
+  if (!total.defined()) return;
+  total.backward();
+  for (auto& [pname, p] : module.named_parameters()) {
+    std::string key = "grad_p." + pname;
+    if (c.has(key)) check_close(p.grad(), c.tensor(key), name + " " + key, rtol, atol);
+  }
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::string key = fmt::format("grad_x{}", i);
+    if (c.has(key)) check_close(xs[i].grad(), c.tensor(key), name + " " + key, rtol, atol);
+  }
+}
+
 }  // namespace qkv::test

@@ -8,6 +8,7 @@
 // output with torch's `out`, backpropagates torch's `grad_out` and compares
 // each input's gradient with torch's grad_x0, grad_x1, ….
 #pragma once
+#include <qkv/nn/module.hpp>
 #include <qkv/qkv.hpp>
 
 #include <functional>
@@ -41,5 +42,14 @@ using RefFn = std::function<Tensor(const std::vector<Tensor>& inputs, const RefC
 // torch's float64 reference.
 void check_against_torch(const std::string& group, const std::string& name, const RefFn& fn,
                          float rtol = 1e-4f, float atol = 1e-5f);
+
+// A layer against PyTorch (cases written by Writer.module_case): load the
+// case's parameters p.<name> into `module` with load_state_dict (so the
+// parameter names must be PyTorch's too), run fn, compare every output
+// (out, or out0, out1, …), backpropagate torch's grad_out(s), and compare
+// the gradients of the parameters (grad_p.<name>) and inputs (grad_x0, …).
+using ModuleFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs, const RefCase& c)>;
+void check_module_against_torch(const std::string& group, const std::string& name, nn::Module& module,
+                                const ModuleFn& fn, float rtol = 1e-4f, float atol = 1e-5f);
 
 }  // namespace qkv::test

@@ -7,6 +7,7 @@
 #include <qkv/format.hpp>
 #include <qkv/generator.hpp>
 #include <qkv/gradcheck.hpp>
+#include <qkv/nn.hpp>
 #include <qkv/ops.hpp>
 #include <qkv/shape.hpp>
 #include <qkv/tensor.hpp>

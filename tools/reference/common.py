@@ -65,6 +65,50 @@ class Writer:
         self.lines.append("end")
         self.count += 1
 
+    def module_case(self, name, module, fn, inputs, ints=None):
+        """A layer against PyTorch: run fn(module, *inputs) in float64, feed a
+        random grad_out to each output, and write the module's parameters
+        (p.<dotted name>), the inputs, the outputs, and the gradients of both
+        (grad_p.<name>, grad_x0, …).
+
+        fn may return one tensor (written as out / grad_out) or a tuple
+        (out0, out1, … / grad_out0, …); a None in the tuple is skipped.
+        The module's parameters are rounded to float32 first, so qkv loads
+        exactly the numbers torch used.
+        """
+        module = module.double()
+        with torch.no_grad():
+            for p in module.parameters():
+                p.copy_(p.float().double())
+        xs = [x.detach().clone().double().requires_grad_(x.is_floating_point()) for x in inputs]
+        outs = fn(module, *xs)
+        single = not isinstance(outs, (tuple, list))
+        outs = [outs] if single else list(outs)
+        keys = ["out"] if single else [f"out{i}" for i in range(len(outs))]
+        grads = [None if o is None else self.randn(*o.shape) for o in outs]
+        total = sum((o * g).sum() for o, g in zip(outs, grads) if o is not None and o.requires_grad)
+        if torch.is_tensor(total):
+            total.backward()
+        self.lines.append(f"case {name}")
+        for pname, p in module.named_parameters():
+            self._float(f"p.{pname}", p.detach())
+        for i, x in enumerate(xs):
+            self._float(f"x{i}", x.detach())
+        for key, v in (ints or {}).items():
+            self._int(key, v)
+        for key, o, g in zip(keys, outs, grads):
+            if o is not None:
+                self._float(key, o.detach())
+                self._float(key.replace("out", "grad_out"), g)
+        for pname, p in module.named_parameters():
+            if p.grad is not None:
+                self._float(f"grad_p.{pname}", p.grad)
+        for i, x in enumerate(xs):
+            if x.grad is not None:
+                self._float(f"grad_x{i}", x.grad)
+        self.lines.append("end")
+        self.count += 1
+
     def values(self, name, tensors=None, ints=None):
         """A case of plain named values (no backward): for forward-only checks."""
         self.lines.append(f"case {name}")

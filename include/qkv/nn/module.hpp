@@ -1,0 +1,103 @@
+// nn::Module: the base of every layer. It keeps a layer's named parameters
+// and submodules, so that a model can list them (parameters(),
+// named_parameters()), switch mode (train()/eval()), clear gradients
+// (zero_grad()), save and load them (state_dict()/load_state_dict()) and
+// print itself like PyTorch's print(model).
+//
+// A layer registers each parameter and submodule once, in its constructor,
+// and keeps the handle in a named member:
+//
+//   Linear::Linear(int64_t in, int64_t out) {
+//     weight = register_parameter("weight", …);        // Tensor weight;
+//   }
+//   Block::Block() {
+//     W_q = register_module("W_q", std::make_shared<Linear>(24, 24));
+//   }
+//
+// Names nest with dots as PyTorch gives them: encoder.layers.0.attention.W_q.weight.
+// NOTE: a Tensor is a handle, so the module, the member and an optimizer all
+// hold the same parameter. Everything that changes a parameter (optimizer
+// steps, load_state_dict, init) writes its numbers in place; never assign a
+// new tensor to a registered member.
+//
+// Each layer has its own forward(…) with its own arguments (there is no
+// virtual forward: a Linear takes one tensor, attention takes four), so the
+// only virtual functions are for printing.
+#pragma once
+#include <qkv/tensor.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qkv::nn {
+
+// Parameter name -> tensor, as PyTorch's state_dict.
+using StateDict = std::map<std::string, Tensor>;
+
+class Module {
+ public:
+  Module() = default;
+  Module(const Module&) = delete;  // modules are shared, not copied: hold them in shared_ptr
+  Module& operator=(const Module&) = delete;
+  virtual ~Module() = default;
+
+  // Every parameter of this module and its submodules, depth first in
+  // registration order (the order PyTorch lists them in).
+  std::vector<Tensor> parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
+  int64_t num_parameters() const;  // total number of elements
+
+  // Training mode (dropout active) or evaluation mode, for the whole tree.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  void zero_grad();  // forget every parameter's gradient
+
+  // The parameters by dotted name. The tensors share storage with the model.
+  StateDict state_dict() const;
+  // Copy every entry into the parameter of that name. Refuses (qkv::Error,
+  // changing nothing) a missing, unexpected or mis-shaped entry.
+  void load_state_dict(const StateDict& state);
+
+  // PyTorch's print(model), with each module's parameter count.
+  std::string repr() const;
+  virtual std::string type_name() const = 0;           // "Linear"
+  virtual std::string extra_repr() const { return ""; }  // "in_features=2, out_features=3, bias=True"
+
+ protected:
+  // Register `value` as parameter `name` (setting requires_grad) and return it.
+  Tensor register_parameter(const std::string& name, Tensor value);
+  // Register a submodule and return it, typed.
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  std::string repr(size_t indent) const;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+// A list of submodules named 0, 1, 2, …: PyTorch's nn.ModuleList.
+class ModuleList : public Module {
+ public:
+  void push_back(std::shared_ptr<Module> module);
+  size_t size() const { return named_children().size(); }
+  const std::shared_ptr<Module>& operator[](size_t i) const { return named_children().at(i).second; }
+  template <class M>
+  std::shared_ptr<M> at(size_t i) const {
+    return std::dynamic_pointer_cast<M>((*this)[i]);
+  }
+  std::string type_name() const override { return "ModuleList"; }
+};
+
+}  // namespace qkv::nn

@@ -1,0 +1,114 @@
+// nn::Module: registration, traversal, mode, state dicts and printing.
+#include <qkv/error.hpp>
+#include <qkv/nn/module.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace qkv::nn {
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  if (name.empty() || name.find('.') != std::string::npos) fail("register_parameter: bad name '{}'", name);
+  for (const auto& [n, p] : params_)
+    if (n == name) fail("register_parameter: {} already has a parameter '{}'", type_name(), name);
+  if (!value.defined()) fail("register_parameter: parameter '{}' is undefined", name);
+  if (!value.is_leaf()) value = value.detach();  // a parameter is a leaf of every graph
+  value.requires_grad_();
+  params_.emplace_back(name, value);
+  return value;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  if (!module) fail("register_module: module '{}' is null", name);
+  if (name.empty() || name.find('.') != std::string::npos) fail("register_module: bad name '{}'", name);
+  for (const auto& [n, m] : children_)
+    if (n == name) fail("register_module: {} already has a submodule '{}'", type_name(), name);
+  children_.emplace_back(name, std::move(module));
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out = params_;
+  for (const auto& [name, child] : children_)
+    for (auto& [sub, p] : child->named_parameters()) out.emplace_back(name + "." + sub, p);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [name, p] : named_parameters()) out.push_back(p);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (Tensor& p : parameters()) p.zero_grad();
+}
+
+StateDict Module::state_dict() const {
+  StateDict state;
+  for (auto& [name, p] : named_parameters()) state.emplace(name, p.detach());
+  return state;
+}
+
+void Module::load_state_dict(const StateDict& state) {
+  // Check everything first, so a bad state dict changes nothing.
+  auto params = named_parameters();
+  std::vector<std::string> missing, unexpected;
+  for (auto& [name, p] : params) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      missing.push_back(name);
+    } else if (!it->second.defined() || it->second.shape() != p.shape()) {
+      fail("load_state_dict: {}: '{}' has shape {} in the state dict, {} in the model", type_name(), name,
+           it->second.defined() ? it->second.shape().str() : "undefined", p.shape());
+    }
+  }
+  for (auto& [name, t] : state) {
+    bool known = std::any_of(params.begin(), params.end(), [&](auto& np) { return np.first == name; });
+    if (!known) unexpected.push_back(name);
+  }
+  if (!missing.empty() || !unexpected.empty())
+    fail("load_state_dict: {}: missing keys [{}], unexpected keys [{}]", type_name(), fmt::join(missing, ", "),
+         fmt::join(unexpected, ", "));
+  for (auto& [name, p] : params) {
+    const Tensor& src = state.at(name);
+    std::copy(src.data(), src.data() + src.numel(), p.data());  // in place: every holder sees it
+  }
+}
+
+std::string Module::repr() const { return repr(0) + fmt::format("\nTotal parameters: {}", num_parameters()); }
+
+// Linear(in_features=2, out_features=3, bias=True)
+// TransformerEncoder(
+//   (embedding): Embedding(200, 24)                     # 4800
+//   ...
+// )
+std::string Module::repr(size_t indent) const {
+  std::string head = type_name() + "(" + extra_repr();
+  if (children_.empty()) return head + ")";
+  std::string s = head + "\n";
+  std::string pad(indent + 2, ' ');
+  for (const auto& [name, child] : children_) {
+    std::string line = pad + "(" + name + "): " + child->repr(indent + 2);
+    s += line + fmt::format("  # {} parameters\n", child->num_parameters());
+  }
+  return s + std::string(indent, ' ') + ")";
+}
+
+void ModuleList::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(size()), std::move(module));
+}
+
+}  // namespace qkv::nn
