@@ -11,27 +11,12 @@
 #include <vector>
 
 #include "kernels/gemm.hpp"
+#include "kernels/kernel_test_util.hpp"
 
 using namespace qkv::kernels;
+using namespace qkv::kernels::test;
 
 namespace {
-
-// A tiny fixed-seed generator (the LCG from Numerical Recipes), so every run
-// sees the same inputs.
-struct Lcg {
-  uint32_t state;
-  float uniform(float lo, float hi) {
-    state = state * 1664525u + 1013904223u;
-    return lo + (hi - lo) * static_cast<float>(state >> 8) / 16777216.0f;  // top 24 bits
-  }
-};
-
-std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  Lcg rng{seed};
-  std::vector<float> v(n);
-  for (float& x : v) x = rng.uniform(lo, hi);
-  return v;
-}
 
 constexpr float kSentinel = -12345.0f;  // fills C's padding, which gemm must not touch
 
