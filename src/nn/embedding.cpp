@@ -1,0 +1,32 @@
+// nn::Embedding on the embedding op (a row lookup whose gradient adds into
+// the rows that were picked: an id used twice gets both contributions).
+#include <qkv/error.hpp>
+#include <qkv/nn/embedding.hpp>
+#include <qkv/nn/init.hpp>
+#include <qkv/ops/shape_ops.hpp>
+
+namespace qkv::nn {
+
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen)
+    : num_embeddings(num_embeddings), embedding_dim(embedding_dim) {
+  if (num_embeddings <= 0 || embedding_dim <= 0)
+    fail("Embedding: num_embeddings {} and embedding_dim {} must be positive", num_embeddings, embedding_dim);
+  Tensor w = Tensor::empty({num_embeddings, embedding_dim});
+  init::normal_(w, 0, 1, gen);  // PyTorch's default: N(0, 1)
+  weight = register_parameter("weight", w);
+}
+
+Tensor Embedding::forward(const IntTensor& ids) const {
+  if (!ids.defined()) fail("Embedding: ids is an undefined IntTensor");
+  // Checked here too, so the message speaks of ids and a vocabulary, not rows.
+  const int64_t* id = ids.data();
+  for (int64_t k = 0; k < ids.numel(); ++k)
+    if (id[k] < 0 || id[k] >= num_embeddings)
+      fail("Embedding: id {} out of range for a vocabulary of size {} (ids must be in [0, {}))", id[k],
+           num_embeddings, num_embeddings);
+  return embedding(ids, weight);  // (…) -> (…, D)
+}
+
+std::string Embedding::extra_repr() const { return fmt::format("{}, {}", num_embeddings, embedding_dim); }
+
+}  // namespace qkv::nn

@@ -1,0 +1,38 @@
+// nn::LayerNorm on the layer_norm op.
+#include <qkv/error.hpp>
+#include <qkv/factory.hpp>
+#include <qkv/nn/layer_norm.hpp>
+#include <qkv/ops/functional.hpp>
+
+namespace qkv::nn {
+
+LayerNorm::LayerNorm(Shape normalized_shape, float eps, bool elementwise_affine)
+    : normalized_shape(std::move(normalized_shape)), eps(eps) {
+  if (this->normalized_shape.ndim() == 0) fail("LayerNorm: normalized_shape is empty; give the dims to normalise over");
+  for (int64_t d : this->normalized_shape)
+    if (d <= 0) fail("LayerNorm: normalized_shape {} must have positive sizes", this->normalized_shape);
+  if (!(eps >= 0)) fail("LayerNorm: eps must be ≥ 0, got {}", eps);
+  if (elementwise_affine) {
+    weight = register_parameter("weight", ones(this->normalized_shape));
+    bias = register_parameter("bias", zeros(this->normalized_shape));
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const {
+  const int64_t k = normalized_shape.ndim();
+  bool fits = k <= x.dim();
+  for (int64_t i = 0; fits && i < k; ++i) fits = x.size(x.dim() - k + i) == normalized_shape[i];
+  if (!fits) fail("LayerNorm: input {}: expected its last dims to be normalized_shape {}", x.shape(), normalized_shape);
+  return layer_norm(x, normalized_shape, weight, bias, eps);  // (…, *normalized_shape) -> same
+}
+
+std::string LayerNorm::extra_repr() const {
+  // PyTorch prints the shape as a Python tuple: (4,) or (2, 3).
+  std::string dims;
+  for (int64_t d : normalized_shape) dims += fmt::format("{}, ", d);
+  if (normalized_shape.ndim() > 1) dims.resize(dims.size() - 2);
+  else dims.resize(dims.size() - 1);
+  return fmt::format("({}), eps={}, elementwise_affine={}", dims, eps, weight.defined() ? "True" : "False");
+}
+
+}  // namespace qkv::nn

@@ -1,0 +1,263 @@
+// nn::RNN, nn::GRU and nn::LSTM: against PyTorch (tools/reference/nn_rnn.py
+// -> tests/data/nn_rnn.txt: outputs, final states and the gradients of every
+// parameter, of x and of the initial state), d2l's shapes, between-layer
+// dropout, and errors.
+#include <doctest/doctest.h>
+
+#include <qkv/nn/rnn.hpp>
+#include <qkv/qkv.hpp>
+
+#include <cmath>
+
+#include "reference.hpp"
+
+using namespace qkv;
+using qkv::test::check_module_against_torch;
+using qkv::test::RefCase;
+
+namespace {
+
+// The reference sizes (nn_rnn.py): I = 3, H = 5, T = 6, B = 2.
+constexpr int64_t I = 3, H = 5;
+
+// x0 is x; x1, if present, is h0.
+template <class M>
+void check_rnn(const std::string& name, M& m) {
+  check_module_against_torch("nn_rnn", name, m, [&](const std::vector<Tensor>& x, const RefCase&) {
+    auto [output, h_n] = m(x[0], x.size() > 1 ? x[1] : Tensor());
+    return std::vector<Tensor>{output, h_n};
+  });
+}
+
+// x0 is x; x1 and x2, if present, are h0 and c0.
+void check_lstm(const std::string& name, nn::LSTM& m) {
+  check_module_against_torch("nn_rnn", name, m, [&](const std::vector<Tensor>& x, const RefCase&) {
+    auto [output, h_n, c_n] = x.size() > 1 ? m(x[0], x[1], x[2]) : m(x[0]);
+    return std::vector<Tensor>{output, h_n, c_n};
+  });
+}
+
+std::vector<std::string> names(const nn::Module& m) {
+  std::vector<std::string> out;
+  for (auto& [name, p] : m.named_parameters()) out.push_back(name);
+  return out;
+}
+
+}  // namespace
+
+// ---- against PyTorch -------------------------------------------------------------------
+
+TEST_CASE("nn/rnn: against PyTorch") {
+  SUBCASE("one layer") {
+    nn::RNN m(I, H);
+    check_rnn("rnn/one_layer", m);
+  }
+  SUBCASE("two layers with h0") {
+    nn::RNN m(I, H, 2);
+    check_rnn("rnn/two_layers_h0", m);
+  }
+  SUBCASE("batch_first, no bias") {
+    nn::RNN m(I, H, 1, /*bias=*/false, /*batch_first=*/true);
+    check_rnn("rnn/batch_first_no_bias", m);
+  }
+}
+
+TEST_CASE("nn/gru: against PyTorch") {
+  SUBCASE("two layers") {
+    nn::GRU m(I, H, 2);
+    check_rnn("gru/two_layers", m);
+  }
+  SUBCASE("two layers with h0") {
+    nn::GRU m(I, H, 2);
+    check_rnn("gru/two_layers_h0", m);
+  }
+  SUBCASE("batch_first") {
+    nn::GRU m(I, H, 2, true, true);
+    check_rnn("gru/batch_first", m);
+  }
+  SUBCASE("batch_first with h0") {
+    nn::GRU m(I, H, 2, true, true);
+    check_rnn("gru/batch_first_h0", m);
+  }
+  SUBCASE("no bias") {
+    nn::GRU m(I, H, 1, false);
+    check_rnn("gru/no_bias", m);
+  }
+  SUBCASE("unbatched (T, I) with h0 (L, H)") {
+    nn::GRU m(I, H, 2);
+    check_rnn("gru/unbatched_h0", m);
+  }
+  SUBCASE("one step") {
+    nn::GRU m(I, H);
+    check_rnn("gru/one_step", m);
+  }
+  SUBCASE("three layers, dropout 0.5, eval mode") {
+    nn::GRU m(I, H, 3, true, false, 0.5f);
+    m.eval();
+    check_rnn("gru/dropout_eval", m);
+  }
+}
+
+TEST_CASE("nn/lstm: against PyTorch") {
+  SUBCASE("two layers") {
+    nn::LSTM m(I, H, 2);
+    check_lstm("lstm/two_layers", m);
+  }
+  SUBCASE("two layers with (h0, c0)") {
+    nn::LSTM m(I, H, 2);
+    check_lstm("lstm/two_layers_state", m);
+  }
+  SUBCASE("batch_first") {
+    nn::LSTM m(I, H, 2, true, true);
+    check_lstm("lstm/batch_first", m);
+  }
+  SUBCASE("batch_first with (h0, c0)") {
+    nn::LSTM m(I, H, 2, true, true);
+    check_lstm("lstm/batch_first_state", m);
+  }
+  SUBCASE("unbatched with (h0, c0)") {
+    nn::LSTM m(I, H);
+    check_lstm("lstm/unbatched_state", m);
+  }
+  SUBCASE("two layers, dropout 0.3, eval mode") {
+    nn::LSTM m(I, H, 2, true, false, 0.3f);
+    m.eval();
+    check_lstm("lstm/dropout_eval", m);
+  }
+}
+
+TEST_CASE("nn/lstm: gradcheck through time (x, h0, c0)") {
+  Generator gen(5);
+  nn::LSTM m(2, 3, 2, true, false, 0, gen);
+  auto f = [&](const std::vector<Tensor>& x) {
+    auto [output, h_n, c_n] = m(x[0], x[1], x[2]);
+    return cat({reshape(output, {-1}), reshape(h_n, {-1}), reshape(c_n, {-1})});
+  };
+  auto r = gradcheck(f, {randn({4, 2, 2}, gen), randn({2, 2, 3}, gen), randn({2, 2, 3}, gen)});
+  CHECK_MESSAGE(r.ok, r.message);
+}
+
+// ---- parameters, shapes, modes -------------------------------------------------------------
+
+TEST_CASE("nn/rnn: PyTorch's parameter names, shapes and init") {
+  nn::GRU gru(I, H, 2);
+  CHECK(names(gru) == std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                                               "weight_ih_l1", "weight_hh_l1", "bias_ih_l1", "bias_hh_l1"});
+  CHECK(gru.weight_ih[0].shape() == Shape{3 * H, I});
+  CHECK(gru.weight_ih[1].shape() == Shape{3 * H, H});
+  CHECK(gru.weight_hh[1].shape() == Shape{3 * H, H});
+  CHECK(gru.bias_hh[0].shape() == Shape{3 * H});
+  // PyTorch's count: per layer G·H·(in + H + 2).
+  CHECK(gru.num_parameters() == 3 * H * (I + H + 2) + 3 * H * (H + H + 2));
+  CHECK(nn::LSTM(I, H).weight_hh[0].shape() == Shape{4 * H, H});
+  CHECK(nn::RNN(I, H).weight_ih[0].shape() == Shape{H, I});
+  CHECK(names(nn::LSTM(I, H, 1, /*bias=*/false)) == std::vector<std::string>{"weight_ih_l0", "weight_hh_l0"});
+
+  // U[-1/sqrt(H), 1/sqrt(H)], and not all in a corner of it.
+  nn::LSTM lstm(I, 64, 2);
+  const float k = 1 / std::sqrt(64.0f);
+  float lo = 1, hi = -1;
+  for (const Tensor& p : lstm.parameters())
+    for (float v : p.to_vector()) lo = std::min(lo, v), hi = std::max(hi, v);
+  CHECK(lo >= -k);
+  CHECK(hi <= k);
+  CHECK(lo < -0.9f * k);
+  CHECK(hi > 0.9f * k);
+
+  CHECK(nn::GRU(I, H, 2, true, true, 0.5f).repr().find("GRU(3, 5, num_layers=2, batch_first=True, dropout=0.5)") == 0);
+  CHECK(nn::LSTM(I, H).repr().find("LSTM(3, 5)") == 0);
+  CHECK(nn::RNN(I, H, 1, false).repr().find("RNN(3, 5, bias=False)") == 0);
+}
+
+TEST_CASE("nn/rnn: d2l's shapes") {
+  SUBCASE("d2l 9.6: RNN(len(vocab) = 28, 256) on X (35, 32, 28) with state (1, 32, 256)") {
+    nn::RNN rnn(28, 256);
+    auto [Y, state] = rnn(rand({35, 32, 28}), zeros({1, 32, 256}));
+    CHECK(Y.shape() == Shape{35, 32, 256});
+    CHECK(state.shape() == Shape{1, 32, 256});
+  }
+  SUBCASE("d2l 10.7: the encoder's GRU(8, 16, 2) on (9, 4, 8)") {
+    nn::GRU gru(8, 16, 2);
+    auto [output, h_n] = gru(zeros({9, 4, 8}));
+    CHECK(output.shape() == Shape{9, 4, 16});
+    CHECK(h_n.shape() == Shape{2, 4, 16});
+  }
+  SUBCASE("LSTM batch_first, unbatched") {
+    nn::LSTM lstm(8, 16, 2, true, true);
+    auto [output, h_n, c_n] = lstm(zeros({4, 9, 8}));
+    CHECK(output.shape() == Shape{4, 9, 16});
+    CHECK(h_n.shape() == Shape{2, 4, 16});
+    CHECK(c_n.shape() == Shape{2, 4, 16});
+    auto u = lstm(zeros({9, 8}));  // unbatched: batch_first does not apply
+    CHECK(u.output.shape() == Shape{9, 16});
+    CHECK(u.h_n.shape() == Shape{2, 16});
+    CHECK(u.c_n.shape() == Shape{2, 16});
+  }
+}
+
+TEST_CASE("nn/gru: batch_first is time-major transposed; h_n is the last output") {
+  Generator gen(1);
+  nn::GRU a(I, H, 2, true, false, 0, gen), b(I, H, 2, true, true, 0, gen);
+  b.load_state_dict(a.state_dict());
+  Tensor x = randn({6, 2, I}, gen), h0 = randn({2, 2, H}, gen);
+  auto [out_a, h_a] = a(x, h0);
+  auto [out_b, h_b] = b(transpose(x, 0, 1), h0);  // (B, T, I)
+  test::check_close(transpose(out_b, 0, 1), out_a, "batch_first output", 0, 0);
+  test::check_close(h_b, h_a, "batch_first h_n", 0, 0);
+  test::check_close(narrow(h_a, 0, 1, 1), narrow(out_a, 0, 5, 1), "h_n[last layer] = output[last step]", 0, 0);
+}
+
+TEST_CASE("nn/gru: dropout between layers") {
+  Generator gen(2);
+  Tensor x = randn({6, 2, I}, gen);
+  SUBCASE("in training the outputs differ from eval, and from one call to the next") {
+    nn::GRU m(I, H, 2, true, false, 0.5f, gen);
+    auto [train1, h1] = m(x);
+    auto [train2, h2] = m(x);
+    m.eval();
+    auto [ev, h_ev] = m(x);
+    CHECK(train1.to_vector() != ev.to_vector());
+    CHECK(train1.to_vector() != train2.to_vector());
+    // Layer 0's final state comes before any dropout: the same in both modes.
+    test::check_close(narrow(h1, 0, 0, 1), narrow(h_ev, 0, 0, 1), "layer 0 h_n", 0, 0);
+  }
+  SUBCASE("one layer: there is no between-layer dropout, as in PyTorch") {
+    nn::GRU m(I, H, 1, true, false, 0.5f, gen);
+    auto [train, h] = m(x);
+    m.eval();
+    test::check_close(train, m(x).output, "one-layer output", 0, 0);
+  }
+  SUBCASE("seeded: the same generator seed gives the same training outputs") {
+    Generator g1(9), g2(9);
+    nn::LSTM a(I, H, 2, true, false, 0.5f, g1), b(I, H, 2, true, false, 0.5f, g2);
+    test::check_close(a(x).output, b(x).output, "seeded", 0, 0);
+  }
+}
+
+// ---- errors -----------------------------------------------------------------------------
+
+TEST_CASE("nn/rnn: errors") {
+  nn::GRU gru(I, H, 2);
+  nn::LSTM lstm(I, H, 2);
+  SUBCASE("input") {
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3, 1})), doctest::Contains("GRU: input (6, 2, 3, 1): expected 3 dims (T, B, I) or 2 dims (T, I) unbatched"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6})), doctest::Contains("GRU: input (6): expected 3 dims"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 4})), doctest::Contains("GRU: input (6, 2, 4): expected last dim input_size 3"), Error);
+    CHECK_THROWS_WITH_AS(nn::RNN(I, H, 1, true, true)(zeros({2, 6, 4})), doctest::Contains("RNN: input (2, 6, 4): expected last dim input_size 3"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({0, 2, 3})), doctest::Contains("GRU: input (0, 2, 3) has no time steps"), Error);
+  }
+  SUBCASE("initial state") {
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3}), zeros({1, 2, 5})), doctest::Contains("GRU: h0 (1, 2, 5): expected (2, 2, 5) (num_layers, batch, hidden_size)"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3}), zeros({2, 3, 5})), doctest::Contains("GRU: h0 (2, 3, 5): expected (2, 2, 5)"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 3}), zeros({2, 1, 5})), doctest::Contains("GRU: h0 (2, 1, 5): expected (2, 5) (num_layers, hidden_size)"), Error);
+    CHECK_THROWS_WITH_AS(lstm(zeros({6, 2, 3}), zeros({2, 2, 5})), doctest::Contains("LSTM: give both h0 and c0, or neither (got only h0)"), Error);
+    CHECK_THROWS_WITH_AS(lstm(zeros({6, 2, 3}), zeros({2, 2, 5}), zeros({2, 2, 4})), doctest::Contains("LSTM: c0 (2, 2, 4): expected (2, 2, 5)"), Error);
+  }
+  SUBCASE("constructor") {
+    CHECK_THROWS_WITH_AS(nn::GRU(I, 0), doctest::Contains("GRU: hidden_size must be positive, got 0"), Error);
+    CHECK_THROWS_WITH_AS(nn::LSTM(I, H, 0), doctest::Contains("LSTM: num_layers must be positive, got 0"), Error);
+    CHECK_THROWS_WITH_AS(nn::RNN(0, H), doctest::Contains("RNN: input_size must be positive, got 0"), Error);
+    CHECK_THROWS_WITH_AS(nn::GRU(I, H, 2, true, false, 1.0f), doctest::Contains("GRU: dropout must be in [0, 1), got 1"), Error);
+    CHECK_THROWS_WITH_AS(nn::GRU(I, H, 2, true, false, -0.5f), doctest::Contains("GRU: dropout must be in [0, 1), got -0.5"), Error);
+  }
+}
