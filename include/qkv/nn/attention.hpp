@@ -1,0 +1,118 @@
+// Attention layers, after d2l's chapter "Attention Mechanisms and
+// Transformers" (PyTorch edition): additive attention and scaled dot-product
+// attention (11.3, "Attention Scoring Functions") and multi-head attention
+// (11.5). Each is a thin layer over ops: Linear, masked_softmax, bmm.
+//
+// Every attention layer maps queries, keys and values to one output per query:
+//   output[b, q] = Σₖ α(q, k) · values[b, k],   α(q, ·) = masked_softmax(score(q, ·))
+// and differs only in its score. valid_lens (optional) says how many keys
+// each example (1-D, (B)) or each query row (2-D, (B, Q)) may look at: keys
+// past it are padding and get (almost exactly) zero weight.
+//
+// Letters: B batch, Q queries, K key–value pairs, Dq / Dk / Dv the query /
+// key / value sizes, H num_hiddens, h heads (each head sees H/h features).
+//
+// Each layer keeps the attention weights of its last forward, detached from
+// the graph (for drawing heatmaps, not for backpropagation).
+//
+// Left out on purpose: d2l's LazyLinear (qkv has no lazy layers, so the
+// input sizes are given), attention over more than one batch dim.
+#pragma once
+#include <qkv/generator.hpp>
+#include <qkv/nn/dropout.hpp>
+#include <qkv/nn/linear.hpp>
+#include <qkv/nn/module.hpp>
+
+#include <memory>
+
+namespace qkv::nn {
+
+// --- additive attention (d2l 11.3.3) -----------------------------------------
+// score(q, k) = w_vᵀ tanh(W_q q + W_k k): queries and keys may have different
+// sizes; both are mapped into num_hiddens features, added, squashed, and
+// reduced to one number by w_v.
+//   queries (B, Q, Dq), keys (B, K, Dk), values (B, K, Dv) -> (B, Q, Dv)
+class AdditiveAttention : public Module {
+ public:
+  AdditiveAttention(int64_t key_size, int64_t query_size, int64_t num_hiddens, float dropout,
+                    Generator& gen = default_generator());
+  Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                 const IntTensor& valid_lens = IntTensor());
+  Tensor operator()(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                    const IntTensor& valid_lens = IntTensor()) {
+    return forward(queries, keys, values, valid_lens);
+  }
+
+  std::shared_ptr<Linear> W_k;  // Linear(key_size, num_hiddens, bias=False)
+  std::shared_ptr<Linear> W_q;  // Linear(query_size, num_hiddens, bias=False)
+  std::shared_ptr<Linear> w_v;  // Linear(num_hiddens, 1, bias=False)
+  std::shared_ptr<Dropout> dropout;
+  Tensor attention_weights;  // (B, Q, K) of the last forward, detached
+
+  std::string type_name() const override { return "AdditiveAttention"; }
+};
+
+// --- scaled dot-product attention (d2l 11.3.2) -------------------------------
+// score(q, k) = q·k / sqrt(d): queries and keys have the same size d. The
+// 1/sqrt(d) keeps the scores' variance near 1 whatever d is (for q, k with
+// unit-variance entries, q·k has variance d), so the softmax does not saturate.
+//   queries (B, Q, d), keys (B, K, d), values (B, K, Dv) -> (B, Q, Dv)
+class DotProductAttention : public Module {
+ public:
+  explicit DotProductAttention(float dropout, Generator& gen = default_generator());
+  Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                 const IntTensor& valid_lens = IntTensor());
+  Tensor operator()(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                    const IntTensor& valid_lens = IntTensor()) {
+    return forward(queries, keys, values, valid_lens);
+  }
+
+  std::shared_ptr<Dropout> dropout;
+  Tensor attention_weights;  // (B, Q, K) of the last forward, detached
+
+  std::string type_name() const override { return "DotProductAttention"; }
+};
+
+// --- multi-head attention (d2l 11.5) -----------------------------------------
+// h heads, each a scaled dot-product attention on its own H/h-feature slice
+// of learned projections of queries, keys and values; their outputs are
+// concatenated and mixed by W_o:
+//   head_i = attention(q W_q,i, k W_k,i, v W_v,i)      (B, Q, H/h)
+//   output = [head_1, …, head_h] W_o                     (B, Q, H)
+// d2l's trick, kept here: one Linear per W computes every head at once, and
+// transpose_qkv moves the heads into the batch dim, so one bmm serves them all.
+//   queries (B, Q, H), keys (B, K, H), values (B, K, H) -> (B, Q, H)
+// valid_lens (B) or (B, Q) is repeated for each head (repeat_interleave along dim 0).
+
+// (B, T, H) -> (B·h, T, H/h): row b·h + i holds head i of example b.
+Tensor transpose_qkv(const Tensor& X, int64_t num_heads);
+// The inverse: (B·h, T, H/h) -> (B, T, H), the heads side by side again.
+Tensor transpose_output(const Tensor& X, int64_t num_heads);
+
+class MultiHeadAttention : public Module {
+ public:
+  // NOTE: d2l's W_q, W_k, W_v are LazyLinear(num_hiddens); here they take
+  // num_hiddens inputs, so queries, keys and values must have H features.
+  MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, float dropout, bool bias = false,
+                     Generator& gen = default_generator());
+  Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                 const IntTensor& valid_lens = IntTensor());
+  Tensor operator()(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                    const IntTensor& valid_lens = IntTensor()) {
+    return forward(queries, keys, values, valid_lens);
+  }
+
+  // The last forward's weights as d2l keeps them: (B·h, Q, K), row b·h + i
+  // being head i of example b.
+  const Tensor& attention_weights() const { return attention->attention_weights; }
+  // The same numbers viewed per head: (B, h, Q, K), for a heatmap per head.
+  Tensor attention_weights_per_head() const;
+
+  int64_t num_hiddens, num_heads;
+  std::shared_ptr<DotProductAttention> attention;
+  std::shared_ptr<Linear> W_q, W_k, W_v, W_o;  // each Linear(H, H, bias)
+
+  std::string type_name() const override { return "MultiHeadAttention"; }
+};
+
+}  // namespace qkv::nn

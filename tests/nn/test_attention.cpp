@@ -1,0 +1,207 @@
+// nn::AdditiveAttention, nn::DotProductAttention, nn::MultiHeadAttention and
+// transpose_qkv / transpose_output: d2l's printed examples, PyTorch's values
+// and gradients (tools/reference/nn_attention.py), dropout, errors.
+#include <doctest/doctest.h>
+
+#include <qkv/nn/attention.hpp>
+#include <qkv/qkv.hpp>
+
+#include "reference.hpp"
+
+using namespace qkv;
+
+namespace {
+
+IntTensor lens_of(const test::RefCase& c) { return c.has("valid_lens") ? c.ints_at("valid_lens") : IntTensor(); }
+
+// d2l's example inputs (d2l 11.3): keys all ones, so every key scores the
+// same and the weights are uniform over the valid keys; values 0 … 39 as ten
+// rows of 4, the same for both examples; valid lengths 2 and 6.
+struct D2lExample {
+  Tensor keys = ones({2, 10, 2});
+  Tensor values = repeat(reshape(arange(40.0f), {1, 10, 4}), {2, 1, 1});
+  IntTensor valid_lens = int_tensor({2, 6});
+};
+
+// Mathematics: the mean of the first 2 rows of values is [2, 3, 4, 5], of the
+// first 6 rows [10, 11, 12, 13]; the weights are 1/2 twice, then 1/6 six times.
+void check_d2l_example(const Tensor& out, const Tensor& weights) {
+  test::check_close(out, tensor({2, 3, 4, 5, 10, 11, 12, 13}, {2, 1, 4}), "output");
+  std::vector<float> w(20, 0.0f);
+  for (int k = 0; k < 2; ++k) w[k] = 0.5f;
+  for (int k = 0; k < 6; ++k) w[10 + k] = 1.0f / 6;
+  test::check_close(weights, tensor(w, {2, 1, 10}), "attention weights");
+}
+
+}  // namespace
+
+TEST_CASE("nn/attention: d2l's printed examples") {
+  Generator gen(0);
+  D2lExample ex;
+  SUBCASE("additive attention: queries (2, 1, 20)") {
+    nn::AdditiveAttention attention(2, 20, 8, 0.1f, gen);
+    attention.eval();
+    Tensor out = attention(randn({2, 1, 20}, gen), ex.keys, ex.values, ex.valid_lens);
+    check_d2l_example(out, attention.attention_weights);
+  }
+  SUBCASE("scaled dot-product attention: queries (2, 1, 2)") {
+    nn::DotProductAttention attention(0.5f, gen);
+    attention.eval();
+    Tensor out = attention(randn({2, 1, 2}, gen), ex.keys, ex.values, ex.valid_lens);
+    check_d2l_example(out, attention.attention_weights);
+  }
+}
+
+TEST_CASE("nn/attention: additive attention against torch") {
+  for (const char* name : {"additive/1d_lens", "additive/2d_lens", "additive/no_lens"}) {
+    CAPTURE(name);
+    nn::AdditiveAttention attention(3, 5, 8, 0.1f);
+    attention.eval();
+    test::check_module_against_torch("nn_attention", name, attention,
+                                     [&](const std::vector<Tensor>& x, const test::RefCase& c) {
+                                       Tensor out = attention(x[0], x[1], x[2], lens_of(c));
+                                       return std::vector<Tensor>{out, attention.attention_weights};
+                                     });
+  }
+}
+
+TEST_CASE("nn/attention: scaled dot-product attention against torch") {
+  for (const char* name : {"dot/1d_lens", "dot/2d_lens", "dot/no_lens"}) {
+    CAPTURE(name);
+    nn::DotProductAttention attention(0.2f);
+    attention.eval();
+    test::check_module_against_torch("nn_attention", name, attention,
+                                     [&](const std::vector<Tensor>& x, const test::RefCase& c) {
+                                       Tensor out = attention(x[0], x[1], x[2], lens_of(c));
+                                       return std::vector<Tensor>{out, attention.attention_weights};
+                                     });
+  }
+}
+
+TEST_CASE("nn/attention: gradcheck") {
+  Generator gen(1);
+  IntTensor lens = int_tensor({1, 3, 4, 2}, {2, 2});
+  SUBCASE("scaled dot-product attention, 2-D valid lens") {
+    nn::DotProductAttention attention(0);
+    auto f = [&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2], lens); };
+    auto r = gradcheck(f, {randn({2, 2, 3}, gen), randn({2, 4, 3}, gen), randn({2, 4, 2}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+  SUBCASE("additive attention, 2-D valid lens") {
+    nn::AdditiveAttention attention(3, 2, 4, 0, gen);
+    auto f = [&](const std::vector<Tensor>& x) { return attention(x[0], x[1], x[2], lens); };
+    auto r = gradcheck(f, {randn({2, 2, 2}, gen), randn({2, 4, 3}, gen), randn({2, 4, 2}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+}
+
+TEST_CASE("nn/attention: transpose_qkv and transpose_output") {
+  test::check_against_torch("nn_attention", "transpose_qkv",
+                            [](const std::vector<Tensor>& x, const test::RefCase&) { return nn::transpose_qkv(x[0], 3); });
+  test::check_against_torch("nn_attention", "transpose_output",
+                            [](const std::vector<Tensor>& x, const test::RefCase&) { return nn::transpose_output(x[0], 3); });
+  Generator gen(2);
+  Tensor X = randn({2, 5, 12}, gen);
+  Tensor heads = nn::transpose_qkv(X, 4);
+  CHECK(heads.shape() == Shape{8, 5, 3});
+  // Row b·h + i is head i of example b: features 3i … 3i+2 of example b.
+  CHECK(heads.at({1 * 4 + 2, 3, 1}) == X.at({1, 3, 2 * 3 + 1}));
+  CHECK(nn::transpose_output(heads, 4).to_vector() == X.to_vector());  // the inverse
+}
+
+TEST_CASE("nn/attention: multi-head attention against torch") {
+  for (const char* name : {"mha/1d_lens", "mha/2d_lens", "mha/bias_no_lens"}) {
+    CAPTURE(name);
+    nn::MultiHeadAttention attention(12, 3, 0.3f, std::string(name) == "mha/bias_no_lens");
+    attention.eval();
+    test::check_module_against_torch("nn_attention", name, attention,
+                                     [&](const std::vector<Tensor>& x, const test::RefCase& c) {
+                                       Tensor out = attention(x[0], x[1], x[2], lens_of(c));
+                                       return std::vector<Tensor>{out, attention.attention_weights_per_head()};
+                                     });
+  }
+}
+
+TEST_CASE("nn/attention: multi-head attention, d2l's shapes") {
+  // d2l 11.5: num_hiddens 100, 5 heads, queries (2, 4, 100), keys = values (2, 6, 100), valid lens [3, 2].
+  Generator gen(3);
+  nn::MultiHeadAttention attention(100, 5, 0.5f, false, gen);
+  attention.eval();
+  Tensor X = ones({2, 4, 100}), Y = ones({2, 6, 100});
+  Tensor out = attention(X, Y, Y, int_tensor({3, 2}));
+  CHECK(out.shape() == Shape{2, 4, 100});
+  CHECK(attention.attention_weights().shape() == Shape{10, 4, 6});
+  Tensor per_head = attention.attention_weights_per_head();
+  CHECK(per_head.shape() == Shape{2, 5, 4, 6});
+  // Every head of example 0 sees 3 keys, of example 1 two (the keys are equal: uniform weights).
+  for (int64_t i = 0; i < 5; ++i) {
+    CHECK(per_head.at({0, i, 1, 2}) == doctest::Approx(1.0 / 3));
+    CHECK(per_head.at({0, i, 1, 3}) == 0);
+    CHECK(per_head.at({1, i, 3, 1}) == doctest::Approx(0.5));
+    CHECK(per_head.at({1, i, 3, 2}) == 0);
+  }
+  CHECK(attention.named_parameters().size() == 4);
+  CHECK(attention.named_parameters()[0].first == "W_q.weight");
+  CHECK(attention.num_parameters() == 4 * 100 * 100);
+}
+
+TEST_CASE("nn/attention: dropout acts on the weights in training only") {
+  Generator gen(4);
+  nn::DotProductAttention attention(0.5f, gen);
+  Tensor q = randn({2, 3, 4}, gen), k = randn({2, 5, 4}, gen), v = randn({2, 5, 4}, gen);
+  attention.eval();
+  Tensor eval_out = attention(q, k, v);
+  attention.train();
+  Tensor train_out = attention(q, k, v);
+  CHECK(train_out.to_vector() != eval_out.to_vector());
+  // The kept weights are the softmax itself, before dropout: each row sums to 1.
+  Tensor row_sums = sum(attention.attention_weights, -1);
+  test::check_close(row_sums, ones({2, 3}), "row sums");
+  CHECK_FALSE(attention.attention_weights.requires_grad());  // detached, for drawing
+}
+
+TEST_CASE("nn/attention: errors") {
+  Tensor q = zeros({2, 4, 12}), kv = zeros({2, 6, 12});
+  SUBCASE("multi-head attention") {
+    CHECK_THROWS_WITH_AS(nn::MultiHeadAttention(100, 3, 0.5f),
+                         doctest::Contains("MultiHeadAttention: num_hiddens 100 must be a positive multiple of num_heads 3"),
+                         Error);
+    nn::MultiHeadAttention attention(12, 3, 0);
+    CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 11}), kv, kv),
+                         doctest::Contains("MultiHeadAttention: queries (2, 4, 11): expected last dim 12"), Error);
+    CHECK_THROWS_WITH_AS(attention(q, kv, zeros({2, 5, 12})),
+                         doctest::Contains("MultiHeadAttention: keys (2, 6, 12), values (2, 5, 12): expected one value per key"),
+                         Error);
+    CHECK_THROWS_WITH_AS(attention(q, zeros({3, 6, 12}), zeros({3, 6, 12})),
+                         doctest::Contains("MultiHeadAttention: queries (2, 4, 12), keys (3, 6, 12), values (3, 6, 12): batch sizes differ"),
+                         Error);
+    CHECK_THROWS_WITH_AS(attention(q, kv, kv, int_tensor({1, 2, 3})),
+                         doctest::Contains("MultiHeadAttention: valid_lens (3) does not fit queries (2, 4, 12): expected (2) or (2, 4)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(attention(q, kv, kv, int_tensor({1, 2, 3, 4, 5, 6}, {2, 3})),
+                         doctest::Contains("valid_lens (2, 3) does not fit"), Error);
+    CHECK_THROWS_WITH_AS(attention(zeros({4, 12}), kv, kv), doctest::Contains("MultiHeadAttention: queries (4, 12)"), Error);
+    CHECK_THROWS_WITH_AS(attention.attention_weights_per_head(),
+                         doctest::Contains("MultiHeadAttention: no attention weights yet"), Error);
+  }
+  SUBCASE("scaled dot-product attention") {
+    nn::DotProductAttention attention(0);
+    CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 3}), kv, kv),
+                         doctest::Contains("DotProductAttention: keys (2, 6, 12): expected last dim 3"), Error);
+    CHECK_THROWS_WITH_AS(attention(q, kv, kv, int_tensor({-1, 2})),
+                         doctest::Contains("masked_softmax: valid_lens[0] is -1"), Error);
+  }
+  SUBCASE("additive attention") {
+    nn::AdditiveAttention attention(12, 5, 8, 0);
+    CHECK_THROWS_WITH_AS(attention(q, kv, kv), doctest::Contains("AdditiveAttention: queries (2, 4, 12): expected last dim 5"),
+                         Error);
+    CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 5}), zeros({2, 6, 4}), kv),
+                         doctest::Contains("AdditiveAttention: keys (2, 6, 4): expected last dim 12"), Error);
+  }
+  SUBCASE("transpose_qkv and transpose_output") {
+    CHECK_THROWS_WITH_AS(nn::transpose_qkv(zeros({2, 4, 10}), 3),
+                         doctest::Contains("transpose_qkv: X (2, 4, 10) with 3 heads"), Error);
+    CHECK_THROWS_WITH_AS(nn::transpose_output(zeros({5, 4, 2}), 3),
+                         doctest::Contains("transpose_output: X (5, 4, 2) with 3 heads"), Error);
+  }
+}
