@@ -10,8 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# What qkv needs from Debian: a compiler and CMake, and three libraries.
-PACKAGES=(g++ cmake make libfmt-dev doctest-dev libxsimd-dev)
+# What qkv needs from Debian: a compiler and CMake, and four libraries.
+PACKAGES=(g++ cmake make libfmt-dev doctest-dev libxsimd-dev nlohmann-json3-dev)
 
 install_missing() {
   local missing=()

@@ -1,0 +1,44 @@
+// The "label<TAB>sentence" reader: one line, one example.
+#include <qkv/data/text_classification.hpp>
+#include <qkv/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+
+#include "read_text.hpp"
+
+namespace qkv::data {
+
+LabeledText read_text_classification(const std::string& path) {
+  constexpr const char* op = "read_text_classification";
+  std::string text = detail::read_text_file(path, op);
+  LabeledText out;
+  std::vector<int64_t> labels;
+  for (auto [line_number, line] : detail::numbered_lines(text)) {
+    size_t tab = line.find('\t');
+    if (tab == std::string_view::npos)
+      fail("{}: '{}': line {} has no tab; expected 'label<TAB>sentence': '{}'", op, path, line_number,
+           detail::shorten(line));
+    if (line.find('\t', tab + 1) != std::string_view::npos)
+      fail("{}: '{}': line {} has more than one tab; expected 'label<TAB>sentence': '{}'", op, path, line_number,
+           detail::shorten(line));
+
+    // The label: all digits, read whole (from_chars would accept "1x" as 1).
+    std::string_view field = line.substr(0, tab);
+    int64_t label = -1;
+    auto [end, err] = std::from_chars(field.data(), field.data() + field.size(), label);
+    bool digits_only = !field.empty() && std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits_only || err != std::errc() || end != field.data() + field.size())
+      fail("{}: '{}': line {}: label '{}' is not a class id (an integer >= 0)", op, path, line_number, field);
+
+    std::vector<std::string> tokens = detail::split_spaces(preprocess_nmt(line.substr(tab + 1)));
+    if (tokens.empty()) fail("{}: '{}': line {} has an empty sentence", op, path, line_number);
+    out.tokens.push_back(std::move(tokens));
+    labels.push_back(label);
+  }
+  out.num_classes = labels.empty() ? 0 : *std::max_element(labels.begin(), labels.end()) + 1;
+  out.labels = IntTensor(std::move(labels), Shape{static_cast<int64_t>(out.tokens.size())});
+  return out;
+}
+
+}  // namespace qkv::data

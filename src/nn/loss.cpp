@@ -1,0 +1,52 @@
+// sequence_mask and the masked softmax cross-entropy (d2l 9.7.2), built from
+// masked_fill, cross_entropy and mean: no hand-written backward.
+//
+// Letters: B batch, S steps, V vocabulary.
+#include <qkv/error.hpp>
+#include <qkv/factory.hpp>
+#include <qkv/nn/loss.hpp>
+#include <qkv/ops.hpp>
+
+namespace qkv::nn {
+
+Tensor sequence_mask(const Tensor& X, const IntTensor& valid_len, float value) {
+  if (X.dim() < 2) fail("sequence_mask: X {} must have at least 2 dims (B, S, ...)", X.shape());
+  const int64_t B = X.size(0), S = X.size(1);
+  if (valid_len.dim() != 1 || valid_len.size(0) != B)
+    fail("sequence_mask: valid_len {} does not fit X {}: expected ({})", valid_len.shape(), X.shape(), B);
+  // The mask is 1 where s ≥ valid_len[b]; its shape (B, S, 1, …) broadcasts
+  // over X's trailing dims, so a whole feature vector goes at once.
+  std::vector<int64_t> mask_dims(static_cast<size_t>(X.dim()), 1);
+  mask_dims[0] = B;
+  mask_dims[1] = S;
+  IntTensor mask = IntTensor::empty(Shape(mask_dims));  // (B, S, 1, …)
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = valid_len.data()[b];
+    if (len < 0) fail("sequence_mask: valid_len[{}] = {} is negative", b, len);
+    for (int64_t s = len; s < S; ++s) mask.data()[b * S + s] = 1;
+  }
+  return masked_fill(X, mask, value);
+}
+
+Tensor masked_softmax_cross_entropy(const Tensor& pred, const IntTensor& label, const IntTensor& valid_len) {
+  if (pred.dim() != 3) fail("masked_softmax_cross_entropy: pred {} must be (B, S, V)", pred.shape());
+  const int64_t B = pred.size(0), S = pred.size(1), V = pred.size(2);
+  if (label.shape() != Shape{B, S})
+    fail("masked_softmax_cross_entropy: label {} does not fit pred {}: expected ({}, {})", label.shape(),
+         pred.shape(), B, S);
+  if (valid_len.shape() != Shape{B})
+    fail("masked_softmax_cross_entropy: valid_len {} does not fit pred {}: expected ({})", valid_len.shape(),
+         pred.shape(), B);
+  for (int64_t i = 0; i < label.numel(); ++i) {
+    const int64_t id = label.data()[i];
+    if (id < 0 || id >= V)
+      fail("masked_softmax_cross_entropy: label[{}, {}] = {} is not a token id in [0, {})", i / S, i % S, id, V);
+  }
+  // Every position's loss, padding included (d2l: reduction='none').
+  Tensor unweighted = cross_entropy(reshape(pred, {B * S, V}), label.reshape({B * S}), Reduction::None);  // (B·S)
+  // Weights 1 for real tokens, 0 past valid_len: a sequence_mask of ones.
+  Tensor weights = sequence_mask(ones({B, S}), valid_len);  // (B, S)
+  return mean(reshape(unweighted, {B, S}) * weights, 1);     // (B, S) -> (B)
+}
+
+}  // namespace qkv::nn

@@ -1,0 +1,35 @@
+// clip_grad_norm_: the total L2 norm of every gradient, and one scale for all.
+#include <qkv/error.hpp>
+#include <qkv/optim/clip_grad.hpp>
+
+#include <cmath>
+
+namespace qkv::optim {
+
+float clip_grad_norm_(const std::vector<Tensor>& params, float max_norm) {
+  if (!(max_norm >= 0)) fail("clip_grad_norm_: max_norm={} must be ≥ 0", max_norm);
+
+  // norm = √(Σ g²), summed in double so thousands of tensors lose nothing.
+  double sum_sq = 0;
+  for (const Tensor& p : params) {
+    if (!p.defined()) fail("clip_grad_norm_: a parameter is undefined");
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    const float* x = g.data();
+    for (int64_t i = 0, n = g.numel(); i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+  }
+  const float norm = static_cast<float>(std::sqrt(sum_sq));
+
+  // PyTorch: coef = max_norm / (norm + 1e-6), clamped at 1 (never scale up).
+  const float coef = max_norm / (norm + 1e-6f);
+  if (!(coef < 1) && !std::isnan(coef)) return norm;
+  for (const Tensor& p : params) {
+    Tensor g = p.grad();  // a handle: scaling it scales p's gradient
+    if (!g.defined()) continue;
+    float* x = g.data();
+    for (int64_t i = 0, n = g.numel(); i < n; ++i) x[i] *= coef;
+  }
+  return norm;
+}
+
+}  // namespace qkv::optim
