@@ -11,20 +11,7 @@ import math
 import torch
 from torch import nn
 
-
-def masked_softmax(X, valid_lens):
-    """d2l's masked softmax over the last axis: keys past the valid length get -1e6."""
-    if valid_lens is None:
-        return nn.functional.softmax(X, dim=-1)
-    shape = X.shape
-    if valid_lens.dim() == 1:
-        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-    else:
-        valid_lens = valid_lens.reshape(-1)
-    X = X.reshape(-1, shape[-1])
-    mask = torch.arange(shape[-1])[None, :] < valid_lens[:, None]
-    X = X.masked_fill(~mask, -1e6)
-    return nn.functional.softmax(X.reshape(shape), dim=-1)
+from reference.d2l import masked_softmax
 
 
 class AdditiveAttention(nn.Module):

@@ -17,28 +17,11 @@ loads. The changes, none of which changes a number:
 import torch
 from torch import nn
 
+from reference.d2l import sequence_mask
+from reference.nn_attention import AdditiveAttention
+
 
 # --- d2l: masking and the loss -------------------------------------------------------
-def sequence_mask(X, valid_len, value=0):
-    maxlen = X.size(1)
-    mask = torch.arange((maxlen), dtype=torch.float32, device=X.device)[None, :] < valid_len[:, None]
-    X = X.clone()
-    X[~mask] = value
-    return X
-
-
-def masked_softmax(X, valid_lens):
-    if valid_lens is None:
-        return nn.functional.softmax(X, dim=-1)
-    shape = X.shape
-    if valid_lens.dim() == 1:
-        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-    else:
-        valid_lens = valid_lens.reshape(-1)
-    X = sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
-    return nn.functional.softmax(X.reshape(shape), dim=-1)
-
-
 class MaskedSoftmaxCELoss(nn.CrossEntropyLoss):
     # pred (B, S, V), label (B, S), valid_len (B)
     def forward(self, pred, label, valid_len):
@@ -50,24 +33,7 @@ class MaskedSoftmaxCELoss(nn.CrossEntropyLoss):
         return weighted_loss
 
 
-# --- d2l: attention and the models ---------------------------------------------------
-class AdditiveAttention(nn.Module):
-    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):
-        super(AdditiveAttention, self).__init__(**kwargs)
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
-        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
-        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, queries, keys, values, valid_lens):
-        queries, keys = self.W_q(queries), self.W_k(keys)
-        features = queries.unsqueeze(2) + keys.unsqueeze(1)
-        features = torch.tanh(features)
-        scores = self.w_v(features).squeeze(-1)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
-
-
+# --- d2l: the models (AdditiveAttention is nn_attention.py's) -------------------------
 class Seq2SeqEncoder(nn.Module):
     def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0, **kwargs):
         super(Seq2SeqEncoder, self).__init__(**kwargs)

@@ -10,6 +10,8 @@ copied below; its cases carry `valid_lens`.
 import torch
 from torch import nn
 
+from reference.d2l import masked_softmax
+
 # (case name, shape, dim, scale of the logits)
 ALONG = [
     ("rows", (3, 5), -1, 1.0),
@@ -23,28 +25,6 @@ ALONG = [
     ("simd_inner", (3, 19, 11), 1, 3.0),
     ("large", (2, 9), -1, 30.0),
 ]
-
-
-# d2l's masked_softmax, as the book has it (d2l.ai, 11.3). The only change:
-# X is cloned before the in-place mask, because here X is a leaf that
-# requires grad (the book calls it on plain scores).
-def sequence_mask(X, valid_len, value=0):
-    maxlen = X.size(1)
-    mask = torch.arange((maxlen), dtype=torch.float32, device=X.device)[None, :] < valid_len[:, None]
-    X[~mask] = value
-    return X
-
-
-def masked_softmax(X, valid_lens):
-    if valid_lens is None:
-        return nn.functional.softmax(X, dim=-1)
-    shape = X.shape
-    if valid_lens.dim() == 1:
-        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-    else:
-        valid_lens = valid_lens.reshape(-1)
-    X = sequence_mask(X.reshape(-1, shape[-1]).clone(), valid_lens, value=-1e6)
-    return nn.functional.softmax(X.reshape(shape), dim=-1)
 
 
 def build(w):
