@@ -8,7 +8,6 @@ masked_softmax is d2l's function (d2l.ai, "Attention Scoring Functions"),
 copied below; its cases carry `valid_lens`.
 """
 import torch
-from torch import nn
 
 from reference.d2l import masked_softmax
 
