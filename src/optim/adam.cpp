@@ -51,24 +51,26 @@ void adam_step(Tensor& p, const Tensor& grad, ParamState& state, float lr, std::
   }
 }
 
-Hyperparameters adam_hyperparameters(float lr, std::pair<float, float> betas, float eps, float weight_decay) {
-  return {{"lr", lr}, {"beta1", betas.first}, {"beta2", betas.second}, {"eps", eps}, {"weight_decay", weight_decay}};
-}
-
 }  // namespace
 
-// --- Adam ----------------------------------------------------------------------
+// --- Adam and AdamW -------------------------------------------------------------
 
 Adam::Adam(std::vector<Tensor> params, float lr, std::pair<float, float> betas, float eps, float weight_decay)
-    : Optimizer(std::move(params)), betas(betas), eps(eps), weight_decay(weight_decay) {
-  check_adam("Adam", lr, betas.first, betas.second, eps, weight_decay);
+    : Adam(std::move(params), lr, betas, eps, weight_decay, /*decoupled_weight_decay=*/false) {}
+
+Adam::Adam(std::vector<Tensor> params, float lr, std::pair<float, float> betas, float eps, float weight_decay,
+           bool decoupled_weight_decay)
+    : Optimizer(std::move(params)), betas(betas), eps(eps), weight_decay(weight_decay), decoupled_(decoupled_weight_decay) {
+  check_adam(type_name().c_str(), lr, betas.first, betas.second, eps, weight_decay);
   this->lr = lr;
 }
 
-Hyperparameters Adam::hyperparameters() const { return adam_hyperparameters(lr, betas, eps, weight_decay); }
+Hyperparameters Adam::hyperparameters() const {
+  return {{"lr", lr}, {"beta1", betas.first}, {"beta2", betas.second}, {"eps", eps}, {"weight_decay", weight_decay}};
+}
 
 void Adam::check_hyperparameters(const std::map<std::string, float>& h) const {
-  check_adam("Adam", h.at("lr"), h.at("beta1"), h.at("beta2"), h.at("eps"), h.at("weight_decay"));
+  check_adam(type_name().c_str(), h.at("lr"), h.at("beta1"), h.at("beta2"), h.at("eps"), h.at("weight_decay"));
 }
 
 void Adam::set_hyperparameters(const std::map<std::string, float>& h) {
@@ -78,34 +80,14 @@ void Adam::set_hyperparameters(const std::map<std::string, float>& h) {
   weight_decay = h.at("weight_decay");
 }
 
-// L2 weight decay enters through the gradient (g ← g + λ·p).
+// Adam: L2 weight decay enters through the gradient (g ← g + λ·p).
+// AdamW: decoupled weight decay shrinks p first (p ← p·(1 − lr·λ)), then the
+// plain Adam step.
 void Adam::update(Tensor& p, const Tensor& grad, ParamState& state) {
-  adam_step(p, grad, state, lr, betas, eps, weight_decay);
-}
-
-// --- AdamW ---------------------------------------------------------------------
-
-AdamW::AdamW(std::vector<Tensor> params, float lr, std::pair<float, float> betas, float eps, float weight_decay)
-    : Optimizer(std::move(params)), betas(betas), eps(eps), weight_decay(weight_decay) {
-  check_adam("AdamW", lr, betas.first, betas.second, eps, weight_decay);
-  this->lr = lr;
-}
-
-Hyperparameters AdamW::hyperparameters() const { return adam_hyperparameters(lr, betas, eps, weight_decay); }
-
-void AdamW::check_hyperparameters(const std::map<std::string, float>& h) const {
-  check_adam("AdamW", h.at("lr"), h.at("beta1"), h.at("beta2"), h.at("eps"), h.at("weight_decay"));
-}
-
-void AdamW::set_hyperparameters(const std::map<std::string, float>& h) {
-  lr = h.at("lr");
-  betas = {h.at("beta1"), h.at("beta2")};
-  eps = h.at("eps");
-  weight_decay = h.at("weight_decay");
-}
-
-// Decoupled weight decay: shrink p first (p ← p·(1 − lr·λ)), then the plain Adam step.
-void AdamW::update(Tensor& p, const Tensor& grad, ParamState& state) {
+  if (!decoupled_) {
+    adam_step(p, grad, state, lr, betas, eps, weight_decay);
+    return;
+  }
   if (weight_decay != 0) {
     const float shrink = 1 - lr * weight_decay;
     float* w = p.data();

@@ -32,33 +32,28 @@ class Adam : public Optimizer {
   std::pair<float, float> betas;
   float eps, weight_decay;
 
-  std::string type_name() const override { return "Adam"; }
+  std::string type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   Hyperparameters hyperparameters() const override;
 
  protected:
+  // For AdamW: the same optimizer, with weight decay taken out of the moments.
+  Adam(std::vector<Tensor> params, float lr, std::pair<float, float> betas, float eps, float weight_decay,
+       bool decoupled_weight_decay);
   void update(Tensor& p, const Tensor& grad, ParamState& state) override;
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void check_hyperparameters(const std::map<std::string, float>& h) const override;
   void set_hyperparameters(const std::map<std::string, float>& h) override;
+
+ private:
+  bool decoupled_ = false;
 };
 
-class AdamW : public Optimizer {
+// Adam with decoupled weight decay (PyTorch's default λ = 1e-2).
+class AdamW : public Adam {
  public:
-  // As Adam, with decoupled weight decay (PyTorch's default 1e-2).
   AdamW(std::vector<Tensor> params, float lr = 1e-3f, std::pair<float, float> betas = {0.9f, 0.999f},
-        float eps = 1e-8f, float weight_decay = 1e-2f);
-
-  std::pair<float, float> betas;
-  float eps, weight_decay;
-
-  std::string type_name() const override { return "AdamW"; }
-  Hyperparameters hyperparameters() const override;
-
- protected:
-  void update(Tensor& p, const Tensor& grad, ParamState& state) override;
-  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
-  void check_hyperparameters(const std::map<std::string, float>& h) const override;
-  void set_hyperparameters(const std::map<std::string, float>& h) override;
+        float eps = 1e-8f, float weight_decay = 1e-2f)
+      : Adam(std::move(params), lr, betas, eps, weight_decay, /*decoupled_weight_decay=*/true) {}
 };
 
 }  // namespace qkv::optim
