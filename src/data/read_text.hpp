@@ -1,6 +1,6 @@
 // Reading a whole UTF-8 text file, for the corpus readers (not public API).
 #pragma once
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 
 #include <cstdint>
 #include <filesystem>

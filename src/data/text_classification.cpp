@@ -1,6 +1,6 @@
 // The "label<TAB>sentence" reader: one line, one example.
 #include <qkv/data/text_classification.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 
 #include <algorithm>
 #include <charconv>

@@ -1,6 +1,6 @@
 // Checkpoints: one safetensors file holding a model's state dict and its
 // optimizer's under "optimizer.".
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/io/checkpoint.hpp>
 #include <qkv/io/safetensors.hpp>
 

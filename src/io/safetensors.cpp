@@ -1,6 +1,6 @@
 // safetensors: writing (the header, then the numbers, into a temporary file
 // renamed into place) and reading (every check first, then the copies).
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/io/safetensors.hpp>
 
 #include <fmt/format.h>

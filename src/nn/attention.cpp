@@ -4,7 +4,7 @@
 //
 // Letters: B batch, Q queries, K key–value pairs, Dq / Dk / Dv the query /
 // key / value sizes, H num_hiddens, h heads.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/nn/attention.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/linalg.hpp>

@@ -1,5 +1,5 @@
 // nn::Dropout on the dropout op, with the module's training flag.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/nn/dropout.hpp>
 #include <qkv/ops/functional.hpp>
 

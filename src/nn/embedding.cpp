@@ -1,6 +1,6 @@
 // nn::Embedding on the embedding op (a row lookup whose gradient adds into
 // the rows that were picked: an id used twice gets both contributions).
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/nn/embedding.hpp>
 #include <qkv/nn/init.hpp>
 #include <qkv/ops/shape_ops.hpp>

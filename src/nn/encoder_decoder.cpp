@@ -3,9 +3,9 @@
 // knows whether the pair is a GRU with attention or a Transformer.
 //
 // Letters: B batch, T source steps, S target steps, V vocabulary.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
-#include <qkv/factory.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/nn/encoder_decoder.hpp>
 #include <qkv/ops.hpp>
 

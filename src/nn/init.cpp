@@ -1,5 +1,5 @@
 // torch.nn.init's formulas, drawing from a qkv Generator.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/nn/init.hpp>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // nn::LayerNorm on the layer_norm op.
-#include <qkv/error.hpp>
-#include <qkv/factory.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/nn/layer_norm.hpp>
 #include <qkv/ops/functional.hpp>
 

@@ -1,6 +1,6 @@
 // nn::Linear on the linear op (one GEMM with the weight read transposed).
-#include <qkv/error.hpp>
-#include <qkv/factory.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/nn/init.hpp>
 #include <qkv/nn/linear.hpp>
 #include <qkv/ops/linalg.hpp>

@@ -2,8 +2,8 @@
 // masked_fill, cross_entropy and mean: no hand-written backward.
 //
 // Letters: B batch, S steps, V vocabulary.
-#include <qkv/error.hpp>
-#include <qkv/factory.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/nn/loss.hpp>
 #include <qkv/ops.hpp>
 

@@ -1,5 +1,5 @@
 // nn::Module: registration, traversal, mode, state dicts and printing.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/nn/module.hpp>
 
 #include <fmt/format.h>

@@ -13,8 +13,8 @@
 // 1.8x as long at T = 35 and 3x at T = 100 as one small GEMM per step, which
 // is what run() does. (Slicing x itself costs only O(T²·B·I), and nothing when
 // x needs no gradient.)
-#include <qkv/error.hpp>
-#include <qkv/factory.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/nn/init.hpp>
 #include <qkv/nn/rnn.hpp>
 #include <qkv/ops/elementwise.hpp>

@@ -3,7 +3,7 @@
 //
 // Letters: B batch, T source steps, S target steps, E embed_size,
 // H num_hiddens, L num_layers, V vocabulary.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/nn/seq2seq.hpp>
 #include <qkv/ops.hpp>
 

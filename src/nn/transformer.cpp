@@ -3,7 +3,7 @@
 //
 // Letters: B batch, T source steps, S target steps, c target steps cached
 // before this call, H num_hiddens, F ffn_num_hiddens, V vocabulary, h heads.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/nn/transformer.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/shape_ops.hpp>

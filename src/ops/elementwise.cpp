@@ -9,8 +9,8 @@
 // Broadcasting is done here, not in the kernels: binary_op walks the output
 // row by row and tells the kernel, per input, whether it walks along the row
 // (step 1) or repeats one value (step 0). See BroadcastRows.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/elementwise.hpp>
 

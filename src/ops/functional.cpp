@@ -8,7 +8,7 @@
 // but every line here can be checked against the formula above it.
 //
 // Dims: N batch, C classes, D the features a row is normalised over.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/ops.hpp>
 
 #include <cmath>

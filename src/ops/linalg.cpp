@@ -5,8 +5,8 @@
 //   C = A·B        dA = dC·Bᵀ        dB = Aᵀ·dC
 // The transposes in the backward are never materialised: gemm reads an
 // operand transposed (trans_a / trans_b) as cheaply as a plain one.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/linalg.hpp>
 #include <qkv/ops/shape_ops.hpp>

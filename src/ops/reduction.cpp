@@ -13,8 +13,8 @@
 // Empty inputs: sum of nothing is 0 (as in PyTorch). mean, max, min, argmax
 // and argmin of nothing throw; PyTorch throws for max/min/argmax too, but
 // returns NaN for mean; qkv says so loudly instead.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/reduction.hpp>
 #include <qkv/ops/shape_ops.hpp>

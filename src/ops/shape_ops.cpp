@@ -16,8 +16,8 @@
 // Left out on purpose: strides on tensors (qkv tensors are always contiguous,
 // so transpose copies where PyTorch would return a view), and the legacy rule
 // that lets cat skip 1-D empty tensors of any shape.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/shape_ops.hpp>
 

@@ -4,8 +4,8 @@
 //
 // Both backwards are written with ops (mul, sub, sum with keepdim), which
 // broadcast the per-row sum back along dim.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/reduction.hpp>
 #include <qkv/ops/softmax.hpp>

@@ -1,7 +1,7 @@
 // Small helpers shared by the op files (not public API).
 #pragma once
-#include <qkv/error.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv::detail {
 

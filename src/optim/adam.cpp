@@ -1,6 +1,6 @@
 // optim::Adam and optim::AdamW: one shared loop for the moments and the step;
 // they differ only in where weight decay goes.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/optim/adam.hpp>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // clip_grad_norm_: the total L2 norm of every gradient, and one scale for all.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/optim/clip_grad.hpp>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // optim::Optimizer: the parameter list, step() and the state dict.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/optim/optimizer.hpp>
 
 #include <fmt/format.h>

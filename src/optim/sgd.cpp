@@ -1,5 +1,5 @@
 // optim::SGD: PyTorch's update rule, one loop over the parameter's numbers.
-#include <qkv/error.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/optim/sgd.hpp>
 
 namespace qkv::optim {

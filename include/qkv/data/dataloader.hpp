@@ -27,9 +27,9 @@
 // What is left out on purpose: worker threads, samplers, collate functions,
 // datasets that are not in memory.
 #pragma once
-#include <qkv/error.hpp>
-#include <qkv/generator.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/generator.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <algorithm>
 #include <memory>

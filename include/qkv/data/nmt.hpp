@@ -21,7 +21,7 @@
 #pragma once
 #include <qkv/data/dataloader.hpp>
 #include <qkv/data/vocab.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <optional>
 #include <string>

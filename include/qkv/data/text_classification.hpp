@@ -16,7 +16,7 @@
 // is an Error naming the file and the line number.
 #pragma once
 #include <qkv/data/nmt.hpp>  // TokenLines, build_array
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <string>
 

@@ -24,7 +24,7 @@
 // NOTE: the numbers are copied as they lie in memory, so this assumes a
 // little-endian machine (x86, ARM); the build refuses any other.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <filesystem>
 #include <map>

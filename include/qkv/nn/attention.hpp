@@ -18,7 +18,7 @@
 // Left out on purpose: d2l's LazyLinear (qkv has no lazy layers, so the
 // input sizes are given), attention over more than one batch dim.
 #pragma once
-#include <qkv/generator.hpp>
+#include <qkv/core/generator.hpp>
 #include <qkv/nn/dropout.hpp>
 #include <qkv/nn/linear.hpp>
 #include <qkv/nn/module.hpp>

@@ -4,7 +4,7 @@
 //   x (any shape) -> same shape.
 // The mode is the module's: model.train() / model.eval() switch it.
 #pragma once
-#include <qkv/generator.hpp>
+#include <qkv/core/generator.hpp>
 #include <qkv/nn/module.hpp>
 
 namespace qkv::nn {

@@ -4,7 +4,7 @@
 // Initialised as PyTorch does: weight ~ N(0, 1).
 // Left out on purpose: padding_idx, max_norm, sparse gradients.
 #pragma once
-#include <qkv/generator.hpp>
+#include <qkv/core/generator.hpp>
 #include <qkv/nn/module.hpp>
 
 namespace qkv::nn {

@@ -5,8 +5,8 @@
 // fan_out = out · receptive field (receptive field = product of the dims
 // after the first two; 1 for a matrix).
 #pragma once
-#include <qkv/generator.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/generator.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <utility>
 

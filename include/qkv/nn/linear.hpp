@@ -2,7 +2,7 @@
 //   x (…, in_features) -> y (…, out_features); weight (out, in), bias (out).
 // Initialised as PyTorch does: W and b ~ U[-1/sqrt(in), 1/sqrt(in)].
 #pragma once
-#include <qkv/generator.hpp>
+#include <qkv/core/generator.hpp>
 #include <qkv/nn/module.hpp>
 
 namespace qkv::nn {

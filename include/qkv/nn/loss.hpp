@@ -6,7 +6,7 @@
 //
 // Letters: B batch, S steps, V vocabulary.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv::nn {
 

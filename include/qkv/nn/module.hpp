@@ -24,7 +24,7 @@
 // virtual forward: a Linear takes one tensor, attention takes four), so the
 // only virtual functions are for printing.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <map>
 #include <memory>

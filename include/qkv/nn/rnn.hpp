@@ -19,7 +19,7 @@
 // and differ only in their cell: one step of one layer (src/nn/rnn.cpp).
 // Left out on purpose: bidirectional, proj_size, PackedSequence, RNN's relu.
 #pragma once
-#include <qkv/generator.hpp>
+#include <qkv/core/generator.hpp>
 #include <qkv/nn/module.hpp>
 
 #include <vector>

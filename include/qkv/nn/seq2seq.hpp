@@ -22,7 +22,7 @@
 // training (nn::init::xavier_uniform_ does the same here).
 // Left out on purpose: LSTM cells, bidirectional encoders.
 #pragma once
-#include <qkv/generator.hpp>
+#include <qkv/core/generator.hpp>
 #include <qkv/nn/attention.hpp>
 #include <qkv/nn/embedding.hpp>
 #include <qkv/nn/encoder_decoder.hpp>

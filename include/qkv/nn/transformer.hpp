@@ -18,7 +18,7 @@
 // Left out on purpose: d2l's LazyLinear (input sizes are given), pre-norm
 // blocks, shared embeddings, other positional encodings.
 #pragma once
-#include <qkv/generator.hpp>
+#include <qkv/core/generator.hpp>
 #include <qkv/nn/attention.hpp>
 #include <qkv/nn/dropout.hpp>
 #include <qkv/nn/embedding.hpp>

@@ -4,7 +4,7 @@
 // An op that broadcasts its inputs must sum its gradients back over the
 // broadcast dims: sum_to does that, for every such op, in one place.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

@@ -4,7 +4,7 @@
 // + - * / and unary - call them. Each gradient is the local derivative times
 // the incoming gradient, summed back to the input's shape.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

@@ -2,8 +2,8 @@
 // backward: their gradients come from the ops they are made of): dropout,
 // layer_norm, the losses, cosine similarity and L2 normalisation.
 #pragma once
-#include <qkv/generator.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/generator.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

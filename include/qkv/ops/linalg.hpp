@@ -2,7 +2,7 @@
 //
 //   C = A·B          dA = dC·Bᵀ       dB = Aᵀ·dC
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

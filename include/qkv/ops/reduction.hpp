@@ -5,7 +5,7 @@
 // indices come from argmax/argmin. Their gradient goes to the (first)
 // position that held the extreme value.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

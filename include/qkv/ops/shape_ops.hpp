@@ -7,7 +7,7 @@
 // gradient back where the element came from (adding, where one element was
 // used several times, as in expand, repeat and index_select).
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <vector>
 

@@ -5,7 +5,7 @@
 //   log_softmax backward: dx = dy - softmax(x) · Σⱼ dyⱼ
 // Both subtract the max first, so logits of ±1e4 stay finite.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

@@ -10,7 +10,7 @@
 // As PyTorch's default, a non-finite norm is returned, not refused (the
 // gradients then become NaN): check the returned value to catch it.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <vector>
 

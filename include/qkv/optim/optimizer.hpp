@@ -36,7 +36,7 @@
 // every parameter), closures, sparse gradients, maximize, amsgrad and fused
 // multi-tensor kernels.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <cstdint>
 #include <map>

@@ -5,8 +5,8 @@
 // Large tensors are summarised with "..." as PyTorch does (more than 1000
 // elements: the first and last three along each dim).
 #pragma once
-#include <qkv/autograd.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <fmt/format.h>
 

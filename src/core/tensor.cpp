@@ -1,8 +1,8 @@
 // Tensor and IntTensor: storage, shape, element access and the autograd
 // fields. The graph itself is built and walked in autograd.cpp.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

@@ -5,8 +5,8 @@
 // when the magnitudes span too much (PyTorch's rule: largest/smallest
 // non-zero > 1000, or largest > 1e8, or smallest < 1e-4); more than 1000
 // elements print only the first and last three along each dim.
-#include <qkv/autograd.hpp>
-#include <qkv/format.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/format.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -15,7 +15,7 @@
 // keeps rounding error well below the tolerances, which still catch a
 // backward that is 5% wrong. Keep inputs away from kinks (relu at 0, |x| at 0).
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <functional>
 #include <string>

@@ -1,6 +1,6 @@
 // Shape: sizes, element counts, printing, and negative dims.
-#include <qkv/error.hpp>
-#include <qkv/shape.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/shape.hpp>
 
 namespace qkv {
 

@@ -1,6 +1,6 @@
 // The tensor factories of factory.hpp.
-#include <qkv/error.hpp>
-#include <qkv/factory.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 
 #include <cmath>
 

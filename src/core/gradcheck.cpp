@@ -1,8 +1,8 @@
 // gradcheck: backward's gradients against central finite differences.
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
-#include <qkv/factory.hpp>
-#include <qkv/gradcheck.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
+#include <qkv/core/gradcheck.hpp>
 
 #include <cmath>
 

@@ -12,7 +12,7 @@
 // What is left out on purpose: other dtypes, devices, strides, in-place ops
 // on tensors that are part of a graph.
 #pragma once
-#include <qkv/shape.hpp>
+#include <qkv/core/shape.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -5,8 +5,8 @@
 // the default generator. Tensors come out with requires_grad false: call
 // .requires_grad_() to make a leaf that collects gradients.
 #pragma once
-#include <qkv/generator.hpp>
-#include <qkv/tensor.hpp>
+#include <qkv/core/generator.hpp>
+#include <qkv/core/tensor.hpp>
 
 namespace qkv {
 

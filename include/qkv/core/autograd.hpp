@@ -15,7 +15,7 @@
 // the whole graph would leak): if it needs the output's values, it captures
 // out.detach(), which shares the numbers but not the graph.
 #pragma once
-#include <qkv/tensor.hpp>
+#include <qkv/core/tensor.hpp>
 
 #include <functional>
 #include <string>

@@ -1,6 +1,6 @@
 // The autograd engine: recording an op's backward, and running backward().
-#include <qkv/autograd.hpp>
-#include <qkv/error.hpp>
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 
 #include <unordered_map>
 #include <unordered_set>

@@ -2,8 +2,8 @@
 //
 // splitmix64 (Steele, Lea, Flood 2014) is one 64-bit state advanced by a
 // constant and mixed: tiny, fast, and the same sequence on every machine.
-#include <qkv/error.hpp>
-#include <qkv/generator.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/core/generator.hpp>
 
 #include <cmath>
 #include <numbers>
