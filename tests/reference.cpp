@@ -99,15 +99,14 @@ void check_close(const Tensor& got, const Tensor& want, const std::string& what,
     bool ok = std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]) || (std::isnan(g[i]) && std::isnan(w[i])) ||
               (std::isinf(w[i]) && g[i] == w[i]);
     if (!ok) {
-      FAIL_CHECK(what << ": element " << i << " is " << g[i] << ", torch has " << w[i] << " (rtol " << rtol
-                      << ", atol " << atol << ")");
+      FAIL_CHECK(what << ": element " << i << " is " << g[i] << ", torch has " << w[i] << " (rtol " << rtol << ", atol "
+                      << atol << ")");
       return;
     }
   }
 }
 
-void check_against_torch(const std::string& group, const std::string& name, const RefFn& fn, float rtol,
-                         float atol) {
+void check_against_torch(const std::string& group, const std::string& name, const RefFn& fn, float rtol, float atol) {
   INFO("reference case " << group << ":" << name);
   const RefCase& c = reference(group, name);
   std::vector<Tensor> xs = c.inputs();

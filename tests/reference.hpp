@@ -40,8 +40,8 @@ using RefFn = std::function<Tensor(const std::vector<Tensor>& inputs, const RefC
 
 // Forward and backward against torch; tolerances are for float32 against
 // torch's float64 reference.
-void check_against_torch(const std::string& group, const std::string& name, const RefFn& fn,
-                         float rtol = 1e-4f, float atol = 1e-5f);
+void check_against_torch(const std::string& group, const std::string& name, const RefFn& fn, float rtol = 1e-4f,
+                         float atol = 1e-5f);
 
 // A layer against PyTorch (cases written by Writer.module_case): load the
 // case's parameters p.<name> into `module` with load_state_dict (so the

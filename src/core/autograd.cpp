@@ -93,7 +93,10 @@ void add_into(Tensor& a, const Tensor& b) { kernels::axpy(a.numel(), 1.0f, b.dat
 void backward(const Tensor& root, const Tensor& grad) {
   if (!root.defined()) fail("backward: undefined tensor");
   if (!root.requires_grad())
-    fail("backward: tensor of shape {} does not require grad (no input had requires_grad, or it was made under NoGradGuard)", root.shape());
+    fail(
+        "backward: tensor of shape {} does not require grad (no input had requires_grad, or it was made under "
+        "NoGradGuard)",
+        root.shape());
   Tensor seed = grad;
   if (!seed.defined()) {
     if (root.numel() != 1) fail("backward: a gradient must be given for a non-scalar output of shape {}", root.shape());
@@ -114,8 +117,10 @@ void backward(const Tensor& root, const Tensor& grad) {
     grads.erase(found);
 
     if (!t->grad_fn) {  // a leaf: accumulate into .grad (+=)
-      if (!t->grad.defined()) t->grad = Tensor(dout.to_vector(), dout.shape());  // own copy: later += must not write into dout
-      else add_into(t->grad, dout);
+      if (!t->grad.defined())
+        t->grad = Tensor(dout.to_vector(), dout.shape());  // own copy: later += must not write into dout
+      else
+        add_into(t->grad, dout);
       continue;
     }
     Node& node = *t->grad_fn;

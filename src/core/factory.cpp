@@ -12,7 +12,9 @@ Tensor tensor(std::vector<float> values) {
   return Tensor(std::move(values), shape);
 }
 Tensor scalar_tensor(float value) { return Tensor({value}, Shape{}); }
-IntTensor int_tensor(std::vector<int64_t> values, Shape shape) { return IntTensor(std::move(values), std::move(shape)); }
+IntTensor int_tensor(std::vector<int64_t> values, Shape shape) {
+  return IntTensor(std::move(values), std::move(shape));
+}
 IntTensor int_tensor(std::vector<int64_t> values) {
   Shape shape{static_cast<int64_t>(values.size())};
   return IntTensor(std::move(values), shape);
@@ -40,7 +42,8 @@ Tensor arange(float start, float end, float step) {
   double count = std::ceil((static_cast<double>(end) - start) / step);
   int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<float>(start + static_cast<double>(i) * step);
+  for (int64_t i = 0; i < n; ++i)
+    values[static_cast<size_t>(i)] = static_cast<float>(start + static_cast<double>(i) * step);
   return tensor(std::move(values));
 }
 

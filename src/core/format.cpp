@@ -34,15 +34,19 @@ std::string block(const Shape& shape, int64_t d, int64_t offset, size_t indent,
       items.push_back(d == shape.ndim() - 1 ? " ..." : "...");
       i = size - kEdgeItems;
     }
-    items.push_back(d == shape.ndim() - 1 ? element(offset + i)
-                                          : block(shape, d + 1, offset + i * stride, indent + 1, element, width, summarise));
+    items.push_back(d == shape.ndim() - 1
+                        ? element(offset + i)
+                        : block(shape, d + 1, offset + i * stride, indent + 1, element, width, summarise));
   }
   std::string s = "[";
   if (d == shape.ndim() - 1) {
-    auto per_line = static_cast<size_t>(std::max<int64_t>(1, (kLineWidth - static_cast<int64_t>(indent)) / (width + 2)));
+    auto per_line =
+        static_cast<size_t>(std::max<int64_t>(1, (kLineWidth - static_cast<int64_t>(indent)) / (width + 2)));
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i > 0 && i % per_line == 0) s += ",\n" + std::string(indent + 1, ' ');
-      else if (i > 0) s += ", ";
+      if (i > 0 && i % per_line == 0)
+        s += ",\n" + std::string(indent + 1, ' ');
+      else if (i > 0)
+        s += ", ";
       s += items[i];
     }
   } else {
@@ -84,8 +88,10 @@ std::string to_string(const Tensor& x) {
   if (!x.defined()) return "tensor(undefined)";
   const Shape& shape = x.shape();
   std::string suffix;
-  if (x.grad_fn()) suffix = ", grad_fn=<" + x.grad_fn()->name + ">";
-  else if (x.requires_grad()) suffix = ", requires_grad=True";
+  if (x.grad_fn())
+    suffix = ", grad_fn=<" + x.grad_fn()->name + ">";
+  else if (x.requires_grad())
+    suffix = ", requires_grad=True";
   if (shape.numel() == 0) return with_suffix("[]", shape, suffix);
 
   bool summarise = shape.numel() > kThreshold;
@@ -116,7 +122,8 @@ std::string to_string(const IntTensor& x) {
   if (shape.ndim() == 0) return with_suffix(std::to_string(x.data()[0]), shape, "");
   bool summarise = shape.numel() > kThreshold;
   int64_t width = 0;
-  for (int64_t i : shown(shape, summarise)) width = std::max<int64_t>(width, static_cast<int64_t>(std::to_string(x.data()[i]).size()));
+  for (int64_t i : shown(shape, summarise))
+    width = std::max<int64_t>(width, static_cast<int64_t>(std::to_string(x.data()[i]).size()));
   auto element = [&](int64_t i) { return fmt::format("{:>{}}", x.data()[i], width); };
   return with_suffix(block(shape, 0, 0, 7, element, width, summarise), shape, "");
 }

@@ -8,8 +8,8 @@
 
 namespace qkv {
 
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                          const std::vector<Tensor>& inputs, GradcheckOptions options) {
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                          GradcheckOptions options) {
   // Fresh leaves, so the caller's tensors are neither perturbed nor given grads.
   std::vector<Tensor> xs;
   for (const Tensor& x : inputs) {
@@ -22,7 +22,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   if (!y.defined()) fail("gradcheck: the function returned an undefined tensor");
   Generator gen(options.seed);
   Tensor w = randn(y.shape(), gen);
-  if (!y.requires_grad()) return {false, "gradcheck: the output does not require grad (the function recorded no graph)"};
+  if (!y.requires_grad())
+    return {false, "gradcheck: the output does not require grad (the function recorded no graph)"};
   y.backward(w);
 
   NoGradGuard no_grad;

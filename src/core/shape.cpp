@@ -19,7 +19,8 @@ std::string Shape::str() const {
 int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
   // A 0-d tensor still accepts dim 0 and -1, as PyTorch's reductions do.
   int64_t n = ndim == 0 ? 1 : ndim;
-  if (dim < -n || dim >= n) fail("{}: dim {} out of range for a {}-d tensor (expected {} … {})", op, dim, ndim, -n, n - 1);
+  if (dim < -n || dim >= n)
+    fail("{}: dim {} out of range for a {}-d tensor (expected {} … {})", op, dim, ndim, -n, n - 1);
   return dim < 0 ? dim + n : dim;
 }
 

@@ -55,7 +55,8 @@ bool Tensor::is_leaf() const { return checked(impl_).grad_fn == nullptr; }
 const std::shared_ptr<Node>& Tensor::grad_fn() const { return checked(impl_).grad_fn; }
 
 Tensor& Tensor::requires_grad_(bool on) {
-  if (!is_leaf()) fail("requires_grad_: only leaf tensors can change requires_grad (this one came from {})", grad_fn()->name);
+  if (!is_leaf())
+    fail("requires_grad_: only leaf tensors can change requires_grad (this one came from {})", grad_fn()->name);
   impl_->requires_grad = on;
   return *this;
 }
@@ -63,7 +64,8 @@ Tensor& Tensor::requires_grad_(bool on) {
 Tensor Tensor::grad() const { return checked(impl_).grad; }
 
 void Tensor::set_grad(Tensor grad) {
-  if (grad.defined() && grad.shape() != shape()) fail("set_grad: gradient of shape {} for a tensor of shape {}", grad.shape(), shape());
+  if (grad.defined() && grad.shape() != shape())
+    fail("set_grad: gradient of shape {} for a tensor of shape {}", grad.shape(), shape());
   checked(impl_);
   impl_->grad = std::move(grad);
 }

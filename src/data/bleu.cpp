@@ -1,6 +1,6 @@
 // d2l's bleu: the brevity penalty times the weighted n-gram precisions.
-#include <qkv/data/bleu.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/data/bleu.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -28,7 +28,8 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, Generator& gen) {
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (shuffle)
-    for (int64_t i = n - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(gen.randint(0, i + 1))]);
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(gen.randint(0, i + 1))]);
   return order;
 }
 

@@ -1,7 +1,7 @@
 // Text to arrays for machine translation, d2l §10.5. Every function here is
 // a plain loop over bytes or tokens; the comments say what d2l's Python does.
-#include <qkv/data/nmt.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/data/nmt.hpp>
 
 #include "read_text.hpp"
 

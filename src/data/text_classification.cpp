@@ -1,6 +1,6 @@
 // The "label<TAB>sentence" reader: one line, one example.
-#include <qkv/data/text_classification.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/data/text_classification.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -27,7 +27,8 @@ LabeledText read_text_classification(const std::string& path) {
     std::string_view field = line.substr(0, tab);
     int64_t label = -1;
     auto [end, err] = std::from_chars(field.data(), field.data() + field.size(), label);
-    bool digits_only = !field.empty() && std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; });
+    bool digits_only =
+        !field.empty() && std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits_only || err != std::errc() || end != field.data() + field.size())
       fail("{}: '{}': line {}: label '{}' is not a class id (an integer >= 0)", op, path, line_number, field);
 

@@ -1,6 +1,6 @@
 // Vocab: count the tokens, sort by count (stable), hand out ids.
-#include <qkv/data/vocab.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/data/vocab.hpp>
 
 #include <algorithm>
 

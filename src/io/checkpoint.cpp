@@ -46,8 +46,8 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
   Metadata metadata{{"format", "pt"}};
   for (const auto& [name, t] : all)
     if (is_optimizer_key(name))
-      fail("save_checkpoint: '{}': the model's parameter '{}' collides with the optimizer's '{}' prefix",
-           path.string(), name, kPrefix);
+      fail("save_checkpoint: '{}': the model's parameter '{}' collides with the optimizer's '{}' prefix", path.string(),
+           name, kPrefix);
   if (optimizer != nullptr) {
     for (auto& [name, t] : optimizer->state_dict()) all.emplace(kPrefix + name, t);
     metadata["optimizer"] = optimizer->type_name();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>  // fsync
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -16,7 +17,6 @@
 #include <iterator>
 #include <limits>
 #include <set>
-#include <unistd.h>  // fsync
 #include <vector>
 
 static_assert(std::endian::native == std::endian::little,
@@ -134,7 +134,8 @@ Entry parse_entry(const std::string& name, const json& info, const std::string& 
   uint64_t bytes = sizeof(float);
   constexpr uint64_t kLimit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   for (const json& d : shape) {
-    if (!d.is_number_unsigned()) fail("{}: tensor '{}': shape {} must hold whole numbers ≥ 0", where, name, shape.dump());
+    if (!d.is_number_unsigned())
+      fail("{}: tensor '{}': shape {} must hold whole numbers ≥ 0", where, name, shape.dump());
     uint64_t size = d.get<uint64_t>();
     if (size != 0 && bytes > kLimit / size) fail("{}: tensor '{}': shape {} is too large", where, name, shape.dump());
     bytes *= size;
@@ -147,7 +148,8 @@ Entry parse_entry(const std::string& name, const json& info, const std::string& 
     fail("{}: tensor '{}': data_offsets must be two whole numbers [begin, end], got {}", where, name, offsets.dump());
   e.begin = unsigned_at(offsets, 0);
   e.end = unsigned_at(offsets, 1);
-  if (e.end < e.begin) fail("{}: tensor '{}': data_offsets [{}, {}] end before they begin", where, name, e.begin, e.end);
+  if (e.end < e.begin)
+    fail("{}: tensor '{}': data_offsets [{}, {}] end before they begin", where, name, e.begin, e.end);
   if (e.end - e.begin != bytes)
     fail("{}: tensor '{}': shape {} of F32 needs {} bytes, but data_offsets [{}, {}] hold {}", where, name,
          shape.dump(), bytes, e.begin, e.end, e.end - e.begin);
@@ -229,8 +231,8 @@ TensorMap load_safetensors(const std::filesystem::path& path, Metadata* metadata
   const Entry* previous = nullptr;
   for (const Entry* e : order) {
     if (e->begin < at)
-      fail("{}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap", where, previous->name, previous->begin,
-           previous->end, e->name, e->begin, e->end);
+      fail("{}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap", where, previous->name, previous->begin, previous->end,
+           e->name, e->begin, e->end);
     if (e->begin > at)
       fail("{}: bytes [{}, {}) of the data belong to no tensor (a gap before '{}')", where, at, e->begin, e->name);
     at = e->end;

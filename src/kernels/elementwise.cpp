@@ -18,29 +18,39 @@ namespace qkv::kernels {
 
 namespace {
 
-
-constexpr float kInvSqrt2 = 0.70710678118654752f;      // 1/√2
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;    // 1/√(2π)
+constexpr float kInvSqrt2 = 0.70710678118654752f;    // 1/√2
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;  // 1/√(2π)
 
 // ---- unary -----------------------------------------------------------------------
 
 // The definition of each unary op, on one float.
 float unary_one(Unary op, float x) {
   switch (op) {
-    case Unary::Neg: return -x;
-    case Unary::Exp: return std::exp(x);
-    case Unary::Log: return std::log(x);
-    case Unary::Sqrt: return std::sqrt(x);
-    case Unary::Abs: return std::abs(x);
-    case Unary::Sign: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
-    case Unary::Tanh: return std::tanh(x);
-    case Unary::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case Unary::Neg:
+      return -x;
+    case Unary::Exp:
+      return std::exp(x);
+    case Unary::Log:
+      return std::log(x);
+    case Unary::Sqrt:
+      return std::sqrt(x);
+    case Unary::Abs:
+      return std::abs(x);
+    case Unary::Sign:
+      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+    case Unary::Tanh:
+      return std::tanh(x);
+    case Unary::Sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
     // Written as "x < 0 ? 0 : x" rather than max(x, 0) so that a NaN passes
     // through, as it does in torch.relu.
-    case Unary::Relu: return x < 0.0f ? 0.0f : x;
-    case Unary::Step: return x > 0.0f ? 1.0f : 0.0f;
+    case Unary::Relu:
+      return x < 0.0f ? 0.0f : x;
+    case Unary::Step:
+      return x > 0.0f ? 1.0f : 0.0f;
     // Φ(x) = (1 + erf(x/√2)) / 2 is the standard normal CDF.
-    case Unary::Gelu: return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+    case Unary::Gelu:
+      return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
     // d/dx x·Φ(x) = Φ(x) + x·φ(x), with φ(x) = e^(-x²/2) / √(2π) the normal density.
     case Unary::GeluGrad:
       return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
@@ -68,16 +78,22 @@ void unary(Unary op, int64_t n, const float* x, float* y) {
   // The same formulas as unary_one, on batches. A comparison gives a lane mask
   // and select(mask, a, b) picks a where it is set: SIMD's "c ? a : b".
   switch (op) {
-    case Unary::Neg: return map_unary(op, n, x, y, [](batch v) { return -v; });
-    case Unary::Exp: return map_unary(op, n, x, y, [](batch v) { return xsimd::exp(v); });
-    case Unary::Log: return map_unary(op, n, x, y, [](batch v) { return xsimd::log(v); });
-    case Unary::Sqrt: return map_unary(op, n, x, y, [](batch v) { return xsimd::sqrt(v); });
-    case Unary::Abs: return map_unary(op, n, x, y, [](batch v) { return xsimd::abs(v); });
+    case Unary::Neg:
+      return map_unary(op, n, x, y, [](batch v) { return -v; });
+    case Unary::Exp:
+      return map_unary(op, n, x, y, [](batch v) { return xsimd::exp(v); });
+    case Unary::Log:
+      return map_unary(op, n, x, y, [](batch v) { return xsimd::log(v); });
+    case Unary::Sqrt:
+      return map_unary(op, n, x, y, [](batch v) { return xsimd::sqrt(v); });
+    case Unary::Abs:
+      return map_unary(op, n, x, y, [](batch v) { return xsimd::abs(v); });
     case Unary::Sign:
       return map_unary(op, n, x, y, [&](batch v) {
         return xsimd::select(v > zero, one, zero) - xsimd::select(v < zero, one, zero);
       });
-    case Unary::Tanh: return map_unary(op, n, x, y, [](batch v) { return xsimd::tanh(v); });
+    case Unary::Tanh:
+      return map_unary(op, n, x, y, [](batch v) { return xsimd::tanh(v); });
     case Unary::Sigmoid:
       return map_unary(op, n, x, y, [&](batch v) { return one / (one + xsimd::exp(-v)); });
     case Unary::Relu:
@@ -85,9 +101,7 @@ void unary(Unary op, int64_t n, const float* x, float* y) {
     case Unary::Step:
       return map_unary(op, n, x, y, [&](batch v) { return xsimd::select(v > zero, one, zero); });
     case Unary::Gelu:
-      return map_unary(op, n, x, y, [&](batch v) {
-        return half * v * (one + xsimd::erf(v * batch(kInvSqrt2)));
-      });
+      return map_unary(op, n, x, y, [&](batch v) { return half * v * (one + xsimd::erf(v * batch(kInvSqrt2))); });
     case Unary::GeluGrad:
       return map_unary(op, n, x, y, [&](batch v) {
         batch cdf = half * (one + xsimd::erf(v * batch(kInvSqrt2)));
@@ -105,15 +119,22 @@ namespace {
 // The definition of each binary op, on one pair of floats.
 float binary_one(Binary op, float a, float b) {
   switch (op) {
-    case Binary::Add: return a + b;
-    case Binary::Sub: return a - b;
-    case Binary::Mul: return a * b;
-    case Binary::Div: return a / b;
-    case Binary::Pow: return std::pow(a, b);
+    case Binary::Add:
+      return a + b;
+    case Binary::Sub:
+      return a - b;
+    case Binary::Mul:
+      return a * b;
+    case Binary::Div:
+      return a / b;
+    case Binary::Pow:
+      return std::pow(a, b);
     // NOTE: IEEE max/min return the other operand when one is NaN; PyTorch's
     // maximum/minimum propagate the NaN, and so do these (a + b is then NaN).
-    case Binary::Max: return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
-    case Binary::Min: return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
+    case Binary::Max:
+      return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
+    case Binary::Min:
+      return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
   }
   throw std::invalid_argument("binary: unknown op");
 }
@@ -125,23 +146,20 @@ batch load_operand(const float* p, int64_t step, int64_t i) {
 
 // out[i] = f(a[i·a_step], b[i·b_step]), W at a time, then the scalar tail.
 template <class F>
-void map_binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b,
-                int64_t b_step, float* out, F f) {
+void map_binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, F f) {
   int64_t i = 0;
-  for (; i + W <= n; i += W)
-    f(load_operand(a, a_step, i), load_operand(b, b_step, i)).store_unaligned(out + i);
+  for (; i + W <= n; i += W) f(load_operand(a, a_step, i), load_operand(b, b_step, i)).store_unaligned(out + i);
   for (; i < n; ++i) out[i] = binary_one(op, a[i * a_step], b[i * b_step]);
 }
 
 }  // namespace
 
-void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step,
-                      const float* b, int64_t b_step, float* out) {
+void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step,
+                      float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = binary_one(op, a[i * a_step], b[i * b_step]);
 }
 
-void binary(Binary op, int64_t n, const float* a, int64_t a_step,
-            const float* b, int64_t b_step, float* out) {
+void binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out) {
   auto nan_in = [](batch u, batch v) { return xsimd::isnan(u) || xsimd::isnan(v); };
   switch (op) {
     case Binary::Add:
@@ -155,15 +173,14 @@ void binary(Binary op, int64_t n, const float* a, int64_t a_step,
     // NOTE: no SIMD pow. xsimd's is exp(b·log a), which disagrees with std::pow
     // at the edges (0⁰ = 1, NaN⁰ = 1, 1^NaN = 1) and loses a few bits when the
     // result is large. pow is rare in a network, so it stays exact and scalar.
-    case Binary::Pow: return binary_reference(op, n, a, a_step, b, b_step, out);
+    case Binary::Pow:
+      return binary_reference(op, n, a, a_step, b, b_step, out);
     case Binary::Max:
-      return map_binary(op, n, a, a_step, b, b_step, out, [&](batch u, batch v) {
-        return xsimd::select(nan_in(u, v), u + v, xsimd::max(u, v));
-      });
+      return map_binary(op, n, a, a_step, b, b_step, out,
+                        [&](batch u, batch v) { return xsimd::select(nan_in(u, v), u + v, xsimd::max(u, v)); });
     case Binary::Min:
-      return map_binary(op, n, a, a_step, b, b_step, out, [&](batch u, batch v) {
-        return xsimd::select(nan_in(u, v), u + v, xsimd::min(u, v));
-      });
+      return map_binary(op, n, a, a_step, b, b_step, out,
+                        [&](batch u, batch v) { return xsimd::select(nan_in(u, v), u + v, xsimd::min(u, v)); });
   }
   throw std::invalid_argument("binary: unknown op");
 }

@@ -39,10 +39,8 @@ void unary_reference(Unary op, int64_t n, const float* x, float* y);
 
 // out[i] = a[i * a_step] ∘ b[i * b_step] for i < n, with each step 0 or 1.
 // out may alias a or b when that operand's step is 1.
-void binary(Binary op, int64_t n, const float* a, int64_t a_step,
-            const float* b, int64_t b_step, float* out);
-void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step,
-                      const float* b, int64_t b_step, float* out);
+void binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out);
+void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out);
 
 // y[i] += alpha * x[i]: gradient accumulation and optimizer steps.
 void axpy(int64_t n, float alpha, const float* x, float* y);

@@ -27,9 +27,8 @@ namespace qkv::kernels {
 // ---- reference -------------------------------------------------------------------
 
 // C[i, j] (+)= Σₖ op(A)[i, k] · op(B)[k, j]
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                    const float* A, int64_t lda, const float* B, int64_t ldb,
-                    float* C, int64_t ldc, bool accumulate) {
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
       float sum = 0.0f;
@@ -76,8 +75,8 @@ constexpr int64_t NC = 2048;
 //
 // Both operands go through here. For A the "rows" are C's rows (i); for B they
 // are C's columns (j). A transpose only swaps the two strides.
-void pack_panels(int64_t R, int64_t rows, int64_t depth, const float* X,
-                 int64_t row_stride, int64_t k_stride, float* packed) {
+void pack_panels(int64_t R, int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride,
+                 float* packed) {
   for (int64_t p0 = 0; p0 < rows; p0 += R) {
     int64_t valid = std::min(R, rows - p0);
     for (int64_t k = 0; k < depth; ++k) {
@@ -93,8 +92,8 @@ void pack_panels(int64_t R, int64_t rows, int64_t depth, const float* X,
 // a holds kc groups of MR floats (a column of the A block each), b holds kc
 // rows of NR floats. Only the top-left mr × nr of the register block is valid
 // (mr < MR or nr < NR at the bottom/right edges of C).
-void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc,
-                  int64_t mr, int64_t nr, bool accumulate) {
+void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t mr, int64_t nr,
+                  bool accumulate) {
   constexpr int64_t NB = NR / W;  // batches per row of the block
   batch acc[MR][NB];
   for (int64_t r = 0; r < MR; ++r)
@@ -139,9 +138,8 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
 
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-          const float* A, int64_t lda, const float* B, int64_t ldb,
-          float* C, int64_t ldc, bool accumulate) {
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     // An empty sum is 0: C = 0, or C unchanged when accumulating.
@@ -183,8 +181,7 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
         // Panel p starts p·R·kc floats in; with p = jr / NR that is jr·kc.
         for (int64_t jr = 0; jr < nc; jr += NR) {
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            micro_kernel(kc, packed_a.data() + ir * kc, packed_b.data() + jr * kc,
-                         C + (ic + ir) * ldc + (jc + jr), ldc,
+            micro_kernel(kc, packed_a.data() + ir * kc, packed_b.data() + jr * kc, C + (ic + ir) * ldc + (jc + jr), ldc,
                          std::min(MR, mc - ir), std::min(NR, nc - jr), acc);
           }
         }

@@ -15,13 +15,11 @@
 namespace qkv::kernels {
 
 // Packed, register-blocked, SIMD GEMM (xsimd).
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-          const float* A, int64_t lda, const float* B, int64_t ldb,
-          float* C, int64_t ldc, bool accumulate);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate);
 
 // The plain triple loop that defines what gemm computes; tests hold the two equal.
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                    const float* A, int64_t lda, const float* B, int64_t ldb,
-                    float* C, int64_t ldc, bool accumulate);
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
 
 }  // namespace qkv::kernels

@@ -21,7 +21,6 @@ namespace qkv::kernels {
 
 namespace {
 
-
 // The start value that leaves any x unchanged: 0 for a sum, -∞ for a max, +∞ for a min.
 float identity(Reduce op) {
   constexpr float inf = std::numeric_limits<float>::infinity();
@@ -107,8 +106,7 @@ void reduce_simd(int64_t outer, int64_t n, int64_t inner, const float* x, float*
 // ---- reduce ----------------------------------------------------------------------
 
 // out[o, i] = x[o, 0, i] ∘ x[o, 1, i] ∘ … ∘ x[o, n-1, i]
-void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x,
-                      float* out) {
+void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       float acc = identity(op);
@@ -120,9 +118,12 @@ void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const 
 
 void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
   switch (op) {
-    case Reduce::Sum: return reduce_simd<Reduce::Sum>(outer, n, inner, x, out);
-    case Reduce::Max: return reduce_simd<Reduce::Max>(outer, n, inner, x, out);
-    case Reduce::Min: return reduce_simd<Reduce::Min>(outer, n, inner, x, out);
+    case Reduce::Sum:
+      return reduce_simd<Reduce::Sum>(outer, n, inner, x, out);
+    case Reduce::Max:
+      return reduce_simd<Reduce::Max>(outer, n, inner, x, out);
+    case Reduce::Min:
+      return reduce_simd<Reduce::Min>(outer, n, inner, x, out);
   }
 }
 
@@ -134,8 +135,7 @@ namespace {
 // better value takes over, so ties keep the first index. NaN counts as better
 // than anything (PyTorch: a NaN is both the max and the min), and once found it
 // is kept.
-void arg_best(bool largest, int64_t outer, int64_t n, int64_t inner, const float* x,
-              int64_t* out) {
+void arg_best(bool largest, int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const float* column = x + o * n * inner + i;  // column[k * inner] = x[o, k, i]
@@ -170,8 +170,7 @@ float dot_reference(int64_t n, const float* x, const float* y) {
 float dot(int64_t n, const float* x, const float* y) {
   batch acc(0.0f);  // lane l sums x[i]·y[i] over i ≡ l (mod W)
   int64_t i = 0;
-  for (; i + W <= n; i += W)
-    acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
+  for (; i + W <= n; i += W) acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
   float sum = xsimd::hadd(acc);
   for (; i < n; ++i) sum += x[i] * y[i];
   return sum;

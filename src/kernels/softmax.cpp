@@ -106,8 +106,7 @@ void log_softmax_row(int64_t n, const float* x, float* y) {
   const float log_sum = std::log(sum);
   const batch vlog_sum(log_sum);
   k = 0;
-  for (; k + W <= n; k += W)
-    ((batch::load_unaligned(x + k) - vm) - vlog_sum).store_unaligned(y + k);
+  for (; k + W <= n; k += W) ((batch::load_unaligned(x + k) - vm) - vlog_sum).store_unaligned(y + k);
   for (; k < n; ++k) y[k] = (x[k] - m) - log_sum;
 }
 
@@ -119,8 +118,7 @@ void log_softmax_row(int64_t n, const float* x, float* y) {
 // has stride inner.
 void softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i)
-      softmax_column(n, inner, x + o * n * inner + i, y + o * n * inner + i);
+    for (int64_t i = 0; i < inner; ++i) softmax_column(n, inner, x + o * n * inner + i, y + o * n * inner + i);
 }
 
 void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
@@ -130,8 +128,7 @@ void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) 
 
 void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i)
-      log_softmax_column(n, inner, x + o * n * inner + i, y + o * n * inner + i);
+    for (int64_t i = 0; i < inner; ++i) log_softmax_column(n, inner, x + o * n * inner + i, y + o * n * inner + i);
 }
 
 void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {

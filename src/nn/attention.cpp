@@ -22,8 +22,8 @@ namespace {
 void check_inputs(const char* layer, const Tensor& queries, const Tensor& keys, const Tensor& values,
                   const IntTensor& valid_lens) {
   if (queries.dim() != 3 || keys.dim() != 3 || values.dim() != 3)
-    fail("{}: queries {}, keys {}, values {}: expected 3-D (B, Q, D), (B, K, D), (B, K, Dv)", layer,
-         queries.shape(), keys.shape(), values.shape());
+    fail("{}: queries {}, keys {}, values {}: expected 3-D (B, Q, D), (B, K, D), (B, K, Dv)", layer, queries.shape(),
+         keys.shape(), values.shape());
   const int64_t B = queries.size(0), Q = queries.size(1);
   if (keys.size(0) != B || values.size(0) != B)
     fail("{}: queries {}, keys {}, values {}: batch sizes differ", layer, queries.shape(), keys.shape(),
@@ -76,8 +76,8 @@ Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, con
   Tensor k = (*W_k)(keys);     // (B, K, Dk) -> (B, K, H)
   // Every query meets every key by broadcasting the sum:
   Tensor features = tanh(unsqueeze(q, 2) + unsqueeze(k, 1));  // (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
-  Tensor scores = squeeze((*w_v)(features), -1);               // (B, Q, K, 1) -> (B, Q, K)
-  Tensor weights = masked_softmax(scores, valid_lens);         // (B, Q, K), rows sum to 1
+  Tensor scores = squeeze((*w_v)(features), -1);              // (B, Q, K, 1) -> (B, Q, K)
+  Tensor weights = masked_softmax(scores, valid_lens);        // (B, Q, K), rows sum to 1
   attention_weights = weights.detach();
   return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }
@@ -103,8 +103,7 @@ Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, c
 
 Tensor transpose_qkv(const Tensor& X, int64_t num_heads) {
   if (X.dim() != 3 || num_heads <= 0 || X.size(2) % num_heads != 0)
-    fail("transpose_qkv: X {} with {} heads: expected (B, T, H) with H divisible by the heads", X.shape(),
-         num_heads);
+    fail("transpose_qkv: X {} with {} heads: expected (B, T, H) with H divisible by the heads", X.shape(), num_heads);
   const int64_t B = X.size(0), T = X.size(1), Dh = X.size(2) / num_heads;
   Tensor Y = reshape(X, {B, T, num_heads, Dh});  // (B, T, H) -> (B, T, h, H/h)
   Y = permute(Y, {0, 2, 1, 3});                  // (B, h, T, H/h)
@@ -121,8 +120,7 @@ Tensor transpose_output(const Tensor& X, int64_t num_heads) {
   return reshape(Y, {B, T, num_heads * Dh});     // (B, T, H)
 }
 
-MultiHeadAttention::MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, float dropout, bool bias,
-                                       Generator& gen)
+MultiHeadAttention::MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, float dropout, bool bias, Generator& gen)
     : num_hiddens(num_hiddens), num_heads(num_heads) {
   if (num_hiddens <= 0 || num_heads <= 0 || num_hiddens % num_heads != 0)
     fail("MultiHeadAttention: num_hiddens {} must be a positive multiple of num_heads {}", num_hiddens, num_heads);
@@ -144,8 +142,8 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   Tensor v = transpose_qkv((*W_v)(values), num_heads);   // (B, K, H) -> (B·h, K, H/h)
   // Every head of example b sees b's valid lengths: (B) -> (B·h), (B, Q) -> (B·h, Q).
   IntTensor lens = valid_lens.defined() ? repeat_interleave(valid_lens, num_heads) : IntTensor();
-  Tensor out = (*attention)(q, k, v, lens);          // (B·h, Q, H/h): all heads in one bmm
-  return (*W_o)(transpose_output(out, num_heads));   // (B, Q, H) -> (B, Q, H)
+  Tensor out = (*attention)(q, k, v, lens);         // (B·h, Q, H/h): all heads in one bmm
+  return (*W_o)(transpose_output(out, num_heads));  // (B, Q, H) -> (B, Q, H)
 }
 
 Tensor MultiHeadAttention::attention_weights_per_head() const {

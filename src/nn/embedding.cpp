@@ -22,8 +22,8 @@ Tensor Embedding::forward(const IntTensor& ids) const {
   const int64_t* id = ids.data();
   for (int64_t k = 0; k < ids.numel(); ++k)
     if (id[k] < 0 || id[k] >= num_embeddings)
-      fail("Embedding: id {} out of range for a vocabulary of size {} (ids must be in [0, {}))", id[k],
-           num_embeddings, num_embeddings);
+      fail("Embedding: id {} out of range for a vocabulary of size {} (ids must be in [0, {}))", id[k], num_embeddings,
+           num_embeddings);
   return embedding(ids, weight);  // (…) -> (…, D)
 }
 

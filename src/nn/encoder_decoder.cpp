@@ -25,9 +25,9 @@ Tensor EncoderDecoder::forward(const IntTensor& enc_X, const IntTensor& dec_X, c
   if (enc_X.dim() != 2 || dec_X.dim() != 2 || enc_X.size(0) != dec_X.size(0))
     fail("EncoderDecoder: enc_X {} and dec_X {} must be (batch, steps) with the same batch", enc_X.shape(),
          dec_X.shape());
-  EncoderOutput enc = encoder->forward(enc_X, enc_valid_lens);        // (B, T) -> (B, T, H)
+  EncoderOutput enc = encoder->forward(enc_X, enc_valid_lens);  // (B, T) -> (B, T, H)
   DecoderState state = decoder->init_state(enc, enc_valid_lens);
-  return decoder->forward(dec_X, state);                               // (B, S) -> (B, S, V)
+  return decoder->forward(dec_X, state);  // (B, S) -> (B, S, V)
 }
 
 namespace {
@@ -59,7 +59,7 @@ EncoderDecoder::Prediction EncoderDecoder::predict(const std::vector<int64_t>& s
   // (An id past the vocabulary is refused by the encoder's or decoder's Embedding.)
 
   RestoreMode restore{*this, is_training()};
-  eval();             // no dropout
+  eval();               // no dropout
   NoGradGuard no_grad;  // no graph: nothing will be differentiated
 
   const int64_t len = std::min<int64_t>(static_cast<int64_t>(src.size()), num_steps);
@@ -74,7 +74,7 @@ EncoderDecoder::Prediction EncoderDecoder::predict(const std::vector<int64_t>& s
   IntTensor dec_X = int_tensor({bos}, {1, 1});  // (1, 1)
   for (int64_t step = 0; step < max_len; ++step) {
     Tensor Y = decoder->forward(dec_X, state);  // (1, 1, V)
-    const int64_t next = argmax(Y, 2).item();    // (1, 1, V) -> (1, 1)
+    const int64_t next = argmax(Y, 2).item();   // (1, 1, V) -> (1, 1)
     // As d2l, the step that produced eos keeps its attention weights too.
     prediction.attention.push_back(decoder->attention_weights());
     if (next == eos) break;

@@ -30,8 +30,10 @@ std::string LayerNorm::extra_repr() const {
   // PyTorch prints the shape as a Python tuple: (4,) or (2, 3).
   std::string dims;
   for (int64_t d : normalized_shape) dims += fmt::format("{}, ", d);
-  if (normalized_shape.ndim() > 1) dims.resize(dims.size() - 2);
-  else dims.resize(dims.size() - 1);
+  if (normalized_shape.ndim() > 1)
+    dims.resize(dims.size() - 2);
+  else
+    dims.resize(dims.size() - 1);
   return fmt::format("({}), eps={}, elementwise_affine={}", dims, eps, weight.defined() ? "True" : "False");
 }
 

@@ -32,8 +32,8 @@ Tensor masked_softmax_cross_entropy(const Tensor& pred, const IntTensor& label, 
   if (pred.dim() != 3) fail("masked_softmax_cross_entropy: pred {} must be (B, S, V)", pred.shape());
   const int64_t B = pred.size(0), S = pred.size(1), V = pred.size(2);
   if (label.shape() != Shape{B, S})
-    fail("masked_softmax_cross_entropy: label {} does not fit pred {}: expected ({}, {})", label.shape(),
-         pred.shape(), B, S);
+    fail("masked_softmax_cross_entropy: label {} does not fit pred {}: expected ({}, {})", label.shape(), pred.shape(),
+         B, S);
   if (valid_len.shape() != Shape{B})
     fail("masked_softmax_cross_entropy: valid_len {} does not fit pred {}: expected ({})", valid_len.shape(),
          pred.shape(), B);
@@ -46,7 +46,7 @@ Tensor masked_softmax_cross_entropy(const Tensor& pred, const IntTensor& label, 
   Tensor unweighted = cross_entropy(reshape(pred, {B * S, V}), label.reshape({B * S}), Reduction::None);  // (B·S)
   // Weights 1 for real tokens, 0 past valid_len: a sequence_mask of ones.
   Tensor weights = sequence_mask(ones({B, S}), valid_len);  // (B, S)
-  return mean(reshape(unweighted, {B, S}) * weights, 1);     // (B, S) -> (B)
+  return mean(reshape(unweighted, {B, S}) * weights, 1);    // (B, S) -> (B)
 }
 
 }  // namespace qkv::nn

@@ -48,7 +48,7 @@ RNNBase::State rnn_tanh_cell(const Tensor& xw, const RNNBase::State& s, const Te
 // from-scratch GRU resets h before the product, W_hn (r ⊙ h): a slightly
 // different model, so its weights would not give PyTorch's numbers.
 RNNBase::State gru_cell(const Tensor& xw, const RNNBase::State& s, const Tensor& w_hh, const Tensor& b_hh) {
-  std::vector<Tensor> x_ = chunk(xw, 3, 1);                      // (B, 3H) -> x_r, x_z, x_n (B, H)
+  std::vector<Tensor> x_ = chunk(xw, 3, 1);                       // (B, 3H) -> x_r, x_z, x_n (B, H)
   std::vector<Tensor> h_ = chunk(linear(s.h, w_hh, b_hh), 3, 1);  // (B, H) -> (B, 3H) -> h_r, h_z, h_n
   Tensor r = sigmoid(x_[0] + h_[0]);                              // (B, H)
   Tensor z = sigmoid(x_[1] + h_[1]);                              // (B, H)
@@ -71,9 +71,7 @@ RNNBase::State lstm_cell(const Tensor& xw, const RNNBase::State& s, const Tensor
 }
 
 // The l-th entry, or an undefined tensor when there are none (bias = false).
-Tensor entry(const std::vector<Tensor>& v, int64_t l) {
-  return v.empty() ? Tensor() : v[static_cast<size_t>(l)];
-}
+Tensor entry(const std::vector<Tensor>& v, int64_t l) { return v.empty() ? Tensor() : v[static_cast<size_t>(l)]; }
 
 }  // namespace
 
@@ -81,8 +79,14 @@ Tensor entry(const std::vector<Tensor>& v, int64_t l) {
 
 RNNBase::RNNBase(const char* name, int64_t gates, int64_t input_size, int64_t hidden_size, int64_t num_layers,
                  bool bias, bool batch_first, float dropout, Generator& gen)
-    : input_size(input_size), hidden_size(hidden_size), num_layers(num_layers), bias(bias),
-      batch_first(batch_first), dropout(dropout), name_(name), gen_(&gen) {
+    : input_size(input_size),
+      hidden_size(hidden_size),
+      num_layers(num_layers),
+      bias(bias),
+      batch_first(batch_first),
+      dropout(dropout),
+      name_(name),
+      gen_(&gen) {
   if (input_size <= 0) fail("{}: input_size must be positive, got {}", name, input_size);
   if (hidden_size <= 0) fail("{}: hidden_size must be positive, got {}", name, hidden_size);
   if (num_layers <= 0) fail("{}: num_layers must be positive, got {}", name, num_layers);
@@ -125,7 +129,7 @@ LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, boo
          batch_first ? "B, T, I" : "T, B, I");
   if (x.size(-1) != input_size) fail("{}: input {}: expected last dim input_size {}", name_, x.shape(), input_size);
   const bool batched = x.dim() == 3;
-  Tensor xs = !batched ? unsqueeze(x, 1)            // (T, I) -> (T, 1, I)
+  Tensor xs = !batched      ? unsqueeze(x, 1)     // (T, I) -> (T, 1, I)
               : batch_first ? transpose(x, 0, 1)  // (B, T, I) -> (T, B, I)
                             : x;                  // (T, B, I)
   const int64_t T = xs.size(0), B = xs.size(1), L = num_layers, H = hidden_size;
@@ -142,7 +146,8 @@ LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, boo
     }
     Shape want = batched ? Shape{L, B, H} : Shape{L, H};
     if (s0.shape() != want)
-      fail("{}: {} {}: expected {} (num_layers, {}hidden_size)", name_, what, s0.shape(), want, batched ? "batch, " : "");
+      fail("{}: {} {}: expected {} (num_layers, {}hidden_size)", name_, what, s0.shape(), want,
+           batched ? "batch, " : "");
     for (const Tensor& s : split(s0, 1, 0)) per_layer.push_back(reshape(s, {B, H}));  // (L, B, H) -> L × (B, H)
     return per_layer;
   };
@@ -151,7 +156,7 @@ LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, boo
 
   // Layer by layer, step by step. Layer 0 reads x's steps; layer l reads the
   // outputs of layer l-1, through dropout in training.
-  std::vector<Tensor> inputs;                                                          // T × (B, I)
+  std::vector<Tensor> inputs;                                                                 // T × (B, I)
   for (const Tensor& x_t : split(xs, 1, 0)) inputs.push_back(reshape(x_t, {B, input_size}));  // (1, B, I) -> (B, I)
   std::vector<Tensor> h_n, c_n;
   for (int64_t l = 0; l < L; ++l) {
@@ -160,7 +165,7 @@ LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, boo
     std::vector<Tensor> outputs;  // T × (B, H)
     for (const Tensor& x_t : inputs) {
       Tensor xw = linear(x_t, weight_ih[l], entry(bias_ih, l));  // (B, I or H) -> (B, G·H)
-      s = cell(xw, s, weight_hh[l], entry(bias_hh, l));           // (B, G·H), (B, H) -> (B, H)
+      s = cell(xw, s, weight_hh[l], entry(bias_hh, l));          // (B, G·H), (B, H) -> (B, H)
       outputs.push_back(last ? s.h : qkv::dropout(s.h, dropout, is_training(), *gen_));
     }
     inputs = std::move(outputs);
@@ -171,9 +176,9 @@ LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, boo
 
   // Back to the caller's layout.
   LSTMOutput out;
-  out.output = !batched ? reshape(output, {T, H})       // (T, 1, H) -> (T, H)
-               : batch_first ? transpose(output, 0, 1)  // (T, B, H) -> (B, T, H)
-                             : output;                  // (T, B, H)
+  out.output = !batched      ? reshape(output, {T, H})                 // (T, 1, H) -> (T, H)
+               : batch_first ? transpose(output, 0, 1)                 // (T, B, H) -> (B, T, H)
+                             : output;                                 // (T, B, H)
   out.h_n = batched ? stack(h_n, 0) : reshape(stack(h_n, 0), {L, H});  // L × (B, H) -> (L, B, H) or (L, H)
   if (has_cell_state) out.c_n = batched ? stack(c_n, 0) : reshape(stack(c_n, 0), {L, H});
   return out;

@@ -11,8 +11,8 @@ namespace qkv::nn {
 
 namespace {
 
-void check_sizes(const char* layer, int64_t vocab_size, int64_t embed_size, int64_t num_hiddens,
-                 int64_t num_layers, float dropout) {
+void check_sizes(const char* layer, int64_t vocab_size, int64_t embed_size, int64_t num_hiddens, int64_t num_layers,
+                 float dropout) {
   if (vocab_size <= 0 || embed_size <= 0 || num_hiddens <= 0 || num_layers <= 0)
     fail("{}: vocab_size {}, embed_size {}, num_hiddens {} and num_layers {} must be positive", layer, vocab_size,
          embed_size, num_hiddens, num_layers);
@@ -24,8 +24,8 @@ void check_fits_state(const IntTensor& X, const DecoderState& state, int64_t L, 
   if (X.dim() != 2) fail("Seq2SeqAttentionDecoder: X {} must be (batch, steps) token ids", X.shape());
   if (X.size(1) == 0) fail("Seq2SeqAttentionDecoder: X {} has no steps", X.shape());
   const int64_t B = X.size(0);
-  const bool fits = state.hidden.defined() && state.hidden.shape() == Shape{L, B, H} &&
-                    state.enc_outputs.defined() && state.enc_outputs.size(0) == B;
+  const bool fits = state.hidden.defined() && state.hidden.shape() == Shape{L, B, H} && state.enc_outputs.defined() &&
+                    state.enc_outputs.size(0) == B;
   if (!fits)
     fail("Seq2SeqAttentionDecoder: X {} does not fit the state (hidden {}, enc_outputs {}): call init_state first",
          X.shape(), state.hidden.defined() ? state.hidden.shape().str() : "undefined",
@@ -47,7 +47,7 @@ Seq2SeqEncoder::Seq2SeqEncoder(int64_t vocab_size, int64_t embed_size, int64_t n
 EncoderOutput Seq2SeqEncoder::forward(const IntTensor& X, const IntTensor& /*valid_lens*/) {
   if (X.dim() != 2) fail("Seq2SeqEncoder: X {} must be (batch, steps) token ids", X.shape());
   Tensor emb = permute(embedding->forward(X), {1, 0, 2});  // (B, T) -> (B, T, E) -> (T, B, E)
-  auto [output, h_n] = rnn->forward(emb);                   // (T, B, H), (L, B, H); h0 = zeros
+  auto [output, h_n] = rnn->forward(emb);                  // (T, B, H), (L, B, H); h0 = zeros
   return {permute(output, {1, 0, 2}), h_n};                // outputs (B, T, H), state (L, B, H)
 }
 
@@ -57,8 +57,8 @@ Seq2SeqAttentionDecoder::Seq2SeqAttentionDecoder(int64_t vocab_size, int64_t emb
                                                  int64_t num_layers, float dropout, Generator& gen) {
   check_sizes("Seq2SeqAttentionDecoder", vocab_size, embed_size, num_hiddens, num_layers, dropout);
   // Registered in d2l's order, so the parameters list (and print) as PyTorch's do.
-  attention = register_module(
-      "attention", std::make_shared<AdditiveAttention>(num_hiddens, num_hiddens, num_hiddens, dropout, gen));
+  attention = register_module("attention",
+                              std::make_shared<AdditiveAttention>(num_hiddens, num_hiddens, num_hiddens, dropout, gen));
   embedding = register_module("embedding", std::make_shared<Embedding>(vocab_size, embed_size, gen));
   rnn = register_module("rnn", std::make_shared<GRU>(embed_size + num_hiddens, num_hiddens, num_layers,
                                                      /*bias=*/true, /*batch_first=*/false, dropout, gen));
@@ -76,8 +76,7 @@ DecoderState Seq2SeqAttentionDecoder::init_state(const EncoderOutput& enc, const
     fail("Seq2SeqAttentionDecoder: encoder state {} must be (num_layers, batch, num_hiddens) = ({}, {}, {})",
          enc.state.shape(), L, B, H);
   if (enc_valid_lens.defined() && enc_valid_lens.shape() != Shape{B})
-    fail("Seq2SeqAttentionDecoder: enc_valid_lens {} must be ({}), one length per source", enc_valid_lens.shape(),
-         B);
+    fail("Seq2SeqAttentionDecoder: enc_valid_lens {} must be ({}), one length per source", enc_valid_lens.shape(), B);
   // The encoder's last hidden state starts every decoder layer (d2l: the
   // encoder and decoder have the same num_layers and num_hiddens for this).
   return {enc.outputs, enc_valid_lens, enc.state, {}};
@@ -94,8 +93,8 @@ Tensor Seq2SeqAttentionDecoder::forward(const IntTensor& X, DecoderState& state)
     // (B, 1, ·) are reshapes of each other: no permute is needed.
     Tensor query = reshape(narrow(hidden, 0, L - 1, 1), {B, 1, H});  // the last layer: (1, B, H) -> (B, 1, H)
     Tensor context = attention->forward(query, state.enc_outputs, state.enc_outputs,
-                                        state.enc_valid_lens);         // (B, 1, H) on (B, T, H) -> (B, 1, H)
-    Tensor x = cat({context, narrow(emb, 1, s, 1)}, 2);                // [c_s ; embed(y)]: (B, 1, H + E)
+                                        state.enc_valid_lens);              // (B, 1, H) on (B, T, H) -> (B, 1, H)
+    Tensor x = cat({context, narrow(emb, 1, s, 1)}, 2);                     // [c_s ; embed(y)]: (B, 1, H + E)
     auto [out, h_n] = rnn->forward(reshape(x, {1, B, x.size(2)}), hidden);  // one step: (1, B, H), (L, B, H)
     hidden = h_n;
     outputs.push_back(reshape(out, {B, 1, H}));

@@ -79,7 +79,7 @@ TransformerEncoderBlock::TransformerEncoderBlock(int64_t num_hiddens, int64_t ff
 
 Tensor TransformerEncoderBlock::forward(const Tensor& X, const IntTensor& valid_lens) {
   Tensor Y = (*addnorm1)(X, (*attention)(X, X, X, valid_lens));  // (B, T, H)
-  return (*addnorm2)(Y, (*ffn)(Y));                               // (B, T, H)
+  return (*addnorm2)(Y, (*ffn)(Y));                              // (B, T, H)
 }
 
 TransformerEncoder::TransformerEncoder(int64_t vocab_size, int64_t num_hiddens, int64_t ffn_num_hiddens,
@@ -97,9 +97,8 @@ TransformerEncoder::TransformerEncoder(int64_t vocab_size, int64_t num_hiddens, 
 EncoderOutput TransformerEncoder::forward(const IntTensor& X, const IntTensor& valid_lens) {
   if (X.dim() != 2) fail("TransformerEncoder: X {}: expected token ids (B, T)", X.shape());
   const float scale = std::sqrt(static_cast<float>(num_hiddens));
-  Tensor Y = (*pos_encoding)((*embedding)(X) * scale);  // (B, T) -> (B, T, H), + P
-  for (size_t i = 0; i < blks->size(); ++i)
-    Y = (*blks->at<TransformerEncoderBlock>(i))(Y, valid_lens);  // (B, T, H)
+  Tensor Y = (*pos_encoding)((*embedding)(X)*scale);  // (B, T) -> (B, T, H), + P
+  for (size_t i = 0; i < blks->size(); ++i) Y = (*blks->at<TransformerEncoderBlock>(i))(Y, valid_lens);  // (B, T, H)
   return {Y, Tensor()};
 }
 
@@ -129,11 +128,11 @@ IntTensor causal_valid_lens(int64_t B, int64_t S, int64_t c) {
 TransformerDecoderBlock::TransformerDecoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads,
                                                  float dropout, int64_t i, Generator& gen)
     : i(i) {
-  attention1 = register_module("attention1",
-                               std::make_shared<MultiHeadAttention>(num_hiddens, num_heads, dropout, false, gen));
+  attention1 =
+      register_module("attention1", std::make_shared<MultiHeadAttention>(num_hiddens, num_heads, dropout, false, gen));
   addnorm1 = register_module("addnorm1", std::make_shared<AddNorm>(Shape{num_hiddens}, dropout, gen));
-  attention2 = register_module("attention2",
-                               std::make_shared<MultiHeadAttention>(num_hiddens, num_heads, dropout, false, gen));
+  attention2 =
+      register_module("attention2", std::make_shared<MultiHeadAttention>(num_hiddens, num_heads, dropout, false, gen));
   addnorm2 = register_module("addnorm2", std::make_shared<AddNorm>(Shape{num_hiddens}, dropout, gen));
   ffn = register_module("ffn", std::make_shared<PositionWiseFFN>(num_hiddens, ffn_num_hiddens, num_hiddens, gen));
   addnorm3 = register_module("addnorm3", std::make_shared<AddNorm>(Shape{num_hiddens}, dropout, gen));
@@ -153,9 +152,9 @@ Tensor TransformerDecoderBlock::forward(const Tensor& X, DecoderState& state) {
   IntTensor dec_valid_lens = causal_valid_lens(B, S, c);  // (B, S): rows [c+1, …, c+S]
 
   Tensor Y = (*addnorm1)(X, (*attention1)(X, key_values, key_values, dec_valid_lens));  // (B, S, H)
-  const Tensor& enc = state.enc_outputs;                                                 // (B, T, H)
-  Tensor Z = (*addnorm2)(Y, (*attention2)(Y, enc, enc, state.enc_valid_lens));           // (B, S, H)
-  return (*addnorm3)(Z, (*ffn)(Z));                                                      // (B, S, H)
+  const Tensor& enc = state.enc_outputs;                                                // (B, T, H)
+  Tensor Z = (*addnorm2)(Y, (*attention2)(Y, enc, enc, state.enc_valid_lens));          // (B, S, H)
+  return (*addnorm3)(Z, (*ffn)(Z));                                                     // (B, S, H)
 }
 
 TransformerDecoder::TransformerDecoder(int64_t vocab_size, int64_t num_hiddens, int64_t ffn_num_hiddens,
@@ -166,7 +165,8 @@ TransformerDecoder::TransformerDecoder(int64_t vocab_size, int64_t num_hiddens, 
   pos_encoding = register_module("pos_encoding", std::make_shared<PositionalEncoding>(num_hiddens, dropout, 1000, gen));
   blks = register_module("blks", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < num_blks; ++i)
-    blks->push_back(std::make_shared<TransformerDecoderBlock>(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, gen));
+    blks->push_back(
+        std::make_shared<TransformerDecoderBlock>(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, gen));
   dense = register_module("dense", std::make_shared<Linear>(num_hiddens, vocab_size, true, gen));
 }
 
@@ -189,10 +189,9 @@ Tensor TransformerDecoder::forward(const IntTensor& X, DecoderState& state) {
   // The steps decoded before this call: X's positions start there.
   const int64_t offset = state.cache[0].defined() ? state.cache[0].size(1) : 0;
   const float scale = std::sqrt(static_cast<float>(num_hiddens));
-  Tensor Y = (*pos_encoding)((*embedding)(X) * scale, offset);  // (B, S) -> (B, S, H), + P[offset …]
-  for (size_t i = 0; i < blks->size(); ++i)
-    Y = (*blks->at<TransformerDecoderBlock>(i))(Y, state);  // (B, S, H)
-  return (*dense)(Y);                                        // (B, S, H) -> (B, S, V)
+  Tensor Y = (*pos_encoding)((*embedding)(X)*scale, offset);  // (B, S) -> (B, S, H), + P[offset …]
+  for (size_t i = 0; i < blks->size(); ++i) Y = (*blks->at<TransformerDecoderBlock>(i))(Y, state);  // (B, S, H)
+  return (*dense)(Y);  // (B, S, H) -> (B, S, V)
 }
 
 std::vector<Tensor> TransformerDecoder::attention_weights() const {
@@ -205,7 +204,8 @@ std::vector<Tensor> TransformerDecoder::attention_weights() const {
 std::vector<Tensor> TransformerDecoder::self_attention_weights() const {
   std::vector<Tensor> weights;
   for (size_t i = 0; i < blks->size(); ++i)
-    weights.push_back(blks->at<TransformerDecoderBlock>(i)->attention1->attention_weights_per_head());  // (B, h, S, c+S)
+    weights.push_back(
+        blks->at<TransformerDecoderBlock>(i)->attention1->attention_weights_per_head());  // (B, h, S, c+S)
   return weights;
 }
 

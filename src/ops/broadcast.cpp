@@ -1,8 +1,8 @@
 // Broadcasting: the output shape of a broadcasting op, and sum_to, the one
 // place every broadcasting op's backward goes through (itself differentiable:
 // its backward is expand).
-#include <qkv/core/error.hpp>
 #include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/shape_ops.hpp>
 

@@ -246,9 +246,8 @@ Tensor div(const Tensor& a, float b) {
 // y = s / b      db = -dout·s / b² = -dout·y / b
 Tensor div(float a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b);
-  record(out, "RdivBackward", {b}, [b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    return {neg(dout * y / b)};
-  });
+  record(out, "RdivBackward", {b},
+         [b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout * y / b)}; });
   return out;
 }
 
@@ -256,8 +255,8 @@ Tensor div(float a, const Tensor& b) {
 Tensor pow(const Tensor& a, float exponent) {
   // a² is the common case (variances, squared errors): a·a is exact and
   // faster than a general power.
-  Tensor out = exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow")
-                                : binary_op(kernels::Binary::Pow, a, exponent);
+  Tensor out =
+      exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow") : binary_op(kernels::Binary::Pow, a, exponent);
   record(out, "PowBackward", {a}, [a, p = exponent](const Tensor& dout) -> std::vector<Tensor> {
     if (p == 0.0f) return {Tensor::empty(a.shape())};
     return {dout * (pow(a, p - 1.0f) * p)};
@@ -277,9 +276,7 @@ Tensor neg(const Tensor& x) {
 // y = eˣ         dx = dout·y
 Tensor exp(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Exp, x);
-  record(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout * y};
-  });
+  record(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * y}; });
   return out;
 }
 
@@ -293,54 +290,48 @@ Tensor log(const Tensor& x) {
 // y = √x         dx = dout / (2y)
 Tensor sqrt(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sqrt, x);
-  record(out, "SqrtBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout / (y * 2.0f)};
-  });
+  record(out, "SqrtBackward", {x},
+         [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout / (y * 2.0f)}; });
   return out;
 }
 
 // y = |x|        dx = dout·sign(x)      (sign 0 = 0: no gradient at the kink)
 Tensor abs(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Abs, x);
-  record(out, "AbsBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout * unary_op(kernels::Unary::Sign, x)};
-  });
+  record(out, "AbsBackward", {x},
+         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Sign, x)}; });
   return out;
 }
 
 // y = tanh x     dx = dout·(1 - y²)
 Tensor tanh(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Tanh, x);
-  record(out, "TanhBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout * (1.0f - y * y)};
-  });
+  record(out, "TanhBackward", {x},
+         [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * (1.0f - y * y)}; });
   return out;
 }
 
 // y = σ(x) = 1 / (1 + e⁻ˣ)      dx = dout·y·(1 - y)
 Tensor sigmoid(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sigmoid, x);
-  record(out, "SigmoidBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout * y * (1.0f - y)};
-  });
+  record(out, "SigmoidBackward", {x},
+         [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * y * (1.0f - y)}; });
   return out;
 }
 
 // y = max(x, 0)  dx = dout·[x > 0]      (0 at x = 0)
 Tensor relu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Relu, x);
-  record(out, "ReluBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout * unary_op(kernels::Unary::Step, x)};
-  });
+  record(out, "ReluBackward", {x},
+         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Step, x)}; });
   return out;
 }
 
 // y = x·Φ(x)     dx = dout·(Φ(x) + x·φ(x))      (Φ, φ: the standard normal cdf and pdf)
 Tensor gelu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Gelu, x);
-  record(out, "GeluBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout * unary_op(kernels::Unary::GeluGrad, x)};
-  });
+  record(out, "GeluBackward", {x},
+         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::GeluGrad, x)}; });
   return out;
 }
 
@@ -361,9 +352,8 @@ Tensor masked_fill(const Tensor& x, const IntTensor& mask, float value) {
         if (m[im + i * rows.b_step] != 0) po[o + i] = value;
     });
   }
-  record(out, "MaskedFillBackward", {x}, [mask](const Tensor& dout) -> std::vector<Tensor> {
-    return {masked_fill(dout, mask, 0.0f)};
-  });
+  record(out, "MaskedFillBackward", {x},
+         [mask](const Tensor& dout) -> std::vector<Tensor> { return {masked_fill(dout, mask, 0.0f)}; });
   return out;
 }
 

@@ -64,13 +64,13 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
 //   μ = mean(x)   σ² = mean((x - μ)²)   y = (x - μ) / sqrt(σ² + eps) · weight + bias
 // NOTE: σ² is computed from the centred values (two passes), not as
 // E[x²] - μ², which in float32 cancels to garbage when |μ| ≫ σ (x ≈ 1e4 + noise).
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
-                  float eps) {
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, float eps) {
   const int64_t k = normalized_shape.ndim();
   if (k == 0) fail("layer_norm: normalized_shape is empty; give the trailing dims to normalise over");
   bool fits = k <= x.dim();
   for (int64_t i = 0; fits && i < k; ++i) fits = x.shape()[x.dim() - k + i] == normalized_shape[i];
-  if (!fits) fail("layer_norm: normalized_shape {} does not match the trailing dims of x {}", normalized_shape, x.shape());
+  if (!fits)
+    fail("layer_norm: normalized_shape {} does not match the trailing dims of x {}", normalized_shape, x.shape());
   if (weight.defined() && weight.shape() != normalized_shape)
     fail("layer_norm: weight shape {} should be normalized_shape {}", weight.shape(), normalized_shape);
   if (bias.defined() && bias.shape() != normalized_shape)
@@ -80,12 +80,12 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   for (int64_t d = 0; d < x.dim() - k; ++d) rows *= x.shape()[d];
   const int64_t D = normalized_shape.numel();
 
-  Tensor xr = reshape(x, Shape{rows, D});                     // (R, D)
-  Tensor mu = mean(xr, -1, /*keepdim=*/true);                 // (R, 1)
-  Tensor xc = xr - mu;                                        // (R, D)
-  Tensor var = mean(xc * xc, -1, /*keepdim=*/true);           // (R, 1), biased (divides by D)
-  Tensor y = reshape(xc / sqrt(var + eps), x.shape());        // (R, D) -> x's shape
-  if (weight.defined()) y = y * weight;                       // weight broadcasts over the leading dims
+  Tensor xr = reshape(x, Shape{rows, D});               // (R, D)
+  Tensor mu = mean(xr, -1, /*keepdim=*/true);           // (R, 1)
+  Tensor xc = xr - mu;                                  // (R, D)
+  Tensor var = mean(xc * xc, -1, /*keepdim=*/true);     // (R, 1), biased (divides by D)
+  Tensor y = reshape(xc / sqrt(var + eps), x.shape());  // (R, D) -> x's shape
+  if (weight.defined()) y = y * weight;                 // weight broadcasts over the leading dims
   if (bias.defined()) y = y + bias;
   return y;
 }
@@ -103,8 +103,8 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction re
   if (logits.dim() == 1) {  // unbatched: logits (C) with target () is a batch of one
     if (target.dim() != 0)
       fail("cross_entropy: target shape {} does not match logits {}: expected ()", target.shape(), logits.shape());
-    Tensor loss = cross_entropy(reshape(logits, Shape{1, logits.size(0)}), target.reshape(Shape{1}), reduction,
-                                ignore_index);
+    Tensor loss =
+        cross_entropy(reshape(logits, Shape{1, logits.size(0)}), target.reshape(Shape{1}), reduction, ignore_index);
     return reduction == Reduction::None ? reshape(loss, Shape{}) : loss;
   }
   const Shape expected = detail::reduced_shape(logits.shape(), 1, /*keepdim=*/false);  // (N, d1, …)
@@ -133,13 +133,16 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction re
     }
   }
 
-  Tensor logp = log_softmax(logits, 1);                                            // (N, C, d1, …)
+  Tensor logp = log_softmax(logits, 1);                                                 // (N, C, d1, …)
   Tensor picked = reshape(index_select(reshape(logp, Shape{-1}), 0, index), expected);  // (N, d1, …)
-  Tensor loss = masked_fill(-picked, ignored, 0.0f);                               // (N, d1, …)
+  Tensor loss = masked_fill(-picked, ignored, 0.0f);                                    // (N, d1, …)
   switch (reduction) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return sum(loss);
-    case Reduction::Mean: break;
+    case Reduction::None:
+      return loss;
+    case Reduction::Sum:
+      return sum(loss);
+    case Reduction::Mean:
+      break;
   }
   // Mean over the targets that count; with every target ignored this is 0/0 = NaN, as in PyTorch.
   return sum(loss) / static_cast<float>(kept);
@@ -152,9 +155,12 @@ Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
   Tensor diff = x - target;
   Tensor sq = diff * diff;
   switch (reduction) {
-    case Reduction::None: return sq;
-    case Reduction::Sum: return sum(sq);
-    case Reduction::Mean: break;
+    case Reduction::None:
+      return sq;
+    case Reduction::Sum:
+      return sum(sq);
+    case Reduction::Mean:
+      break;
   }
   return mean(sq);
 }
@@ -174,9 +180,9 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, float 
   // Expand first: if x1 has size 1 along dim, its norm is that of the repeated vector.
   Tensor a = x1.shape() == shape ? x1 : expand(x1, shape);  // (*, D, *)
   Tensor b = x2.shape() == shape ? x2 : expand(x2, shape);  // (*, D, *)
-  Tensor a_unit = a / clamped_norm(a, 2, d, eps);          // (*, D, *) / (*, 1, *)
+  Tensor a_unit = a / clamped_norm(a, 2, d, eps);           // (*, D, *) / (*, 1, *)
   Tensor b_unit = b / clamped_norm(b, 2, d, eps);
-  return sum(a_unit * b_unit, d);                          // (*, *)
+  return sum(a_unit * b_unit, d);  // (*, *)
 }
 
 // y = x / max(‖x‖_p, eps)   along dim; p = 2 by default, p = ∞ is max |x|.

@@ -132,8 +132,7 @@ Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, cons
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (a.dim() == 0 || b.dim() == 0)
-    fail("matmul: {} x {}: both operands need at least 1 dim", a.shape(), b.shape());
+  if (a.dim() == 0 || b.dim() == 0) fail("matmul: {} x {}: both operands need at least 1 dim", a.shape(), b.shape());
   const int64_t ka = a.shape()[a.dim() - 1];
   const int64_t kb = b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2];
   if (ka != kb) fail("matmul: {} x {}: inner sizes {} and {} differ", a.shape(), b.shape(), ka, kb);
@@ -183,19 +182,20 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     for (int64_t r = 0; r < R; ++r)
       kernels::binary(kernels::Binary::Add, N, out.data() + r * N, 1, bias.data(), 1, out.data() + r * N);
   }
-  record(out, "LinearBackward", {x, weight, bias}, [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
-    Tensor dx, dw, db;
-    if (x.requires_grad()) {
-      dx = Tensor::empty(x.shape());
-      gemm(false, false, R, K, N, dout.data(), weight.data(), dx.data());  // (R, N)·(N, K)
-    }
-    if (weight.requires_grad()) {
-      dw = Tensor::empty(weight.shape());
-      gemm(true, false, N, K, R, dout.data(), x.data(), dw.data());  // (R, N)ᵀ·(R, K)
-    }
-    if (bias.defined() && bias.requires_grad()) db = sum_to(dout, bias.shape());
-    return {dx, dw, db};
-  });
+  record(out, "LinearBackward", {x, weight, bias},
+         [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
+           Tensor dx, dw, db;
+           if (x.requires_grad()) {
+             dx = Tensor::empty(x.shape());
+             gemm(false, false, R, K, N, dout.data(), weight.data(), dx.data());  // (R, N)·(N, K)
+           }
+           if (weight.requires_grad()) {
+             dw = Tensor::empty(weight.shape());
+             gemm(true, false, N, K, R, dout.data(), x.data(), dw.data());  // (R, N)ᵀ·(R, K)
+           }
+           if (bias.defined() && bias.requires_grad()) db = sum_to(dout, bias.shape());
+           return {dx, dw, db};
+         });
   return out;
 }
 

@@ -68,9 +68,8 @@ void check_not_empty(const Tensor& x, const char* op) {
 Tensor sum(const Tensor& x) {
   Tensor out = Tensor::empty(Shape());
   if (x.numel() > 0) kernels::reduce(kernels::Reduce::Sum, 1, x.numel(), 1, x.data(), out.data());
-  record(out, "SumBackward", {x}, [shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> {
-    return {expand(dout, shape)};
-  });
+  record(out, "SumBackward", {x},
+         [shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> { return {expand(dout, shape)}; });
   return out;
 }
 
@@ -136,8 +135,10 @@ Tensor extreme_along(kernels::Reduce op, const Tensor& x, int64_t dim, bool keep
   record(out, backward_name, {x}, [x, d, op](const Tensor& dout) -> std::vector<Tensor> {
     auto [outer, n, inner] = detail::axis_view(x.shape(), d);
     std::vector<int64_t> where(static_cast<size_t>(outer * inner));  // k of the extreme, per (o, i)
-    if (op == kernels::Reduce::Max) kernels::argmax(outer, n, inner, x.data(), where.data());
-    else kernels::argmin(outer, n, inner, x.data(), where.data());
+    if (op == kernels::Reduce::Max)
+      kernels::argmax(outer, n, inner, x.data(), where.data());
+    else
+      kernels::argmin(outer, n, inner, x.data(), where.data());
     Tensor dx = Tensor::empty(x.shape());
     float* g = dx.data();
     const float* dy = dout.data();

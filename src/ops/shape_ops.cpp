@@ -44,9 +44,8 @@ Tensor share_storage(const Tensor& x, Shape shape) {
 Tensor view_as_shape(const Tensor& x, Shape shape, const char* backward_name) {
   Tensor out = share_storage(x, std::move(shape));
   Shape x_shape = x.shape();
-  record(out, backward_name, {x}, [x_shape](const Tensor& dout) -> std::vector<Tensor> {
-    return {share_storage(dout, x_shape)};
-  });
+  record(out, backward_name, {x},
+         [x_shape](const Tensor& dout) -> std::vector<Tensor> { return {share_storage(dout, x_shape)}; });
   return out;
 }
 
@@ -151,9 +150,11 @@ Shape infer_shape(const Shape& from, Shape shape, const char* op) {
     }
   }
   if (infer >= 0) {
-    if (known == 0) fail("{}: cannot reshape {} to {}: the -1 is ambiguous when the other sizes multiply to 0", op, from, shape);
+    if (known == 0)
+      fail("{}: cannot reshape {} to {}: the -1 is ambiguous when the other sizes multiply to 0", op, from, shape);
     if (from.numel() % known != 0)
-      fail("{}: cannot reshape {} ({} elements) to {}: {} is not a multiple of {}", op, from, from.numel(), shape, from.numel(), known);
+      fail("{}: cannot reshape {} ({} elements) to {}: {} is not a multiple of {}", op, from, from.numel(), shape,
+           from.numel(), known);
     shape[infer] = from.numel() / known;
   }
   if (shape.numel() != from.numel())
@@ -182,8 +183,10 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   std::vector<int64_t> dims;
   int64_t merged = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    if (d < start || d > end) dims.push_back(x.shape()[d]);
-    else merged *= x.shape()[d];
+    if (d < start || d > end)
+      dims.push_back(x.shape()[d]);
+    else
+      merged *= x.shape()[d];
     if (d == end) dims.push_back(merged);
   }
   return view_as_shape(x, Shape(dims), "FlattenBackward");
@@ -233,9 +236,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   }
   Tensor out = Tensor::empty(Shape(out_dims));
   strided_copy(x.data(), out.shape(), strides, out.data());
-  record(out, "PermuteBackward", {x}, [inverse](const Tensor& dout) -> std::vector<Tensor> {
-    return {permute(dout, inverse)};
-  });
+  record(out, "PermuteBackward", {x},
+         [inverse](const Tensor& dout) -> std::vector<Tensor> { return {permute(dout, inverse)}; });
   return out;
 }
 
@@ -266,7 +268,8 @@ Tensor expand(const Tensor& x, Shape shape) {
     }
     int64_t size = x.shape()[d - lead];
     if (shape[d] == -1) shape[d] = size;
-    if (shape[d] == size) strides[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(d - lead)];
+    if (shape[d] == size)
+      strides[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(d - lead)];
     else if (size != 1 || shape[d] < 0)
       fail("expand: cannot expand {} to {}: dim {} of size {} cannot become {} (only size-1 dims grow)", x.shape(),
            shape, d, size, shape[d]);
@@ -274,9 +277,8 @@ Tensor expand(const Tensor& x, Shape shape) {
   Tensor out = Tensor::empty(shape);
   strided_copy(x.data(), shape, strides, out.data());
   Shape x_shape = x.shape();
-  record(out, "ExpandBackward", {x}, [x_shape](const Tensor& dout) -> std::vector<Tensor> {
-    return {sum_to(dout, x_shape)};
-  });
+  record(out, "ExpandBackward", {x},
+         [x_shape](const Tensor& dout) -> std::vector<Tensor> { return {sum_to(dout, x_shape)}; });
   return out;
 }
 
@@ -286,7 +288,8 @@ Tensor expand(const Tensor& x, Shape shape) {
 // expand's: each copy's gradient is summed back.
 Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
   const int64_t n = static_cast<int64_t>(repeats.size());
-  if (n < x.dim()) fail("repeat: {} repeats for a {}-d tensor of shape {}: need at least one per dim", n, x.dim(), x.shape());
+  if (n < x.dim())
+    fail("repeat: {} repeats for a {}-d tensor of shape {}: need at least one per dim", n, x.dim(), x.shape());
   std::vector<int64_t> interleaved, tiled, out_dims;
   for (int64_t k = 0; k < n; ++k) {
     int64_t r = repeats[static_cast<size_t>(k)];
@@ -313,7 +316,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
     const Shape& s = xs[i].shape();
     bool fits = s.ndim() == first.ndim();
     for (int64_t k = 0; fits && k < s.ndim(); ++k) fits = k == d || s[k] == first[k];
-    if (!fits) fail("cat: tensor {} has shape {} and tensor 0 has {}: they must agree except in dim {}", i, s, first, d);
+    if (!fits)
+      fail("cat: tensor {} has shape {} and tensor 0 has {}: they must agree except in dim {}", i, s, first, d);
     sizes.push_back(s[d]);
   }
   std::vector<int64_t> dims = first.dims();
@@ -325,11 +329,11 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   for (size_t i = 0; i < xs.size(); ++i) {
     const int64_t block = sizes[i] * inner;
     const float* src = xs[i].data();
-    for (int64_t o = 0; o < outer; ++o)
-      std::copy_n(src + o * block, block, out.data() + (o * total + offset) * inner);
+    for (int64_t o = 0; o < outer; ++o) std::copy_n(src + o * block, block, out.data() + (o * total + offset) * inner);
     offset += sizes[i];
   }
-  record(out, "CatBackward", xs, [sizes, d](const Tensor& dout) -> std::vector<Tensor> { return split(dout, sizes, d); });
+  record(out, "CatBackward", xs,
+         [sizes, d](const Tensor& dout) -> std::vector<Tensor> { return split(dout, sizes, d); });
   return out;
 }
 
@@ -441,7 +445,8 @@ Tensor embedding(const IntTensor& ids, const Tensor& weight) {
   const int64_t V = weight.shape()[0], D = weight.shape()[1];
   const int64_t* id = ids.data();
   for (int64_t k = 0; k < ids.numel(); ++k)
-    if (id[k] < 0 || id[k] >= V) fail("embedding: index {} out of range for a weight of {} rows {}", id[k], V, weight.shape());
+    if (id[k] < 0 || id[k] >= V)
+      fail("embedding: index {} out of range for a weight of {} rows {}", id[k], V, weight.shape());
   std::vector<int64_t> out_dims = ids.shape().dims();
   out_dims.push_back(D);
   Tensor rows = index_select(weight, 0, ids.reshape(Shape{ids.numel()}));  // (N, D), N = ids.numel()

@@ -57,8 +57,8 @@ Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
   const bool per_batch = valid_lens.shape() == Shape{B};   // (B): one length for every query of batch b
   const bool per_row = valid_lens.shape() == Shape{B, Q};  // (B, Q): one length per query row
   if (!per_batch && !per_row) {
-    fail("masked_softmax: valid_lens {} does not fit x {}: expected ({}) or ({}, {})", valid_lens.shape(),
-         x.shape(), B, B, Q);
+    fail("masked_softmax: valid_lens {} does not fit x {}: expected ({}) or ({}, {})", valid_lens.shape(), x.shape(), B,
+         B, Q);
   }
 
   // mask[b, q, k] = 1 where key k is past the valid length of row (b, q)

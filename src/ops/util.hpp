@@ -15,9 +15,12 @@ struct AxisView {
 inline AxisView axis_view(const Shape& shape, int64_t dim) {
   AxisView v;
   for (int64_t d = 0; d < shape.ndim(); ++d) {
-    if (d < dim) v.outer *= shape[d];
-    else if (d == dim) v.n = shape[d];
-    else v.inner *= shape[d];
+    if (d < dim)
+      v.outer *= shape[d];
+    else if (d == dim)
+      v.n = shape[d];
+    else
+      v.inner *= shape[d];
   }
   return v;
 }
@@ -25,8 +28,10 @@ inline AxisView axis_view(const Shape& shape, int64_t dim) {
 // `shape` with `dim` removed, or kept with size 1.
 inline Shape reduced_shape(const Shape& shape, int64_t dim, bool keepdim) {
   std::vector<int64_t> dims = shape.dims();
-  if (keepdim) dims[static_cast<size_t>(dim)] = 1;
-  else dims.erase(dims.begin() + dim);
+  if (keepdim)
+    dims[static_cast<size_t>(dim)] = 1;
+  else
+    dims.erase(dims.begin() + dim);
   return Shape(dims);
 }
 

@@ -60,7 +60,11 @@ Adam::Adam(std::vector<Tensor> params, float lr, std::pair<float, float> betas, 
 
 Adam::Adam(std::vector<Tensor> params, float lr, std::pair<float, float> betas, float eps, float weight_decay,
            bool decoupled_weight_decay)
-    : Optimizer(std::move(params)), betas(betas), eps(eps), weight_decay(weight_decay), decoupled_(decoupled_weight_decay) {
+    : Optimizer(std::move(params)),
+      betas(betas),
+      eps(eps),
+      weight_decay(weight_decay),
+      decoupled_(decoupled_weight_decay) {
   check_adam(type_name().c_str(), lr, betas.first, betas.second, eps, weight_decay);
   this->lr = lr;
 }

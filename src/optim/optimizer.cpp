@@ -121,7 +121,7 @@ void Optimizer::check_state_dict(const StateDict& state) const {
       count->second.data()[0] != static_cast<float>(params_.size()))
     fail("{}: the state dict is for {} parameters, this optimizer has {}", where,
          count->second.defined() && count->second.numel() == 1 ? fmt::format("{}", count->second.data()[0])
-                                                                : std::string("an unreadable number of"),
+                                                               : std::string("an unreadable number of"),
          params_.size());
 
   // Every other key is state.<i>.<name>: a step, or a buffer of parameter i's shape.

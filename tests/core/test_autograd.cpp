@@ -62,17 +62,18 @@ TEST_CASE("core/autograd: NoGradGuard records nothing") {
 }
 
 TEST_CASE("core/autograd: errors") {
-  CHECK_THROWS_WITH_AS(sum(ones({2})).backward(), doctest::Contains("backward: tensor of shape () does not require grad"),
-                       Error);
+  CHECK_THROWS_WITH_AS(sum(ones({2})).backward(),
+                       doctest::Contains("backward: tensor of shape () does not require grad"), Error);
   Tensor x = ones({2, 3}).requires_grad_();
   Tensor y = mul(x, 2.0f);
-  CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("backward: a gradient must be given for a non-scalar output of shape (2, 3)"),
+  CHECK_THROWS_WITH_AS(y.backward(),
+                       doctest::Contains("backward: a gradient must be given for a non-scalar output of shape (2, 3)"),
                        Error);
-  CHECK_THROWS_WITH_AS(y.backward(ones({3})), doctest::Contains("backward: gradient of shape (3) for an output of shape (2, 3)"),
-                       Error);
+  CHECK_THROWS_WITH_AS(y.backward(ones({3})),
+                       doctest::Contains("backward: gradient of shape (3) for an output of shape (2, 3)"), Error);
   CHECK_THROWS_WITH_AS(y.requires_grad_(false), doctest::Contains("requires_grad_: only leaf tensors"), Error);
-  CHECK_THROWS_WITH_AS(x.set_grad(ones({3})), doctest::Contains("set_grad: gradient of shape (3) for a tensor of shape (2, 3)"),
-                       Error);
+  CHECK_THROWS_WITH_AS(x.set_grad(ones({3})),
+                       doctest::Contains("set_grad: gradient of shape (3) for a tensor of shape (2, 3)"), Error);
 }
 
 TEST_CASE("core/autograd: a deep graph needs no deep stack") {
@@ -111,8 +112,9 @@ TEST_CASE("core/sum_to") {
     CHECK_MESSAGE(r.ok, r.message);
   }
   SUBCASE("against torch's sum_to_size") {
-    test::check_against_torch("core", "sum_to/(2,3,4)->(3,1)",
-                              [](const std::vector<Tensor>& x, const test::RefCase&) { return sum_to(x[0], {3, 1}); });
+    test::check_against_torch("core", "sum_to/(2,3,4)->(3,1)", [](const std::vector<Tensor>& x, const test::RefCase&) {
+      return sum_to(x[0], {3, 1});
+    });
     test::check_against_torch("core", "sum_to/(2,1,5)->(5)",
                               [](const std::vector<Tensor>& x, const test::RefCase&) { return sum_to(x[0], {5}); });
   }
@@ -120,7 +122,8 @@ TEST_CASE("core/sum_to") {
     CHECK_THROWS_WITH_AS(sum_to(ones({2, 3}), {4}), doctest::Contains("sum_to: shapes (2, 3) and (4) do not broadcast"),
                          Error);
     CHECK_THROWS_WITH_AS(broadcast_shapes({2, 3}, {4, 3}, "add"),
-                         doctest::Contains("add: shapes (2, 3) and (4, 3) do not broadcast (sizes 2 and 4 at dim 0)"), Error);
+                         doctest::Contains("add: shapes (2, 3) and (4, 3) do not broadcast (sizes 2 and 4 at dim 0)"),
+                         Error);
   }
 }
 
@@ -128,7 +131,8 @@ TEST_CASE("core/clone") {
   Generator gen(3);
   auto r = gradcheck([](const std::vector<Tensor>& x) { return x[0].clone(); }, {randn({2, 3}, gen)});
   CHECK_MESSAGE(r.ok, r.message);
-  test::check_against_torch("core", "clone/(2,3)", [](const std::vector<Tensor>& x, const test::RefCase&) { return x[0].clone(); });
+  test::check_against_torch("core", "clone/(2,3)",
+                            [](const std::vector<Tensor>& x, const test::RefCase&) { return x[0].clone(); });
 }
 
 // An op whose backward is wrong by 5%: gradcheck must say so.
@@ -142,7 +146,8 @@ Tensor bad_square(const Tensor& x) {
 }
 Tensor good_square(const Tensor& x) {
   Tensor out = mul(x.detach(), x.detach());
-  record(out, "SquareBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> { return {mul(mul(dout, x), 2.0f)}; });
+  record(out, "SquareBackward", {x},
+         [x](const Tensor& dout) -> std::vector<Tensor> { return {mul(mul(dout, x), 2.0f)}; });
   return out;
 }
 }  // namespace

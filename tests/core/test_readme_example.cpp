@@ -28,8 +28,8 @@ TEST_CASE("readme/cube") {
 // README.md "A first look", as written there.
 TEST_CASE("readme/first look") {
   Generator gen(0);
-  Tensor x = randn({2, 3}, gen);                       // 2 examples, 3 features
-  Tensor w = randn({3, 4}, gen).requires_grad_();      // 4 classes
+  Tensor x = randn({2, 3}, gen);                   // 2 examples, 3 features
+  Tensor w = randn({3, 4}, gen).requires_grad_();  // 4 classes
   IntTensor labels = int_tensor({1, 3});
   Tensor loss = cross_entropy(matmul(x, w), labels);  // (2, 3) x (3, 4) -> (2, 4) -> ()
   loss.backward();

@@ -16,8 +16,8 @@ TEST_CASE("core/shape") {
   CHECK(fmt::format("{}", Shape{1, 7}) == "(1, 7)");
   CHECK(normalize_dim(-1, 3, "op") == 2);
   CHECK(normalize_dim(0, 0, "op") == 0);  // a 0-d tensor accepts dim 0 / -1
-  CHECK_THROWS_WITH_AS(normalize_dim(3, 3, "softmax"), doctest::Contains("softmax: dim 3 out of range for a 3-d tensor"),
-                       Error);
+  CHECK_THROWS_WITH_AS(normalize_dim(3, 3, "softmax"),
+                       doctest::Contains("softmax: dim 3 out of range for a 3-d tensor"), Error);
   CHECK_THROWS_WITH_AS(normalize_dim(-4, 3, "sum"), doctest::Contains("sum: dim -4 out of range"), Error);
 }
 
@@ -33,8 +33,8 @@ TEST_CASE("core/tensor construction and access") {
   CHECK(scalar_tensor(2.5f).shape() == Shape{});
 
   SUBCASE("errors name the values") {
-    CHECK_THROWS_WITH_AS(tensor({1, 2, 3}, {2, 2}), doctest::Contains("tensor: 3 values do not fill shape (2, 2) (4 elements)"),
-                         Error);
+    CHECK_THROWS_WITH_AS(tensor({1, 2, 3}, {2, 2}),
+                         doctest::Contains("tensor: 3 values do not fill shape (2, 2) (4 elements)"), Error);
     CHECK_THROWS_WITH_AS(x.item(), doctest::Contains("item: tensor of shape (2, 3) has 6 elements, not 1"), Error);
     CHECK_THROWS_WITH_AS(x.at({2, 0}), doctest::Contains("at: index 2 out of range for dim 0 of size 2"), Error);
     CHECK_THROWS_WITH_AS(x.at({0}), doctest::Contains("at: 1 indices for a tensor of shape (2, 3)"), Error);

@@ -29,7 +29,8 @@ TEST_CASE("data/bleu: d2l's printed outputs (§10.7, PyTorch)") {
   // i lost . => j'ai perdu ., bleu 1.000   i'm home . => je suis en retard ?, bleu 0.447
   CHECK(bleu("va !", "va !", 2) == 1.0);
   CHECK(bleu("j'ai perdu .", "j'ai perdu .", 2) == 1.0);
-  CHECK(bleu("il est riche .", "il est calme .", 2) == doctest::Approx(std::sqrt(3.0 / 4.0) * std::pow(1.0 / 3.0, 0.25)));
+  CHECK(bleu("il est riche .", "il est calme .", 2) ==
+        doctest::Approx(std::sqrt(3.0 / 4.0) * std::pow(1.0 / 3.0, 0.25)));
   CHECK(std::round(bleu("il est riche .", "il est calme .", 2) * 1000) == 658);
   CHECK(std::round(bleu("je suis en retard ?", "je suis chez moi .", 2) * 1000) == 447);
 }

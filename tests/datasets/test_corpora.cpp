@@ -32,7 +32,8 @@ TEST_CASE("data/corpus eng-fra") {
   std::set<std::string> pairs;
   for (size_t i = 0; i < train.source.size(); ++i)
     pairs.insert(fmt::format("{}\t{}", fmt::join(train.source[i], " "), fmt::join(train.target[i], " ")));
-  for (const char* pair : {"go .\tva !", "i lost .\tj'ai perdu .", "he's calm .\til est calme .", "i'm home .\tje suis chez moi ."})
+  for (const char* pair :
+       {"go .\tva !", "i lost .\tj'ai perdu .", "he's calm .\til est calme .", "i'm home .\tje suis chez moi ."})
     CHECK_MESSAGE(pairs.count(pair) == 1, pair);
 
   // The held-out split shares no source sentence with training.
@@ -53,7 +54,7 @@ TEST_CASE("data/corpus sentiment") {
   CHECK(train.num_classes == 2);
   int64_t positive = 0;
   for (int64_t label : train.labels.to_vector()) positive += label;
-  CHECK(positive * 3 > static_cast<int64_t>(train.tokens.size()));      // both classes well represented
+  CHECK(positive * 3 > static_cast<int64_t>(train.tokens.size()));  // both classes well represented
   CHECK(positive * 3 < 2 * static_cast<int64_t>(train.tokens.size()));
   std::set<std::string> train_sentences = joined(train.tokens);
   for (const auto& s : joined(test.tokens)) CHECK_MESSAGE(train_sentences.count(s) == 0, s);

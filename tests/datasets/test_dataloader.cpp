@@ -155,7 +155,8 @@ TEST_CASE("data/dataloader: batches are copies") {
 TEST_CASE("data/dataloader: errors") {
   Toy toy(5);
   data::TensorDataset dataset(toy.X, toy.y);
-  CHECK_THROWS_WITH_AS(data::DataLoader(dataset, {.batch_size = 0}), "DataLoader: batch_size 0 must be positive", Error);
+  CHECK_THROWS_WITH_AS(data::DataLoader(dataset, {.batch_size = 0}), "DataLoader: batch_size 0 must be positive",
+                       Error);
   CHECK_THROWS_WITH_AS(data::DataLoader(dataset, {.batch_size = -3}), "DataLoader: batch_size -3 must be positive",
                        Error);
   CHECK_THROWS_WITH_AS(data::TensorDataset(toy.X, toy.y, int_tensor({1, 2, 3, 4})),

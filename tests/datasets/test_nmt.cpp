@@ -16,11 +16,11 @@ TEST_CASE("data/preprocess_nmt: by hand") {
   CHECK(data::preprocess_nmt("Hi, Tom!") == "hi , tom !");
   CHECK(data::preprocess_nmt("Who?") == "who ?");
   CHECK(data::preprocess_nmt("Wait...") == "wait . . .");  // d2l looks at the input's previous char
-  CHECK(data::preprocess_nmt("!Hey") == "!hey");          // nothing before the first char
-  CHECK(data::preprocess_nmt("Va\u202f!") == "va !");     // narrow no-break space
-  CHECK(data::preprocess_nmt("Qui\u00a0?") == "qui ?");   // no-break space
+  CHECK(data::preprocess_nmt("!Hey") == "!hey");           // nothing before the first char
+  CHECK(data::preprocess_nmt("Va\u202f!") == "va !");      // narrow no-break space
+  CHECK(data::preprocess_nmt("Qui\u00a0?") == "qui ?");    // no-break space
   CHECK(data::preprocess_nmt("ÇA, ÉTÉ À ŒUVRE Ÿ") == "ça , été à œuvre ÿ");
-  CHECK(data::preprocess_nmt("2 × 3") == "2 × 3");        // U+00D7 is not a capital
+  CHECK(data::preprocess_nmt("2 × 3") == "2 × 3");  // U+00D7 is not a capital
   CHECK(data::preprocess_nmt("") == "");
 }
 
@@ -98,8 +98,8 @@ TEST_CASE("data/build_array_nmt and build_array") {
                          Error);
     CHECK_THROWS_WITH_AS(data::build_array(lines, vocab, -2), "build_array: num_steps -2 must be positive", Error);
     data::Vocab no_pad(lines);
-    CHECK_THROWS_WITH_AS(data::build_array(lines, no_pad, 3), "build_array: the vocabulary has no '<pad>' token to pad with",
-                         Error);
+    CHECK_THROWS_WITH_AS(data::build_array(lines, no_pad, 3),
+                         "build_array: the vocabulary has no '<pad>' token to pad with", Error);
     data::Vocab no_eos(lines, 0, {"<pad>"});
     CHECK_THROWS_WITH_AS(data::build_array_nmt(lines, no_eos, 3),
                          "build_array_nmt: the vocabulary has no '<eos>' token to end lines with", Error);
@@ -113,7 +113,8 @@ TEST_CASE("data/load_data_nmt: d2l's arrays on the fixture corpus") {
       CAPTURE(min_freq);
       CAPTURE(num_steps);
       auto nmt = data::load_data_nmt(test::fixture("eng-fra.txt"), num_steps, min_freq);
-      const auto& ref = test::reference("data_d2l", fmt::format("nmt/load-num_steps={}-min_freq={}", num_steps, min_freq));
+      const auto& ref =
+          test::reference("data_d2l", fmt::format("nmt/load-num_steps={}-min_freq={}", num_steps, min_freq));
       CHECK(nmt.src_array.shape() == Shape{15, num_steps});
       CHECK(nmt.src_array.to_vector() == ref.ints_at("src_array").to_vector());
       CHECK(nmt.src_valid_len.to_vector() == ref.ints_at("src_valid_len").to_vector());
@@ -151,10 +152,11 @@ TEST_CASE("data/load_data_nmt: by hand, num_examples, dataset()") {
 }
 
 TEST_CASE("data/load_data_nmt: errors") {
-  CHECK_THROWS_WITH_AS(data::load_data_nmt("/no/such/corpus.txt", 8), "read_data_nmt: cannot open '/no/such/corpus.txt'",
-                       Error);
+  CHECK_THROWS_WITH_AS(data::load_data_nmt("/no/such/corpus.txt", 8),
+                       "read_data_nmt: cannot open '/no/such/corpus.txt'", Error);
   CHECK_THROWS_WITH_AS(data::read_data_nmt(QKV_TEST_DATA),
-                       fmt::format("read_data_nmt: '{}' is a directory, not a text file", QKV_TEST_DATA).c_str(), Error);
+                       fmt::format("read_data_nmt: '{}' is a directory, not a text file", QKV_TEST_DATA).c_str(),
+                       Error);
   std::string bad = test::temp_file("load_data_nmt_bad.txt", "Go.\tVa !\nHi.\tSalut !\nRun!\n");
   CHECK_THROWS_WITH_AS(
       data::load_data_nmt(bad, 8),

@@ -37,7 +37,8 @@ TEST_CASE("data/read_text_classification: errors name the file and line") {
                          fmt::format("read_text_classification: '{}': {}", path, what).c_str(), Error);
   };
   check_bad("tc_no_tab.txt", "1\tgood\n\n0 bad\n", "line 3 has no tab; expected 'label<TAB>sentence': '0 bad'");
-  check_bad("tc_two_tabs.txt", "1\tgood\tbad\n", "line 1 has more than one tab; expected 'label<TAB>sentence': '1\tgood\tbad'");
+  check_bad("tc_two_tabs.txt", "1\tgood\tbad\n",
+            "line 1 has more than one tab; expected 'label<TAB>sentence': '1\tgood\tbad'");
   check_bad("tc_negative.txt", "1\tgood\n-1\tbad\n", "line 2: label '-1' is not a class id (an integer >= 0)");
   check_bad("tc_word.txt", "pos\tgood\n", "line 1: label 'pos' is not a class id (an integer >= 0)");
   check_bad("tc_partial.txt", "1x\tgood\n", "line 1: label '1x' is not a class id (an integer >= 0)");

@@ -1,12 +1,12 @@
 // Helpers for the io tests: a scratch directory, and files as bytes.
 #pragma once
+#include <unistd.h>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <unistd.h>
 
 namespace qkv::test {
 

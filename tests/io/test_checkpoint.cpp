@@ -149,8 +149,8 @@ TEST_CASE("io/checkpoint: a damaged or mismatched file changes nothing") {
   };
 
   SUBCASE("truncated at several offsets") {
-    for (size_t cut : {size_t(0), size_t(5), size_t(8), size_t(8 + n / 2), size_t(8 + n), good.size() - 4,
-                       good.size() - 1})
+    for (size_t cut :
+         {size_t(0), size_t(5), size_t(8), size_t(8 + n / 2), size_t(8 + n), good.size() - 4, good.size() - 1})
       refuse_bytes(good.substr(0, cut), fmt::format("cut at {}", cut));
   }
   SUBCASE("a flipped header length") {
@@ -176,10 +176,11 @@ TEST_CASE("io/checkpoint: a damaged or mismatched file changes nothing") {
     check_refused("another hidden size");
     nn::Linear linear(4, 3);
     io::save_checkpoint(path, linear);
-    CHECK_THROWS_WITH_AS(io::load_checkpoint(path, model),
-                         doctest::Contains("not a checkpoint of this MLP: missing keys [fc1.bias, fc1.weight, fc2.bias, "
-                                           "fc2.weight], unexpected keys [bias, weight]"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        io::load_checkpoint(path, model),
+        doctest::Contains("not a checkpoint of this MLP: missing keys [fc1.bias, fc1.weight, fc2.bias, "
+                          "fc2.weight], unexpected keys [bias, weight]"),
+        Error);
     CHECK(snapshot(model) == model_before);
   }
   SUBCASE("a good model with a bad optimizer part: the model is not touched either") {
@@ -197,9 +198,9 @@ TEST_CASE("io/checkpoint: a damaged or mismatched file changes nothing") {
     // Another optimizer's state.
     optim::SGD sgd(model.parameters(), 0.1f, 0.9f);
     io::save_checkpoint(path, model, &sgd);
-    CHECK_THROWS_WITH_AS(io::load_checkpoint(path, model, &opt),
-                         doctest::Contains("optimizer: load_state_dict: Adam: the state dict is from another optimizer"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        io::load_checkpoint(path, model, &opt),
+        doctest::Contains("optimizer: load_state_dict: Adam: the state dict is from another optimizer"), Error);
     // No optimizer state at all.
     io::save_checkpoint(path, model);
     CHECK_THROWS_WITH_AS(io::load_checkpoint(path, model, &opt), doctest::Contains("the file holds no optimizer state"),

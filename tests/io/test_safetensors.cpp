@@ -6,8 +6,8 @@
 #include <qkv/io/safetensors.hpp>
 #include <qkv/qkv.hpp>
 
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -41,10 +41,10 @@ TEST_CASE("io/safetensors: round trip, bit for bit, with metadata") {
   io::TensorMap tensors{
       {"encoder.layers.0.W_q.weight", randn({4, 6}, gen)},
       {"bias", randn({6}, gen)},
-      {"scale", scalar_tensor(0.125f)},                          // 0-d: shape []
-      {"empty", zeros({0, 3})},                                  // no bytes at all
+      {"scale", scalar_tensor(0.125f)},                         // 0-d: shape []
+      {"empty", zeros({0, 3})},                                 // no bytes at all
       {"odd values", tensor({-0.0f, inf, -inf, NAN, 1e-45f})},  // signed zero, infinities, NaN, a denormal
-      {"größe.ü", ones({2, 1, 2})},                              // UTF-8 names
+      {"größe.ü", ones({2, 1, 2})},                             // UTF-8 names
   };
   io::Metadata metadata{{"format", "pt"}, {"epoch", "3"}, {"note", "ünïcode, \"quotes\" and \\ too"}};
   auto path = dir / "round_trip.safetensors";
@@ -94,9 +94,8 @@ TEST_CASE("io/safetensors: the reference writer's exact bytes") {
   }
   SUBCASE("tensors sorted by name, back to back, the data 8-byte aligned") {
     io::save_safetensors(path, {{"b", ones({2})}, {"a", full({3}, 2.0f)}}, {{"k", "v"}});
-    std::string header =
-        R"({"__metadata__":{"k":"v"},"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
-        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})";
+    std::string header = R"({"__metadata__":{"k":"v"},"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
+                         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})";
     header.append((8 - header.size() % 8) % 8, ' ');
     CHECK(test::read_bytes(path) == safetensors_bytes(header, float_bytes({2, 2, 2, 1, 1})));
   }
@@ -126,8 +125,8 @@ TEST_CASE("io/safetensors: a damaged file is refused with the values") {
   // Write `bytes`, load, and expect an Error whose message holds the path and `message`.
   auto refused = [&](const std::string& bytes, const std::string& message) {
     test::write_bytes(path, bytes);
-    CHECK_THROWS_WITH_AS(io::load_safetensors(path), doctest::Contains(("load_safetensors: '" + name + "': " + message).c_str()),
-                         Error);
+    CHECK_THROWS_WITH_AS(io::load_safetensors(path),
+                         doctest::Contains(("load_safetensors: '" + name + "': " + message).c_str()), Error);
   };
   // {"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},…} from (name, shape, offsets) triples.
   auto header = [](std::initializer_list<std::array<std::string, 3>> entries) {
@@ -159,8 +158,7 @@ TEST_CASE("io/safetensors: a damaged file is refused with the values") {
     refused(safetensors_bytes(R"({"a":    )", ""), "the header is not valid JSON");
     refused(safetensors_bytes(R"({}x     )", ""), "the header is not valid JSON");
     refused(safetensors_bytes(std::string("{}\0junk!", 8), ""), "the header holds a zero byte at 2");
-    refused(safetensors_bytes(header({{"a", "[1]", "[0,4]"}, {"a", "[1]", "[4,8]"}}),
-                              zero_floats(2)),
+    refused(safetensors_bytes(header({{"a", "[1]", "[0,4]"}, {"a", "[1]", "[4,8]"}}), zero_floats(2)),
             "the header names 'a' twice");
     refused(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[[[1]]],"data_offsets":[0,4]}})", zero_floats(1)),
             "the header nests deeper than a safetensors header can");
@@ -200,11 +198,9 @@ TEST_CASE("io/safetensors: a damaged file is refused with the values") {
   SUBCASE("offsets past the end, overlapping, with a gap, or trailing bytes") {
     refused(safetensors_bytes(header({{"w", "[4]", "[0,16]"}}), zero_floats(2)),
             "tensor 'w': data_offsets [0, 16] run past the end of the data (8 bytes after the header)");
-    refused(safetensors_bytes(header({{"a", "[2]", "[0,8]"}, {"b", "[2]", "[4,12]"}}),
-                              zero_floats(3)),
+    refused(safetensors_bytes(header({{"a", "[2]", "[0,8]"}, {"b", "[2]", "[4,12]"}}), zero_floats(3)),
             "tensors 'a' [0, 8] and 'b' [4, 12] overlap");
-    refused(safetensors_bytes(header({{"a", "[1]", "[0,4]"}, {"b", "[1]", "[8,12]"}}),
-                              zero_floats(3)),
+    refused(safetensors_bytes(header({{"a", "[1]", "[0,4]"}, {"b", "[1]", "[8,12]"}}), zero_floats(3)),
             "bytes [4, 8) of the data belong to no tensor (a gap before 'b')");
     refused(safetensors_bytes(header({{"a", "[1]", "[4,8]"}}), zero_floats(2)),
             "bytes [0, 4) of the data belong to no tensor (a gap before 'a')");

@@ -40,12 +40,10 @@ void check_unary_value(Unary op, float x, float want, double tol = 0.0) {
   for (float y : unary_of(op, x)) CHECK(close(y, want, tol));
 }
 
-const Unary kAllUnary[] = {Unary::Neg,  Unary::Exp,     Unary::Log,  Unary::Sqrt,
-                           Unary::Abs,  Unary::Sign,    Unary::Tanh, Unary::Sigmoid,
-                           Unary::Relu, Unary::Step,    Unary::Gelu, Unary::GeluGrad};
+const Unary kAllUnary[] = {Unary::Neg,  Unary::Exp,     Unary::Log,  Unary::Sqrt, Unary::Abs,  Unary::Sign,
+                           Unary::Tanh, Unary::Sigmoid, Unary::Relu, Unary::Step, Unary::Gelu, Unary::GeluGrad};
 
-const Binary kAllBinary[] = {Binary::Add, Binary::Sub, Binary::Mul, Binary::Div,
-                             Binary::Pow, Binary::Max, Binary::Min};
+const Binary kAllBinary[] = {Binary::Add, Binary::Sub, Binary::Mul, Binary::Div, Binary::Pow, Binary::Max, Binary::Min};
 
 void check_unary_matches_reference(int64_t n) {
   for (Unary op : kAllUnary) {

@@ -44,14 +44,15 @@ void check_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, boo
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < ldc; ++j) {
       float& c = C0[i * ldc + j];
-      if (j >= N) c = kSentinel;
-      else if (!accumulate) c = std::numeric_limits<float>::quiet_NaN();
+      if (j >= N)
+        c = kSentinel;
+      else if (!accumulate)
+        c = std::numeric_limits<float>::quiet_NaN();
     }
   }
   std::vector<float> C = C0, C_ref = C0;
   gemm(trans_a, trans_b, M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
-  gemm_reference(trans_a, trans_b, M, N, K, A.data(), lda, B.data(), ldb, C_ref.data(), ldc,
-                 accumulate);
+  gemm_reference(trans_a, trans_b, M, N, K, A.data(), lda, B.data(), ldb, C_ref.data(), ldc, accumulate);
 
   // Tolerance. Both kernels sum the same K products in different orders. A
   // float sum of K terms is off by at most about K·u·Σ|terms| (u = 2⁻²⁴, the
@@ -61,8 +62,7 @@ void check_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, boo
   std::vector<float> A_abs(A), B_abs(B), bound(M * ldc, 0.0f);
   for (float& x : A_abs) x = std::abs(x);
   for (float& x : B_abs) x = std::abs(x);
-  gemm_reference(trans_a, trans_b, M, N, K, A_abs.data(), lda, B_abs.data(), ldb, bound.data(),
-                 ldc, false);
+  gemm_reference(trans_a, trans_b, M, N, K, A_abs.data(), lda, B_abs.data(), ldb, bound.data(), ldc, false);
   const double u = std::numeric_limits<float>::epsilon() / 2;
 
   int64_t bad = 0;
@@ -107,23 +107,23 @@ TEST_CASE("kernels/gemm") {
     // [1 2 3]   [ 7  8]   [ 58  64]
     // [4 5 6] · [ 9 10] = [139 154]
     //           [11 12]
-    const float A[] = {1, 2, 3, 4, 5, 6};          // (2, 3)
-    const float At[] = {1, 4, 2, 5, 3, 6};         // Aᵀ stored (3, 2)
-    const float B[] = {7, 8, 9, 10, 11, 12};       // (3, 2)
-    const float Bt[] = {7, 9, 11, 8, 10, 12};      // Bᵀ stored (2, 3)
-    const float expected[] = {58, 64, 139, 154};   // (2, 2)
+    const float A[] = {1, 2, 3, 4, 5, 6};         // (2, 3)
+    const float At[] = {1, 4, 2, 5, 3, 6};        // Aᵀ stored (3, 2)
+    const float B[] = {7, 8, 9, 10, 11, 12};      // (3, 2)
+    const float Bt[] = {7, 9, 11, 8, 10, 12};     // Bᵀ stored (2, 3)
+    const float expected[] = {58, 64, 139, 154};  // (2, 2)
     for (bool trans_a : {false, true}) {
       for (bool trans_b : {false, true}) {
         CAPTURE(trans_a);
         CAPTURE(trans_b);
         float C[4] = {-1, -1, -1, -1};
-        gemm(trans_a, trans_b, 2, 2, 3, trans_a ? At : A, trans_a ? 2 : 3, trans_b ? Bt : B,
-             trans_b ? 3 : 2, C, 2, false);
+        gemm(trans_a, trans_b, 2, 2, 3, trans_a ? At : A, trans_a ? 2 : 3, trans_b ? Bt : B, trans_b ? 3 : 2, C, 2,
+             false);
         for (int i = 0; i < 4; ++i) CHECK(C[i] == expected[i]);
 
         // Accumulating adds the product once more.
-        gemm(trans_a, trans_b, 2, 2, 3, trans_a ? At : A, trans_a ? 2 : 3, trans_b ? Bt : B,
-             trans_b ? 3 : 2, C, 2, true);
+        gemm(trans_a, trans_b, 2, 2, 3, trans_a ? At : A, trans_a ? 2 : 3, trans_b ? Bt : B, trans_b ? 3 : 2, C, 2,
+             true);
         for (int i = 0; i < 4; ++i) CHECK(C[i] == 2 * expected[i]);
       }
     }

@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/reduce.hpp"
 #include "kernels/kernel_test_util.hpp"
+#include "kernels/reduce.hpp"
 
 using namespace qkv::kernels;
 using namespace qkv::kernels::test;
@@ -105,9 +105,7 @@ TEST_CASE("kernels/reduce") {
 
   SUBCASE("max and min of a column view, by hand") {
     // x is (outer=1, n=3, inner=2): reducing n gives one value per column.
-    const float x[] = {1, -5,
-                       7, 2,
-                       -3, 4};
+    const float x[] = {1, -5, 7, 2, -3, 4};
     float out[2];
     reduce(Reduce::Max, 1, 3, 2, x, out);
     CHECK(out[0] == 7);
@@ -160,8 +158,8 @@ TEST_CASE("kernels/argmax, argmin") {
 
   SUBCASE("columns, by hand") {
     // (outer=2, n=3, inner=2)
-    const float x[] = {1, 8,   5, 0,   3, 8,    // outer 0
-                       -1, -2, -1, 6,  -4, 6};  // outer 1
+    const float x[] = {1,  8,  5,  0, 3,  8,   // outer 0
+                       -1, -2, -1, 6, -4, 6};  // outer 1
     int64_t out[4];
     argmax(2, 3, 2, x, out);
     CHECK(out[0] == 1);  // 5

@@ -10,8 +10,8 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/softmax.hpp"
 #include "kernels/kernel_test_util.hpp"
+#include "kernels/softmax.hpp"
 
 using namespace qkv::kernels;
 using namespace qkv::kernels::test;
@@ -29,9 +29,7 @@ struct Shape {
 //   log_softmax:  yₖ = (xₖ - m) - log S moves by ΔS/S, absolute (2n + 16)·u,
 //                 plus rounding of the result itself, 4u·|yₖ|.
 double softmax_tol(int64_t n, float want) { return (2 * n + 16) * kU * want; }
-double log_softmax_tol(int64_t n, float want) {
-  return (2 * n + 16) * kU + 4 * kU * std::abs(want);
-}
+double log_softmax_tol(int64_t n, float want) { return (2 * n + 16) * kU + 4 * kU * std::abs(want); }
 
 void check_matches_reference(Shape s) {
   CAPTURE(s.outer);
@@ -44,8 +42,7 @@ void check_matches_reference(Shape s) {
   softmax(s.outer, s.n, s.inner, x.data(), y.data());
   softmax_reference(s.outer, s.n, s.inner, x.data(), y_ref.data());
   int64_t bad = 0;
-  for (int64_t i = 0; i < size; ++i)
-    bad += !(std::abs(double(y[i]) - double(y_ref[i])) <= softmax_tol(s.n, y_ref[i]));
+  for (int64_t i = 0; i < size; ++i) bad += !(std::abs(double(y[i]) - double(y_ref[i])) <= softmax_tol(s.n, y_ref[i]));
   CHECK(bad == 0);
 
   log_softmax(s.outer, s.n, s.inner, x.data(), y.data());
@@ -125,8 +122,10 @@ TEST_CASE("kernels/softmax, log_softmax") {
     const float log2 = std::log(2.0f);
     for (int64_t k = 0; k < n; ++k) {
       CAPTURE(k);
-      if (x[k] > 0) CHECK(std::abs(y[k] + log2) <= 4 * kU);
-      else CHECK(y[k] == -2e4f - log2);
+      if (x[k] > 0)
+        CHECK(std::abs(y[k] + log2) <= 4 * kU);
+      else
+        CHECK(y[k] == -2e4f - log2);
     }
   }
 
@@ -138,8 +137,7 @@ TEST_CASE("kernels/softmax, log_softmax") {
     softmax(1, 3, 1, x, y);
     for (int k = 0; k < 3; ++k) CHECK(std::abs(y[k] - want[k]) <= softmax_tol(3, want[k]));
     log_softmax(1, 3, 1, x, y);
-    for (int k = 0; k < 3; ++k)
-      CHECK(std::abs(y[k] - std::log(want[k])) <= log_softmax_tol(3, std::log(want[k])));
+    for (int k = 0; k < 3; ++k) CHECK(std::abs(y[k] - std::log(want[k])) <= log_softmax_tol(3, std::log(want[k])));
   }
 
   SUBCASE("a constant row is uniform; shifting a row changes nothing") {
@@ -157,15 +155,13 @@ TEST_CASE("kernels/softmax, log_softmax") {
       softmax(1, n, 1, r.data(), y.data());
       softmax(1, n, 1, r_shift.data(), y_shift.data());
       // r + 100 is rounded to an ulp of 100 (≈ 8e-6), which moves eₖ by that much relative.
-      for (int64_t k = 0; k < n; ++k)
-        CHECK(std::abs(y_shift[k] - y[k]) <= 2e-5 * y[k] + softmax_tol(n, y[k]));
+      for (int64_t k = 0; k < n; ++k) CHECK(std::abs(y_shift[k] - y[k]) <= 2e-5 * y[k] + softmax_tol(n, y[k]));
     }
   }
 
   SUBCASE("columns (inner > 1), by hand") {
     // x is (outer=1, n=2, inner=2): column 0 = [0, 0], column 1 = [1e4, -1e4].
-    const float x[] = {0, 1e4f,
-                       0, -1e4f};
+    const float x[] = {0, 1e4f, 0, -1e4f};
     float y[4];
     softmax(1, 2, 2, x, y);
     CHECK(y[0] == 0.5f);

@@ -96,10 +96,12 @@ TEST_CASE("nn/attention: gradcheck") {
 }
 
 TEST_CASE("nn/attention: transpose_qkv and transpose_output") {
-  test::check_against_torch("nn_attention", "transpose_qkv",
-                            [](const std::vector<Tensor>& x, const test::RefCase&) { return nn::transpose_qkv(x[0], 3); });
-  test::check_against_torch("nn_attention", "transpose_output",
-                            [](const std::vector<Tensor>& x, const test::RefCase&) { return nn::transpose_output(x[0], 3); });
+  test::check_against_torch("nn_attention", "transpose_qkv", [](const std::vector<Tensor>& x, const test::RefCase&) {
+    return nn::transpose_qkv(x[0], 3);
+  });
+  test::check_against_torch("nn_attention", "transpose_output", [](const std::vector<Tensor>& x, const test::RefCase&) {
+    return nn::transpose_output(x[0], 3);
+  });
   Generator gen(2);
   Tensor X = randn({2, 5, 12}, gen);
   Tensor heads = nn::transpose_qkv(X, 4);
@@ -163,24 +165,28 @@ TEST_CASE("nn/attention: dropout acts on the weights in training only") {
 TEST_CASE("nn/attention: errors") {
   Tensor q = zeros({2, 4, 12}), kv = zeros({2, 6, 12});
   SUBCASE("multi-head attention") {
-    CHECK_THROWS_WITH_AS(nn::MultiHeadAttention(100, 3, 0.5f),
-                         doctest::Contains("MultiHeadAttention: num_hiddens 100 must be a positive multiple of num_heads 3"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        nn::MultiHeadAttention(100, 3, 0.5f),
+        doctest::Contains("MultiHeadAttention: num_hiddens 100 must be a positive multiple of num_heads 3"), Error);
     nn::MultiHeadAttention attention(12, 3, 0);
     CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 11}), kv, kv),
                          doctest::Contains("MultiHeadAttention: queries (2, 4, 11): expected last dim 12"), Error);
-    CHECK_THROWS_WITH_AS(attention(q, kv, zeros({2, 5, 12})),
-                         doctest::Contains("MultiHeadAttention: keys (2, 6, 12), values (2, 5, 12): expected one value per key"),
-                         Error);
-    CHECK_THROWS_WITH_AS(attention(q, zeros({3, 6, 12}), zeros({3, 6, 12})),
-                         doctest::Contains("MultiHeadAttention: queries (2, 4, 12), keys (3, 6, 12), values (3, 6, 12): batch sizes differ"),
-                         Error);
-    CHECK_THROWS_WITH_AS(attention(q, kv, kv, int_tensor({1, 2, 3})),
-                         doctest::Contains("MultiHeadAttention: valid_lens (3) does not fit queries (2, 4, 12): expected (2) or (2, 4)"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        attention(q, kv, zeros({2, 5, 12})),
+        doctest::Contains("MultiHeadAttention: keys (2, 6, 12), values (2, 5, 12): expected one value per key"), Error);
+    CHECK_THROWS_WITH_AS(
+        attention(q, zeros({3, 6, 12}), zeros({3, 6, 12})),
+        doctest::Contains(
+            "MultiHeadAttention: queries (2, 4, 12), keys (3, 6, 12), values (3, 6, 12): batch sizes differ"),
+        Error);
+    CHECK_THROWS_WITH_AS(
+        attention(q, kv, kv, int_tensor({1, 2, 3})),
+        doctest::Contains("MultiHeadAttention: valid_lens (3) does not fit queries (2, 4, 12): expected (2) or (2, 4)"),
+        Error);
     CHECK_THROWS_WITH_AS(attention(q, kv, kv, int_tensor({1, 2, 3, 4, 5, 6}, {2, 3})),
                          doctest::Contains("valid_lens (2, 3) does not fit"), Error);
-    CHECK_THROWS_WITH_AS(attention(zeros({4, 12}), kv, kv), doctest::Contains("MultiHeadAttention: queries (4, 12)"), Error);
+    CHECK_THROWS_WITH_AS(attention(zeros({4, 12}), kv, kv), doctest::Contains("MultiHeadAttention: queries (4, 12)"),
+                         Error);
     CHECK_THROWS_WITH_AS(attention.attention_weights_per_head(),
                          doctest::Contains("MultiHeadAttention: no attention weights yet"), Error);
   }
@@ -193,8 +199,8 @@ TEST_CASE("nn/attention: errors") {
   }
   SUBCASE("additive attention") {
     nn::AdditiveAttention attention(12, 5, 8, 0);
-    CHECK_THROWS_WITH_AS(attention(q, kv, kv), doctest::Contains("AdditiveAttention: queries (2, 4, 12): expected last dim 5"),
-                         Error);
+    CHECK_THROWS_WITH_AS(attention(q, kv, kv),
+                         doctest::Contains("AdditiveAttention: queries (2, 4, 12): expected last dim 5"), Error);
     CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 5}), zeros({2, 6, 4}), kv),
                          doctest::Contains("AdditiveAttention: keys (2, 6, 4): expected last dim 12"), Error);
   }

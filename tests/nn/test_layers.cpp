@@ -20,17 +20,15 @@ using qkv::test::check_module_against_torch;
 TEST_CASE("nn/embedding: against PyTorch") {
   SUBCASE("an id used several times gets every gradient contribution") {
     nn::Embedding emb(7, 4);
-    check_module_against_torch("nn_layers", "embedding/repeated_ids", emb,
-                               [&](const std::vector<Tensor>&, const test::RefCase& c) {
-                                 return std::vector<Tensor>{emb(c.ints_at("ids"))};
-                               });
+    check_module_against_torch(
+        "nn_layers", "embedding/repeated_ids", emb,
+        [&](const std::vector<Tensor>&, const test::RefCase& c) { return std::vector<Tensor>{emb(c.ints_at("ids"))}; });
   }
   SUBCASE("1-d ids") {
     nn::Embedding emb(5, 3);
-    check_module_against_torch("nn_layers", "embedding/1d", emb,
-                               [&](const std::vector<Tensor>&, const test::RefCase& c) {
-                                 return std::vector<Tensor>{emb(c.ints_at("ids"))};
-                               });
+    check_module_against_torch(
+        "nn_layers", "embedding/1d", emb,
+        [&](const std::vector<Tensor>&, const test::RefCase& c) { return std::vector<Tensor>{emb(c.ints_at("ids"))}; });
   }
 }
 
@@ -61,10 +59,12 @@ TEST_CASE("nn/embedding: lookup, gradient by hand, init and printing") {
 
 TEST_CASE("nn/embedding: errors") {
   nn::Embedding emb(10, 3);
-  CHECK_THROWS_WITH_AS(emb(int_tensor({1, 10, 2})), doctest::Contains("Embedding: id 10 out of range for a vocabulary of size 10"), Error);
+  CHECK_THROWS_WITH_AS(emb(int_tensor({1, 10, 2})),
+                       doctest::Contains("Embedding: id 10 out of range for a vocabulary of size 10"), Error);
   CHECK_THROWS_WITH_AS(emb(int_tensor({-1})), doctest::Contains("Embedding: id -1 out of range"), Error);
   CHECK_THROWS_WITH_AS(emb(IntTensor()), doctest::Contains("Embedding: ids is an undefined IntTensor"), Error);
-  CHECK_THROWS_WITH_AS(nn::Embedding(0, 3), doctest::Contains("Embedding: num_embeddings 0 and embedding_dim 3 must be positive"), Error);
+  CHECK_THROWS_WITH_AS(nn::Embedding(0, 3),
+                       doctest::Contains("Embedding: num_embeddings 0 and embedding_dim 3 must be positive"), Error);
 }
 
 // ---- Dropout ---------------------------------------------------------------------
@@ -72,8 +72,9 @@ TEST_CASE("nn/embedding: errors") {
 TEST_CASE("nn/dropout: eval mode against PyTorch") {
   nn::Dropout drop(0.5);
   drop.eval();
-  check_module_against_torch("nn_layers", "dropout/eval", drop,
-                             [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{drop(x[0])}; });
+  check_module_against_torch(
+      "nn_layers", "dropout/eval", drop,
+      [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{drop(x[0])}; });
 }
 
 TEST_CASE("nn/dropout: training drops a fraction p and scales the rest") {
@@ -86,8 +87,10 @@ TEST_CASE("nn/dropout: training drops a fraction p and scales the rest") {
     std::vector<float> y = drop(x).to_vector();
     int64_t dropped = 0, scaled = 0;
     for (float v : y) {
-      if (v == 0) ++dropped;
-      else if (std::abs(v - 1 / (1 - p)) < 1e-6f) ++scaled;  // survivors scaled by 1/(1-p)
+      if (v == 0)
+        ++dropped;
+      else if (std::abs(v - 1 / (1 - p)) < 1e-6f)
+        ++scaled;  // survivors scaled by 1/(1-p)
     }
     CHECK(dropped + scaled == 10000);
     // 10000 Bernoulli(0.3) draws: standard deviation ≈ 0.0046 of the fraction.
@@ -116,14 +119,15 @@ TEST_CASE("nn/dropout: seeded repeatability") {
   nn::Dropout a(0.5f, g1), b(0.5f, g2);
   Tensor x = ones({64});
   std::vector<float> first = a(x).to_vector();
-  CHECK(first == b(x).to_vector());     // the same seed gives the same mask
-  CHECK(first != a(x).to_vector());     // the layer draws on from its generator: a new mask
+  CHECK(first == b(x).to_vector());  // the same seed gives the same mask
+  CHECK(first != a(x).to_vector());  // the layer draws on from its generator: a new mask
   g2.manual_seed(42);
-  CHECK(first == b(x).to_vector());     // reseeding the generator replays the masks
+  CHECK(first == b(x).to_vector());  // reseeding the generator replays the masks
 }
 
 TEST_CASE("nn/dropout: errors and printing") {
-  CHECK_THROWS_WITH_AS(nn::Dropout(1.5f), doctest::Contains("Dropout: probability has to be between 0 and 1, but got 1.5"), Error);
+  CHECK_THROWS_WITH_AS(nn::Dropout(1.5f),
+                       doctest::Contains("Dropout: probability has to be between 0 and 1, but got 1.5"), Error);
   CHECK_THROWS_WITH_AS(nn::Dropout(-0.1f), doctest::Contains("Dropout: probability"), Error);
   CHECK(nn::Dropout(0.25f).repr().find("Dropout(p=0.25, inplace=False)") == 0);
 }
@@ -133,19 +137,22 @@ TEST_CASE("nn/dropout: errors and printing") {
 TEST_CASE("nn/layer_norm: against PyTorch") {
   SUBCASE("over the last dim") {
     nn::LayerNorm ln(5);
-    check_module_against_torch("nn_layers", "layer_norm/last_dim", ln,
-                               [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
+    check_module_against_torch(
+        "nn_layers", "layer_norm/last_dim", ln,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
   }
   SUBCASE("over the last two dims") {
     nn::LayerNorm ln(Shape{3, 4});
-    check_module_against_torch("nn_layers", "layer_norm/last_two_dims", ln,
-                               [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
+    check_module_against_torch(
+        "nn_layers", "layer_norm/last_two_dims", ln,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
   }
   SUBCASE("without affine parameters") {
     nn::LayerNorm ln(6, 1e-3f, false);
     CHECK(ln.parameters().empty());
-    check_module_against_torch("nn_layers", "layer_norm/no_affine", ln,
-                               [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
+    check_module_against_torch(
+        "nn_layers", "layer_norm/no_affine", ln,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
   }
 }
 
@@ -165,7 +172,10 @@ TEST_CASE("nn/layer_norm: init, printing and errors") {
   CHECK(ln.bias.to_vector() == std::vector<float>(6, 0.0f));
   CHECK(ln.repr().find("LayerNorm((2, 3), eps=1e-05, elementwise_affine=True)") == 0);
   CHECK(nn::LayerNorm(4).repr().find("LayerNorm((4,), eps=1e-05, elementwise_affine=True)") == 0);
-  CHECK_THROWS_WITH_AS(ln(zeros({4, 3, 2})), doctest::Contains("LayerNorm: input (4, 3, 2): expected its last dims to be normalized_shape (2, 3)"), Error);
+  CHECK_THROWS_WITH_AS(
+      ln(zeros({4, 3, 2})),
+      doctest::Contains("LayerNorm: input (4, 3, 2): expected its last dims to be normalized_shape (2, 3)"), Error);
   CHECK_THROWS_WITH_AS(ln(zeros({3})), doctest::Contains("LayerNorm: input (3)"), Error);
-  CHECK_THROWS_WITH_AS(nn::LayerNorm(0), doctest::Contains("LayerNorm: normalized_shape (0) must have positive sizes"), Error);
+  CHECK_THROWS_WITH_AS(nn::LayerNorm(0), doctest::Contains("LayerNorm: normalized_shape (0) must have positive sizes"),
+                       Error);
 }

@@ -87,15 +87,17 @@ TEST_CASE("nn/module: state_dict round trip and refusals") {
     std::vector<float> before = c.weight.to_vector();
     nn::StateDict missing = state;
     missing.erase("bias");
-    CHECK_THROWS_WITH_AS(c.load_state_dict(missing), doctest::Contains("load_state_dict: Linear: missing keys [bias], unexpected keys []"),
-                         Error);
+    CHECK_THROWS_WITH_AS(c.load_state_dict(missing),
+                         doctest::Contains("load_state_dict: Linear: missing keys [bias], unexpected keys []"), Error);
     nn::StateDict extra = state;
     extra["W_q.weight"] = zeros({2});
     CHECK_THROWS_WITH_AS(c.load_state_dict(extra), doctest::Contains("unexpected keys [W_q.weight]"), Error);
     nn::StateDict misshaped = state;
     misshaped["weight"] = zeros({3, 2});
-    CHECK_THROWS_WITH_AS(c.load_state_dict(misshaped),
-                         doctest::Contains("load_state_dict: Linear: 'weight' has shape (3, 2) in the state dict, (2, 3) in the model"), Error);
+    CHECK_THROWS_WITH_AS(
+        c.load_state_dict(misshaped),
+        doctest::Contains("load_state_dict: Linear: 'weight' has shape (3, 2) in the state dict, (2, 3) in the model"),
+        Error);
     CHECK(c.weight.to_vector() == before);
   }
   SUBCASE("a state dict from another model") {
@@ -169,7 +171,8 @@ TEST_CASE("nn/init") {
   nn::init::zeros_(w);
   CHECK(max_abs(w) == 0);
   Tensor v = Tensor::empty({3});
-  CHECK_THROWS_WITH_AS(nn::init::xavier_uniform_(v), doctest::Contains("init: fan in and fan out need a tensor with at least 2 dims, got (3)"),
+  CHECK_THROWS_WITH_AS(nn::init::xavier_uniform_(v),
+                       doctest::Contains("init: fan in and fan out need a tensor with at least 2 dims, got (3)"),
                        Error);
 }
 
@@ -185,15 +188,20 @@ TEST_CASE("nn/linear") {
   }
   SUBCASE("against torch.nn.Linear") {
     nn::Linear with_bias(5, 3), without(7, 2, false);
-    test::check_module_against_torch("nn_module", "linear/bias", with_bias,
-                                     [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{with_bias(x[0])}; });
-    test::check_module_against_torch("nn_module", "linear/no_bias", without,
-                                     [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{without(x[0])}; });
+    test::check_module_against_torch(
+        "nn_module", "linear/bias", with_bias,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{with_bias(x[0])}; });
+    test::check_module_against_torch(
+        "nn_module", "linear/no_bias", without,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{without(x[0])}; });
   }
   SUBCASE("errors") {
     nn::Linear lin(5, 3);
-    CHECK_THROWS_WITH_AS(lin(zeros({2, 4})), doctest::Contains("linear: input (2, 4) x weight (3, 5): the input has 4 features, the weight expects 5"),
-                         Error);
-    CHECK_THROWS_WITH_AS(nn::Linear(0, 3), doctest::Contains("Linear: in_features 0 and out_features 3 must be positive"), Error);
+    CHECK_THROWS_WITH_AS(
+        lin(zeros({2, 4})),
+        doctest::Contains("linear: input (2, 4) x weight (3, 5): the input has 4 features, the weight expects 5"),
+        Error);
+    CHECK_THROWS_WITH_AS(nn::Linear(0, 3),
+                         doctest::Contains("Linear: in_features 0 and out_features 3 must be positive"), Error);
   }
 }

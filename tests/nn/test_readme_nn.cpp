@@ -15,8 +15,8 @@ TEST_CASE("readme/layers") {
   nn::Dropout drop(0.1f);
 
   IntTensor ids = randint(0, 28, {4, 10});  // (B, T) = (4, 10)
-  auto [output, h_n] = gru(embed(ids));     // (4, 10, 64): the top layer at every step; (2, 4, 64): every layer's last h
-  Tensor y = drop(norm(output));            // (4, 10, 64)
+  auto [output, h_n] = gru(embed(ids));  // (4, 10, 64): the top layer at every step; (2, 4, 64): every layer's last h
+  Tensor y = drop(norm(output));         // (4, 10, 64)
 
   nn::LSTM lstm(32, 64);                        // time-major: (T, B, I)
   auto [out, h, c] = lstm(randn({10, 4, 32}));  // (10, 4, 64), (1, 4, 64), (1, 4, 64)
@@ -37,7 +37,7 @@ TEST_CASE("readme/attention") {
   attention.eval();
   Tensor X = ones({2, 4, 100}), Y = ones({2, 6, 100});
   Tensor out = attention(X, Y, Y, int_tensor({3, 2}));  // (2, 4, 100)
-  Tensor w = attention.attention_weights_per_head();     // (2, 5, 4, 6): one heatmap per head
+  Tensor w = attention.attention_weights_per_head();    // (2, 5, 4, 6): one heatmap per head
 
   // A Transformer for translation (d2l 11.7): encoder and decoder plug into EncoderDecoder.
   auto encoder = std::make_shared<nn::TransformerEncoder>(/*vocab*/ 200, 32, 64, 4, /*blocks*/ 2, 0.2f);
@@ -67,7 +67,8 @@ TEST_CASE("readme/seq2seq") {
   IntTensor dec_X = int_tensor({1, 6, 7, 2, 1, 8, 2, 0}, {2, 4});
   for (int step = 0; step < 100; ++step) {
     opt.zero_grad();
-    Tensor loss = sum(nn::masked_softmax_cross_entropy(model->forward(X, dec_X, X_len), Y, Y_len));  // padding adds nothing
+    Tensor loss =
+        sum(nn::masked_softmax_cross_entropy(model->forward(X, dec_X, X_len), Y, Y_len));  // padding adds nothing
     loss.backward();
     opt.step();
   }

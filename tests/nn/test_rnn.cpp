@@ -240,24 +240,36 @@ TEST_CASE("nn/rnn: errors") {
   nn::GRU gru(I, H, 2);
   nn::LSTM lstm(I, H, 2);
   SUBCASE("input") {
-    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3, 1})), doctest::Contains("GRU: input (6, 2, 3, 1): expected 3 dims (T, B, I) or 2 dims (T, I) unbatched"), Error);
+    CHECK_THROWS_WITH_AS(
+        gru(zeros({6, 2, 3, 1})),
+        doctest::Contains("GRU: input (6, 2, 3, 1): expected 3 dims (T, B, I) or 2 dims (T, I) unbatched"), Error);
     CHECK_THROWS_WITH_AS(gru(zeros({6})), doctest::Contains("GRU: input (6): expected 3 dims"), Error);
-    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 4})), doctest::Contains("GRU: input (6, 2, 4): expected last dim input_size 3"), Error);
-    CHECK_THROWS_WITH_AS(nn::RNN(I, H, 1, true, true)(zeros({2, 6, 4})), doctest::Contains("RNN: input (2, 6, 4): expected last dim input_size 3"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 4})),
+                         doctest::Contains("GRU: input (6, 2, 4): expected last dim input_size 3"), Error);
+    CHECK_THROWS_WITH_AS(nn::RNN(I, H, 1, true, true)(zeros({2, 6, 4})),
+                         doctest::Contains("RNN: input (2, 6, 4): expected last dim input_size 3"), Error);
     CHECK_THROWS_WITH_AS(gru(zeros({0, 2, 3})), doctest::Contains("GRU: input (0, 2, 3) has no time steps"), Error);
   }
   SUBCASE("initial state") {
-    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3}), zeros({1, 2, 5})), doctest::Contains("GRU: h0 (1, 2, 5): expected (2, 2, 5) (num_layers, batch, hidden_size)"), Error);
-    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3}), zeros({2, 3, 5})), doctest::Contains("GRU: h0 (2, 3, 5): expected (2, 2, 5)"), Error);
-    CHECK_THROWS_WITH_AS(gru(zeros({6, 3}), zeros({2, 1, 5})), doctest::Contains("GRU: h0 (2, 1, 5): expected (2, 5) (num_layers, hidden_size)"), Error);
-    CHECK_THROWS_WITH_AS(lstm(zeros({6, 2, 3}), zeros({2, 2, 5})), doctest::Contains("LSTM: give both h0 and c0, or neither (got only h0)"), Error);
-    CHECK_THROWS_WITH_AS(lstm(zeros({6, 2, 3}), zeros({2, 2, 5}), zeros({2, 2, 4})), doctest::Contains("LSTM: c0 (2, 2, 4): expected (2, 2, 5)"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3}), zeros({1, 2, 5})),
+                         doctest::Contains("GRU: h0 (1, 2, 5): expected (2, 2, 5) (num_layers, batch, hidden_size)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 2, 3}), zeros({2, 3, 5})),
+                         doctest::Contains("GRU: h0 (2, 3, 5): expected (2, 2, 5)"), Error);
+    CHECK_THROWS_WITH_AS(gru(zeros({6, 3}), zeros({2, 1, 5})),
+                         doctest::Contains("GRU: h0 (2, 1, 5): expected (2, 5) (num_layers, hidden_size)"), Error);
+    CHECK_THROWS_WITH_AS(lstm(zeros({6, 2, 3}), zeros({2, 2, 5})),
+                         doctest::Contains("LSTM: give both h0 and c0, or neither (got only h0)"), Error);
+    CHECK_THROWS_WITH_AS(lstm(zeros({6, 2, 3}), zeros({2, 2, 5}), zeros({2, 2, 4})),
+                         doctest::Contains("LSTM: c0 (2, 2, 4): expected (2, 2, 5)"), Error);
   }
   SUBCASE("constructor") {
     CHECK_THROWS_WITH_AS(nn::GRU(I, 0), doctest::Contains("GRU: hidden_size must be positive, got 0"), Error);
     CHECK_THROWS_WITH_AS(nn::LSTM(I, H, 0), doctest::Contains("LSTM: num_layers must be positive, got 0"), Error);
     CHECK_THROWS_WITH_AS(nn::RNN(0, H), doctest::Contains("RNN: input_size must be positive, got 0"), Error);
-    CHECK_THROWS_WITH_AS(nn::GRU(I, H, 2, true, false, 1.0f), doctest::Contains("GRU: dropout must be in [0, 1), got 1"), Error);
-    CHECK_THROWS_WITH_AS(nn::GRU(I, H, 2, true, false, -0.5f), doctest::Contains("GRU: dropout must be in [0, 1), got -0.5"), Error);
+    CHECK_THROWS_WITH_AS(nn::GRU(I, H, 2, true, false, 1.0f),
+                         doctest::Contains("GRU: dropout must be in [0, 1), got 1"), Error);
+    CHECK_THROWS_WITH_AS(nn::GRU(I, H, 2, true, false, -0.5f),
+                         doctest::Contains("GRU: dropout must be in [0, 1), got -0.5"), Error);
   }
 }

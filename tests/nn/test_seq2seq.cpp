@@ -80,8 +80,7 @@ TEST_CASE("nn/seq2seq: masked_softmax_cross_entropy") {
   }
   SUBCASE("padding gets no gradient") {
     Tensor pred = randn({2, 3, 5}).requires_grad_();
-    sum(nn::masked_softmax_cross_entropy(pred, int_tensor({0, 1, 2, 3, 4, 0}, {2, 3}), int_tensor({3, 1})))
-        .backward();
+    sum(nn::masked_softmax_cross_entropy(pred, int_tensor({0, 1, 2, 3, 4, 0}, {2, 3}), int_tensor({3, 1}))).backward();
     for (int64_t s = 1; s < 3; ++s)
       for (int64_t v = 0; v < 5; ++v) CHECK(pred.grad().at({1, s, v}) == 0.0f);
     CHECK(pred.grad().at({1, 0, 0}) != 0.0f);
@@ -124,7 +123,7 @@ TEST_CASE("nn/seq2seq: Seq2SeqAttentionDecoder against PyTorch, end to end") {
       check_close(model.forward(enc_X, dec_X, lens), Y, "EncoderDecoder::forward");
       std::vector<Tensor> attention = decoder->attention_weights();
       REQUIRE(attention.size() == 1);
-      CHECK_FALSE(attention[0].requires_grad());  // detached: for drawing
+      CHECK_FALSE(attention[0].requires_grad());                  // detached: for drawing
       return std::vector<Tensor>{Y, state.hidden, attention[0]};  // (B, S, V), (L, B, H), (B, S, T)
     });
   }
@@ -161,10 +160,9 @@ TEST_CASE("nn/seq2seq: d2l's shape checks for the Bahdanau decoder") {
   std::vector<std::string> names;
   for (auto& [n, p] : decoder.named_parameters()) names.push_back(n);
   CHECK(names == std::vector<std::string>{"attention.W_k.weight", "attention.W_q.weight", "attention.w_v.weight",
-                                          "embedding.weight", "rnn.weight_ih_l0", "rnn.weight_hh_l0",
-                                          "rnn.bias_ih_l0", "rnn.bias_hh_l0", "rnn.weight_ih_l1",
-                                          "rnn.weight_hh_l1", "rnn.bias_ih_l1", "rnn.bias_hh_l1", "dense.weight",
-                                          "dense.bias"});
+                                          "embedding.weight", "rnn.weight_ih_l0", "rnn.weight_hh_l0", "rnn.bias_ih_l0",
+                                          "rnn.bias_hh_l0", "rnn.weight_ih_l1", "rnn.weight_hh_l1", "rnn.bias_ih_l1",
+                                          "rnn.bias_hh_l1", "dense.weight", "dense.bias"});
   CHECK(decoder.named_parameters()[4].second.shape() == Shape{3 * 16, 8 + 16});  // GRU input: [context ; embedding]
 }
 
@@ -209,8 +207,7 @@ TEST_CASE("nn/seq2seq: errors") {
                        doctest::Contains("Seq2SeqAttentionDecoder: dropout 1 must be in [0, 1)"), Error);
   CHECK_THROWS_WITH_AS(encoder(IntTensor::empty({4})),
                        doctest::Contains("Seq2SeqEncoder: X (4) must be (batch, steps) token ids"), Error);
-  CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 7}, {1, 2})), doctest::Contains("Embedding: id 7 out of range"),
-                       Error);
+  CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 7}, {1, 2})), doctest::Contains("Embedding: id 7 out of range"), Error);
 
   nn::EncoderOutput enc = encoder(IntTensor::empty({2, 4}));
   CHECK_THROWS_WITH_AS(decoder.init_state({enc.outputs, Tensor()}, IntTensor()),

@@ -32,8 +32,7 @@ struct Pair {
   std::vector<int64_t> src, tgt;  // without eos
 };
 const std::vector<Pair> kPairs = {
-    {{3, 4}, {5, 6}},       {{5}, {7}},          {{6, 7, 8}, {3, 4, 9}},
-    {{9, 3}, {8, 8}},       {{4, 5, 6}, {6, 5}}, {{7, 9}, {9, 3, 4}},
+    {{3, 4}, {5, 6}}, {{5}, {7}}, {{6, 7, 8}, {3, 4, 9}}, {{9, 3}, {8, 8}}, {{4, 5, 6}, {6, 5}}, {{7, 9}, {9, 3, 4}},
 };
 
 // d2l's truncate_pad of a sentence with eos appended; returns the valid length.
@@ -73,7 +72,7 @@ Batch make_batch() {
 // One step of d2l's train_seq2seq; returns the mean cross-entropy per target token.
 float train_step(nn::EncoderDecoder& model, optim::Adam& opt, const Batch& batch) {
   opt.zero_grad();
-  Tensor Y_hat = model.forward(batch.X, batch.dec_X, batch.X_valid_len);               // (B, S, V)
+  Tensor Y_hat = model.forward(batch.X, batch.dec_X, batch.X_valid_len);           // (B, S, V)
   Tensor l = nn::masked_softmax_cross_entropy(Y_hat, batch.Y, batch.Y_valid_len);  // (B)
   sum(l).backward();
   optim::clip_grad_norm_(model.parameters(), 1);

@@ -55,26 +55,24 @@ TEST_CASE("nn/transformer: positional encoding") {
     }
   }
   SUBCASE("forward against torch, from position 0 and from position 5") {
-    test::check_module_against_torch("nn_transformer", "pos_encoding/forward", pe,
-                                     [&](const std::vector<Tensor>& x, const test::RefCase&) {
-                                       return std::vector<Tensor>{pe(x[0])};
-                                     });
-    test::check_module_against_torch("nn_transformer", "pos_encoding/offset5", pe,
-                                     [&](const std::vector<Tensor>& x, const test::RefCase&) {
-                                       return std::vector<Tensor>{pe(x[0], 5)};
-                                     });
+    test::check_module_against_torch(
+        "nn_transformer", "pos_encoding/forward", pe,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{pe(x[0])}; });
+    test::check_module_against_torch(
+        "nn_transformer", "pos_encoding/offset5", pe,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{pe(x[0], 5)}; });
   }
   SUBCASE("an odd num_hiddens ends on a sine column") {
     nn::PositionalEncoding odd(5, 0, 10);
     CHECK(odd.P.at({0, 3, 4}) == doctest::Approx(std::sin(3 / std::pow(10000.0, 4.0 / 5))));
   }
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(pe(zeros({2, 61, 32})), doctest::Contains("PositionalEncoding: positions 0 to 60 do not fit max_len 60"),
-                         Error);
+    CHECK_THROWS_WITH_AS(pe(zeros({2, 61, 32})),
+                         doctest::Contains("PositionalEncoding: positions 0 to 60 do not fit max_len 60"), Error);
     CHECK_THROWS_WITH_AS(pe(zeros({2, 10, 32}), 55),
                          doctest::Contains("PositionalEncoding: positions 55 to 64 do not fit max_len 60"), Error);
-    CHECK_THROWS_WITH_AS(pe(zeros({2, 10, 31})), doctest::Contains("PositionalEncoding: X (2, 10, 31): expected (B, T, 32)"),
-                         Error);
+    CHECK_THROWS_WITH_AS(pe(zeros({2, 10, 31})),
+                         doctest::Contains("PositionalEncoding: X (2, 10, 31): expected (B, T, 32)"), Error);
   }
 }
 
@@ -91,19 +89,19 @@ TEST_CASE("nn/transformer: position-wise FFN and add & norm") {
   }
   SUBCASE("against torch") {
     nn::PositionWiseFFN ffn(6, 10, 4);
-    test::check_module_against_torch("nn_transformer", "ffn", ffn, [&](const std::vector<Tensor>& x, const test::RefCase&) {
-      return std::vector<Tensor>{ffn(x[0])};
-    });
+    test::check_module_against_torch(
+        "nn_transformer", "ffn", ffn,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ffn(x[0])}; });
     nn::AddNorm add_norm({5}, 0.3f);
     add_norm.eval();
-    test::check_module_against_torch("nn_transformer", "addnorm", add_norm,
-                                     [&](const std::vector<Tensor>& x, const test::RefCase&) {
-                                       return std::vector<Tensor>{add_norm(x[0], x[1])};
-                                     });
+    test::check_module_against_torch(
+        "nn_transformer", "addnorm", add_norm,
+        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{add_norm(x[0], x[1])}; });
   }
   SUBCASE("errors") {
     nn::PositionWiseFFN ffn(6, 10, 4);
-    CHECK_THROWS_WITH_AS(ffn(zeros({2, 3, 5})), doctest::Contains("PositionWiseFFN: X (2, 3, 5): expected last dim 6"), Error);
+    CHECK_THROWS_WITH_AS(ffn(zeros({2, 3, 5})), doctest::Contains("PositionWiseFFN: X (2, 3, 5): expected last dim 6"),
+                         Error);
     nn::AddNorm add_norm({5}, 0);
     CHECK_THROWS_WITH_AS(add_norm(zeros({2, 3, 5}), zeros({2, 4, 5})),
                          doctest::Contains("AddNorm: X (2, 3, 5) and Y (2, 4, 5): expected the same shape"), Error);
@@ -121,15 +119,15 @@ TEST_CASE("nn/transformer: encoder block") {
       CAPTURE(use_bias);
       nn::TransformerEncoderBlock blk(12, 20, 3, 0.4f, use_bias);
       blk.eval();
-      test::check_module_against_torch(
-          "nn_transformer", use_bias ? "encoder_block/bias" : "encoder_block", blk,
-          [&](const std::vector<Tensor>& x, const test::RefCase& c) {
-            return std::vector<Tensor>{blk(x[0], c.ints_at("valid_lens"))};
-          });
+      test::check_module_against_torch("nn_transformer", use_bias ? "encoder_block/bias" : "encoder_block", blk,
+                                       [&](const std::vector<Tensor>& x, const test::RefCase& c) {
+                                         return std::vector<Tensor>{blk(x[0], c.ints_at("valid_lens"))};
+                                       });
     }
   }
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(nn::TransformerEncoderBlock(24, 48, 5, 0), doctest::Contains("MultiHeadAttention: num_hiddens 24"), Error);
+    CHECK_THROWS_WITH_AS(nn::TransformerEncoderBlock(24, 48, 5, 0),
+                         doctest::Contains("MultiHeadAttention: num_hiddens 24"), Error);
   }
 }
 
@@ -177,10 +175,11 @@ TEST_CASE("nn/transformer: encoder") {
     nn::TransformerEncoder encoder(11, 12, 20, 3, 1, 0);
     CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 2, 3}), IntTensor()),
                          doctest::Contains("TransformerEncoder: X (3): expected token ids (B, T)"), Error);
-    CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 11}, {1, 2}), IntTensor()), doctest::Contains("Embedding: id 11 out of range"),
-                         Error);
+    CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 11}, {1, 2}), IntTensor()),
+                         doctest::Contains("Embedding: id 11 out of range"), Error);
     CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 2}, {1, 2}), int_tensor({1, 2})),
-                         doctest::Contains("MultiHeadAttention: valid_lens (2) does not fit queries (1, 2, 12)"), Error);
+                         doctest::Contains("MultiHeadAttention: valid_lens (2) does not fit queries (1, 2, 12)"),
+                         Error);
   }
 }
 
@@ -231,12 +230,13 @@ TEST_CASE("nn/transformer: decoder block") {
                                            "TransformerDecoder::init_state"),
                          Error);
     state.cache = {zeros({3, 2, 12}), zeros({3, 2, 12})};
-    CHECK_THROWS_WITH_AS(blk(zeros({2, 1, 12}), state),
-                         doctest::Contains("TransformerDecoderBlock 1: X (2, 1, 12) does not continue the cached steps (3, 2, 12)"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        blk(zeros({2, 1, 12}), state),
+        doctest::Contains("TransformerDecoderBlock 1: X (2, 1, 12) does not continue the cached steps (3, 2, 12)"),
+        Error);
     state.cache = {Tensor(), Tensor()};
-    CHECK_THROWS_WITH_AS(blk(zeros({2, 4, 11}), state), doctest::Contains("MultiHeadAttention: queries (2, 4, 11): expected last dim 12"),
-                         Error);
+    CHECK_THROWS_WITH_AS(blk(zeros({2, 4, 11}), state),
+                         doctest::Contains("MultiHeadAttention: queries (2, 4, 11): expected last dim 12"), Error);
   }
 }
 
@@ -251,14 +251,12 @@ TEST_CASE("nn/transformer: decoder") {
   }
   SUBCASE("against torch, training mode") {
     nn::TransformerDecoder decoder(13, 12, 20, 3, 2, 0);
-    test::check_module_against_torch("nn_transformer", "decoder/train", decoder,
-                                     [&](const std::vector<Tensor>& x, const test::RefCase& c) {
-                                       nn::DecoderState state =
-                                           decoder.init_state({x[0], Tensor()}, c.ints_at("enc_valid_lens"));
-                                       Tensor logits = decoder(c.ints_at("X"), state);
-                                       return std::vector<Tensor>{logits, decoder.attention_weights()[1],
-                                                                  decoder.self_attention_weights()[0]};
-                                     });
+    test::check_module_against_torch(
+        "nn_transformer", "decoder/train", decoder, [&](const std::vector<Tensor>& x, const test::RefCase& c) {
+          nn::DecoderState state = decoder.init_state({x[0], Tensor()}, c.ints_at("enc_valid_lens"));
+          Tensor logits = decoder(c.ints_at("X"), state);
+          return std::vector<Tensor>{logits, decoder.attention_weights()[1], decoder.self_attention_weights()[0]};
+        });
   }
   SUBCASE("errors") {
     CHECK_THROWS_WITH_AS(nn::TransformerDecoder(13, 12, 20, 3, 0, 0),
@@ -268,13 +266,16 @@ TEST_CASE("nn/transformer: decoder") {
     CHECK_THROWS_WITH_AS(decoder(int_tensor({1, 2}, {1, 2}), empty),
                          doctest::Contains("TransformerDecoder: state.cache has 0 entries, expected 2"), Error);
     CHECK_THROWS_WITH_AS(decoder.init_state({zeros({2, 5, 8}), Tensor()}, IntTensor()),
-                         doctest::Contains("TransformerDecoder: encoder outputs (2, 5, 8): expected (B, T, 12)"), Error);
+                         doctest::Contains("TransformerDecoder: encoder outputs (2, 5, 8): expected (B, T, 12)"),
+                         Error);
     nn::DecoderState state = decoder.init_state({zeros({2, 5, 12}), Tensor()}, IntTensor());
     CHECK_THROWS_WITH_AS(decoder(int_tensor({1, 2}), state),
                          doctest::Contains("TransformerDecoder: X (2): expected token ids (B, S)"), Error);
-    CHECK_THROWS_WITH_AS(decoder(int_tensor({1, 2, 3}, {3, 1}), state),
-                         doctest::Contains("MultiHeadAttention: queries (3, 1, 12), keys (2, 5, 12), values (2, 5, 12): batch sizes differ"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        decoder(int_tensor({1, 2, 3}, {3, 1}), state),
+        doctest::Contains(
+            "MultiHeadAttention: queries (3, 1, 12), keys (2, 5, 12), values (2, 5, 12): batch sizes differ"),
+        Error);
   }
 }
 

@@ -42,7 +42,8 @@ const char* const kBinaryCases[] = {"same", "row", "column", "outer", "left", "s
 void check_binary(const std::string& name, Tensor (*op)(const Tensor&, const Tensor&), bool positive_b) {
   for (const char* c : kBinaryCases) {
     SUBCASE(c) {
-      check_against_torch("elementwise", name + "/" + c, [op](const Inputs& x, const RefCase&) { return op(x[0], x[1]); });
+      check_against_torch("elementwise", name + "/" + c,
+                          [op](const Inputs& x, const RefCase&) { return op(x[0], x[1]); });
     }
   }
   SUBCASE("gradcheck") {
@@ -57,10 +58,10 @@ void check_binary(const std::string& name, Tensor (*op)(const Tensor&, const Ten
     check_gradient(f, {randn({3, 1, 5}, gen), b({})});
   }
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(op(zeros({2, 3}), ones({4})), doctest::Contains((name + ": shapes (2, 3) and (4) do not broadcast").c_str()),
-                         qkv::Error);
-    CHECK_THROWS_WITH_AS(op(zeros({2, 1, 5}), ones({3, 4})), doctest::Contains((name + ": shapes (2, 1, 5) and (3, 4)").c_str()),
-                         qkv::Error);
+    CHECK_THROWS_WITH_AS(op(zeros({2, 3}), ones({4})),
+                         doctest::Contains((name + ": shapes (2, 3) and (4) do not broadcast").c_str()), qkv::Error);
+    CHECK_THROWS_WITH_AS(op(zeros({2, 1, 5}), ones({3, 4})),
+                         doctest::Contains((name + ": shapes (2, 1, 5) and (3, 4)").c_str()), qkv::Error);
   }
 }
 
@@ -113,7 +114,8 @@ Tensor naive_mul(const Tensor& a, const Tensor& b, const Shape& shape) {
 // --- binary ops ---------------------------------------------------------------
 
 TEST_CASE("ops/add") {
-  check_binary("add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, false);
+  check_binary(
+      "add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, false);
   SUBCASE("float") {
     check_against_torch("elementwise", "add/float", [](const Inputs& x, const RefCase&) { return add(x[0], 1.5f); });
     Generator gen(3);
@@ -133,7 +135,8 @@ TEST_CASE("ops/add") {
 }
 
 TEST_CASE("ops/sub") {
-  check_binary("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, false);
+  check_binary(
+      "sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, false);
   SUBCASE("float") {
     check_against_torch("elementwise", "sub/float", [](const Inputs& x, const RefCase&) { return sub(x[0], 1.5f); });
     check_against_torch("elementwise", "sub/float_first",
@@ -145,7 +148,8 @@ TEST_CASE("ops/sub") {
 }
 
 TEST_CASE("ops/mul") {
-  check_binary("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, false);
+  check_binary(
+      "mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, false);
   SUBCASE("float") {
     check_against_torch("elementwise", "mul/float", [](const Inputs& x, const RefCase&) { return mul(x[0], -0.75f); });
     Generator gen(5);
@@ -181,7 +185,8 @@ TEST_CASE("ops/mul") {
 }
 
 TEST_CASE("ops/div") {
-  check_binary("div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, true);
+  check_binary(
+      "div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, true);
   SUBCASE("float") {
     check_against_torch("elementwise", "div/float", [](const Inputs& x, const RefCase&) { return div(x[0], 3.0f); });
     check_against_torch("elementwise", "div/float_first",
@@ -243,18 +248,38 @@ TEST_CASE("ops/pow") {
 
 // --- unary maps ---------------------------------------------------------------
 
-TEST_CASE("ops/neg") { check_unary("neg", [](const Tensor& x) { return neg(x); }, {"basic"}, normal); }
-TEST_CASE("ops/exp") { check_unary("exp", [](const Tensor& x) { return exp(x); }, {"basic", "long"}, normal); }
-TEST_CASE("ops/log") { check_unary("log", [](const Tensor& x) { return log(x); }, {"basic", "long"}, positive); }
-TEST_CASE("ops/sqrt") { check_unary("sqrt", [](const Tensor& x) { return sqrt(x); }, {"basic"}, positive); }
-TEST_CASE("ops/tanh") { check_unary("tanh", [](const Tensor& x) { return tanh(x); }, {"basic", "long"}, normal); }
-TEST_CASE("ops/sigmoid") {
-  check_unary("sigmoid", [](const Tensor& x) { return sigmoid(x); }, {"basic", "long"}, normal);
+TEST_CASE("ops/neg") {
+  check_unary(
+      "neg", [](const Tensor& x) { return neg(x); }, {"basic"}, normal);
 }
-TEST_CASE("ops/gelu") { check_unary("gelu", [](const Tensor& x) { return gelu(x); }, {"basic", "long"}, normal); }
+TEST_CASE("ops/exp") {
+  check_unary(
+      "exp", [](const Tensor& x) { return exp(x); }, {"basic", "long"}, normal);
+}
+TEST_CASE("ops/log") {
+  check_unary(
+      "log", [](const Tensor& x) { return log(x); }, {"basic", "long"}, positive);
+}
+TEST_CASE("ops/sqrt") {
+  check_unary(
+      "sqrt", [](const Tensor& x) { return sqrt(x); }, {"basic"}, positive);
+}
+TEST_CASE("ops/tanh") {
+  check_unary(
+      "tanh", [](const Tensor& x) { return tanh(x); }, {"basic", "long"}, normal);
+}
+TEST_CASE("ops/sigmoid") {
+  check_unary(
+      "sigmoid", [](const Tensor& x) { return sigmoid(x); }, {"basic", "long"}, normal);
+}
+TEST_CASE("ops/gelu") {
+  check_unary(
+      "gelu", [](const Tensor& x) { return gelu(x); }, {"basic", "long"}, normal);
+}
 
 TEST_CASE("ops/abs") {
-  check_unary("abs", [](const Tensor& x) { return abs(x); }, {"basic"}, away_from_zero);
+  check_unary(
+      "abs", [](const Tensor& x) { return abs(x); }, {"basic"}, away_from_zero);
   SUBCASE("gradient 0 at 0") {  // PyTorch's convention: sign(0) = 0
     Tensor x = tensor({-2, 0, 3}).requires_grad_();
     sum(abs(x)).backward();
@@ -263,7 +288,8 @@ TEST_CASE("ops/abs") {
 }
 
 TEST_CASE("ops/relu") {
-  check_unary("relu", [](const Tensor& x) { return relu(x); }, {"basic"}, away_from_zero);
+  check_unary(
+      "relu", [](const Tensor& x) { return relu(x); }, {"basic"}, away_from_zero);
   SUBCASE("gradient 0 at 0") {  // PyTorch's convention
     Tensor x = tensor({-2, 0, 3}).requires_grad_();
     Tensor y = relu(x);

@@ -148,9 +148,7 @@ TEST_CASE("ops/layer_norm") {
 
   SUBCASE("gradcheck") {
     Generator gen(11);
-    auto with_affine = [](Shape s) {
-      return [s](const Inputs& in) { return layer_norm(in[0], s, in[1], in[2]); };
-    };
+    auto with_affine = [](Shape s) { return [s](const Inputs& in) { return layer_norm(in[0], s, in[1], in[2]); }; };
     auto r = gradcheck(with_affine(Shape{5}), {randn({3, 5}, gen), randn({5}, gen), randn({5}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
     r = gradcheck(with_affine(Shape{3, 7}), {randn({2, 3, 7}, gen), randn({3, 7}, gen), randn({3, 7}, gen)});
@@ -161,9 +159,9 @@ TEST_CASE("ops/layer_norm") {
 
   SUBCASE("errors") {
     Tensor x = zeros({2, 3});
-    CHECK_THROWS_WITH_AS(layer_norm(x, Shape{4}),
-                         doctest::Contains("layer_norm: normalized_shape (4) does not match the trailing dims of x (2, 3)"),
-                         qkv::Error);
+    CHECK_THROWS_WITH_AS(
+        layer_norm(x, Shape{4}),
+        doctest::Contains("layer_norm: normalized_shape (4) does not match the trailing dims of x (2, 3)"), qkv::Error);
     CHECK_THROWS_WITH_AS(layer_norm(x, Shape{1, 2, 3}), doctest::Contains("normalized_shape (1, 2, 3)"), qkv::Error);
     CHECK_THROWS_WITH_AS(layer_norm(x, Shape{}), doctest::Contains("layer_norm: normalized_shape is empty"),
                          qkv::Error);
@@ -239,11 +237,17 @@ TEST_CASE("ops/cross_entropy") {
 
   SUBCASE("gradcheck") {
     Generator gen(12);
-    auto r = gradcheck([](const Inputs& in) { return cross_entropy(in[0], int_tensor({2, 0, 4})); },
-                       {randn({3, 5}, gen)});
+    auto r = gradcheck(
+        [](const Inputs& in) {
+          return cross_entropy(in[0], int_tensor({2, 0, 4}));
+        },
+        {randn({3, 5}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
-    r = gradcheck([](const Inputs& in) { return cross_entropy(in[0], int_tensor({1, -100, 0, 3})); },
-                  {randn({4, 5}, gen)});
+    r = gradcheck(
+        [](const Inputs& in) {
+          return cross_entropy(in[0], int_tensor({1, -100, 0, 3}));
+        },
+        {randn({4, 5}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
     r = gradcheck(
         [](const Inputs& in) {
@@ -255,9 +259,9 @@ TEST_CASE("ops/cross_entropy") {
 
   SUBCASE("errors") {
     Tensor logits = zeros({4, 5});
-    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 2})),
-                         doctest::Contains("cross_entropy: target shape (3) does not match logits (4, 5): expected (4)"),
-                         qkv::Error);
+    CHECK_THROWS_WITH_AS(
+        cross_entropy(logits, int_tensor({0, 1, 2})),
+        doctest::Contains("cross_entropy: target shape (3) does not match logits (4, 5): expected (4)"), qkv::Error);
     CHECK_THROWS_WITH_AS(cross_entropy(zeros({2, 3, 4}), int_tensor({0, 1, 2, 0, 1, 2}, {2, 3})),
                          doctest::Contains("target shape (2, 3) does not match logits (2, 3, 4): expected (2, 4)"),
                          qkv::Error);
@@ -278,9 +282,7 @@ TEST_CASE("ops/cross_entropy") {
 // --- mse_loss ----------------------------------------------------------------------
 
 TEST_CASE("ops/mse_loss") {
-  auto mse = [](Reduction r) {
-    return [r](const Inputs& x, const RefCase&) { return mse_loss(x[0], x[1], r); };
-  };
+  auto mse = [](Reduction r) { return [r](const Inputs& x, const RefCase&) { return mse_loss(x[0], x[1], r); }; };
 
   SUBCASE("against torch") {
     check_against_torch("functional", "mse_loss/mean", mse(Reduction::Mean));
@@ -291,7 +293,8 @@ TEST_CASE("ops/mse_loss") {
 
   SUBCASE("gradcheck") {
     Generator gen(13);
-    auto r = gradcheck([](const Inputs& in) { return mse_loss(in[0], in[1]); }, {randn({3, 7}, gen), randn({3, 7}, gen)});
+    auto r =
+        gradcheck([](const Inputs& in) { return mse_loss(in[0], in[1]); }, {randn({3, 7}, gen), randn({3, 7}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
     r = gradcheck([](const Inputs& in) { return mse_loss(in[0], in[1], Reduction::None); },
                   {randn({5}, gen), randn({5}, gen)});

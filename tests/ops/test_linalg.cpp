@@ -52,14 +52,15 @@ void gradcheck_pair(const Shape& a, const Shape& b, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("ops/matmul") {
-  for (const char* tag : {"dot", "vec_mat", "mat_vec", "vec_batch", "batch_vec", "mat_mat", "linear", "linear_4d",
-                          "mat_batch", "batch_batch", "broadcast", "broadcast_both", "broadcast_size1", "inner_one",
-                          "blocks", "blocks_batched"}) {
+  for (const char* tag :
+       {"dot", "vec_mat", "mat_vec", "vec_batch", "batch_vec", "mat_mat", "linear", "linear_4d", "mat_batch",
+        "batch_batch", "broadcast", "broadcast_both", "broadcast_size1", "inner_one", "blocks", "blocks_batched"}) {
     std::string name = std::string("matmul/") + tag;
     SUBCASE(name.c_str()) {
       // Sums of up to 40 float products: allow float32 rounding against torch's float64.
-      check_against_torch("linalg", name, [](const std::vector<Tensor>& x, const RefCase&) { return matmul(x[0], x[1]); },
-                          1e-4f, 1e-4f);
+      check_against_torch(
+          "linalg", name, [](const std::vector<Tensor>& x, const RefCase&) { return matmul(x[0], x[1]); }, 1e-4f,
+          1e-4f);
     }
   }
 
@@ -102,14 +103,21 @@ TEST_CASE("ops/matmul") {
   }
 
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({4, 5})), doctest::Contains("matmul: (2, 3) x (4, 5): inner sizes 3 and 4 differ"), Error);
-    CHECK_THROWS_WITH_AS(matmul(zeros({3}), zeros({4})), doctest::Contains("matmul: (3) x (4): inner sizes 3 and 4 differ"), Error);
-    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({2})), doctest::Contains("matmul: (2, 3) x (2): inner sizes 3 and 2 differ"), Error);
-    CHECK_THROWS_WITH_AS(matmul(zeros({5, 2, 3}), zeros({5, 4, 4})), doctest::Contains("matmul: (5, 2, 3) x (5, 4, 4): inner sizes 3 and 4 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({4, 5})),
+                         doctest::Contains("matmul: (2, 3) x (4, 5): inner sizes 3 and 4 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({3}), zeros({4})),
+                         doctest::Contains("matmul: (3) x (4): inner sizes 3 and 4 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({2})),
+                         doctest::Contains("matmul: (2, 3) x (2): inner sizes 3 and 2 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({5, 2, 3}), zeros({5, 4, 4})),
+                         doctest::Contains("matmul: (5, 2, 3) x (5, 4, 4): inner sizes 3 and 4 differ"), Error);
     CHECK_THROWS_WITH_AS(matmul(zeros({2, 2, 3}), zeros({5, 3, 4})),
-                         doctest::Contains("matmul: (2, 2, 3) x (5, 3, 4): batch dims (2) and (5) do not broadcast"), Error);
-    CHECK_THROWS_WITH_AS(matmul(scalar_tensor(2), zeros({3})), doctest::Contains("matmul: () x (3): both operands need at least 1 dim"), Error);
-    CHECK_THROWS_WITH_AS(matmul(zeros({3}), scalar_tensor(2)), doctest::Contains("matmul: (3) x (): both operands need at least 1 dim"), Error);
+                         doctest::Contains("matmul: (2, 2, 3) x (5, 3, 4): batch dims (2) and (5) do not broadcast"),
+                         Error);
+    CHECK_THROWS_WITH_AS(matmul(scalar_tensor(2), zeros({3})),
+                         doctest::Contains("matmul: () x (3): both operands need at least 1 dim"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({3}), scalar_tensor(2)),
+                         doctest::Contains("matmul: (3) x (): both operands need at least 1 dim"), Error);
   }
 }
 
@@ -155,14 +163,19 @@ TEST_CASE("ops/bmm") {
   }
   SUBCASE("gradcheck") {
     Generator gen(3);
-    auto r = gradcheck([](const std::vector<Tensor>& x) { return bmm(x[0], x[1]); }, {randn({3, 2, 5}, gen), randn({3, 5, 1}, gen)});
+    auto r = gradcheck([](const std::vector<Tensor>& x) { return bmm(x[0], x[1]); },
+                       {randn({3, 2, 5}, gen), randn({3, 5, 1}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
   }
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3}), zeros({2, 3, 4})), doctest::Contains("bmm: (2, 3) x (2, 3, 4): both operands must be 3-d"), Error);
-    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({3, 4, 5})), doctest::Contains("bmm: (2, 3, 4) x (3, 4, 5): batch sizes 2 and 3 differ"), Error);
-    CHECK_THROWS_WITH_AS(bmm(zeros({1, 3, 4}), zeros({2, 4, 5})), doctest::Contains("batch sizes 1 and 2 differ"), Error);  // no broadcasting
-    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({2, 5, 6})), doctest::Contains("bmm: (2, 3, 4) x (2, 5, 6): inner sizes 4 and 5 differ"), Error);
+    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3}), zeros({2, 3, 4})),
+                         doctest::Contains("bmm: (2, 3) x (2, 3, 4): both operands must be 3-d"), Error);
+    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({3, 4, 5})),
+                         doctest::Contains("bmm: (2, 3, 4) x (3, 4, 5): batch sizes 2 and 3 differ"), Error);
+    CHECK_THROWS_WITH_AS(bmm(zeros({1, 3, 4}), zeros({2, 4, 5})), doctest::Contains("batch sizes 1 and 2 differ"),
+                         Error);  // no broadcasting
+    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({2, 5, 6})),
+                         doctest::Contains("bmm: (2, 3, 4) x (2, 5, 6): inner sizes 4 and 5 differ"), Error);
   }
 }
 
@@ -171,7 +184,8 @@ TEST_CASE("ops/linear") {
     auto with_bias = [](const std::vector<Tensor>& x, const RefCase&) { return linear(x[0], x[1], x[2]); };
     check_against_torch("linalg", "linear/2d_bias", with_bias);
     check_against_torch("linalg", "linear/3d_bias", with_bias, 1e-4f, 1e-4f);  // sums of 17 products
-    check_against_torch("linalg", "linear/1d_no_bias", [](const std::vector<Tensor>& x, const RefCase&) { return linear(x[0], x[1]); });
+    check_against_torch("linalg", "linear/1d_no_bias",
+                        [](const std::vector<Tensor>& x, const RefCase&) { return linear(x[0], x[1]); });
   }
   SUBCASE("gradcheck") {
     Generator gen(5);
@@ -185,9 +199,12 @@ TEST_CASE("ops/linear") {
     check_close(linear(x, w, b), add(matmul(x, transpose(w, 0, 1)), b), "linear vs matmul", 1e-5f, 1e-5f);
   }
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({4, 5})),
-                         doctest::Contains("linear: input (2, 3) x weight (4, 5): the input has 3 features, the weight expects 5"), Error);
-    CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({3})), doctest::Contains("linear: input (2, 3) and weight (3)"), Error);
+    CHECK_THROWS_WITH_AS(
+        linear(zeros({2, 3}), zeros({4, 5})),
+        doctest::Contains("linear: input (2, 3) x weight (4, 5): the input has 3 features, the weight expects 5"),
+        Error);
+    CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({3})), doctest::Contains("linear: input (2, 3) and weight (3)"),
+                         Error);
     CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({4, 3}), zeros({5})),
                          doctest::Contains("linear: bias (5) does not fit weight (4, 3): expected (4)"), Error);
   }

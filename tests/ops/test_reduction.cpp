@@ -184,8 +184,7 @@ TEST_CASE("ops/min gradcheck") { gradcheck_op(MIN_ALL, MIN, true); }
 
 TEST_CASE("ops/min errors") {
   check_dim_errors("min", MIN);
-  CHECK_THROWS_WITH_AS(min(zeros({3, 0, 2}), -2), doctest::Contains("min: dim 1 of (3, 0, 2) has size 0"),
-                       qkv::Error);
+  CHECK_THROWS_WITH_AS(min(zeros({3, 0, 2}), -2), doctest::Contains("min: dim 1 of (3, 0, 2) has size 0"), qkv::Error);
   CHECK_THROWS_WITH_AS(min(zeros({2, 0})), doctest::Contains("min: (2, 0) has no elements"), qkv::Error);
 }
 

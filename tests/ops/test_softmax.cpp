@@ -166,8 +166,10 @@ TEST_CASE("ops/masked_softmax d2l's printed example (from mathematics)") {
       float row = 0;
       for (int64_t k = 0; k < 4; ++k) {
         float v = p.at({b, q, k});
-        if (k < valid) CHECK(v > 0);
-        else CHECK(v == 0);
+        if (k < valid)
+          CHECK(v > 0);
+        else
+          CHECK(v == 0);
         row += v;
       }
       CHECK(row == doctest::Approx(1).epsilon(1e-6));
@@ -216,8 +218,8 @@ TEST_CASE("ops/masked_softmax errors") {
                        doctest::Contains("masked_softmax: valid_lens (2, 3, 4) does not fit"), qkv::Error);
   CHECK_THROWS_WITH_AS(masked_softmax(zeros({3, 4}), int_tensor({1, 2, 3})),
                        doctest::Contains("masked_softmax: x must be 3-D (B, Q, K), got (3, 4)"), qkv::Error);
-  CHECK_THROWS_WITH_AS(masked_softmax(x, int_tensor({2, -1})),
-                       doctest::Contains("masked_softmax: valid_lens[1] is -1"), qkv::Error);
+  CHECK_THROWS_WITH_AS(masked_softmax(x, int_tensor({2, -1})), doctest::Contains("masked_softmax: valid_lens[1] is -1"),
+                       qkv::Error);
   CHECK_THROWS_WITH_AS(masked_softmax(x, int_tensor({2, 1, 0, 3, -2, 1}, {2, 3})),
                        doctest::Contains("masked_softmax: valid_lens[1, 1] is -2"), qkv::Error);
 }

@@ -53,13 +53,13 @@ std::unique_ptr<optim::Optimizer> make_sgd(std::vector<Tensor> params, const tes
 }
 
 std::unique_ptr<optim::Optimizer> make_adam(std::vector<Tensor> params, const test::RefCase& c) {
-  return std::make_unique<optim::Adam>(params, hp(c, "lr"), std::pair{hp(c, "beta1"), hp(c, "beta2")},
-                                       hp(c, "eps"), hp(c, "weight_decay"));
+  return std::make_unique<optim::Adam>(params, hp(c, "lr"), std::pair{hp(c, "beta1"), hp(c, "beta2")}, hp(c, "eps"),
+                                       hp(c, "weight_decay"));
 }
 
 std::unique_ptr<optim::Optimizer> make_adamw(std::vector<Tensor> params, const test::RefCase& c) {
-  return std::make_unique<optim::AdamW>(params, hp(c, "lr"), std::pair{hp(c, "beta1"), hp(c, "beta2")},
-                                        hp(c, "eps"), hp(c, "weight_decay"));
+  return std::make_unique<optim::AdamW>(params, hp(c, "lr"), std::pair{hp(c, "beta1"), hp(c, "beta2")}, hp(c, "eps"),
+                                        hp(c, "weight_decay"));
 }
 
 std::vector<Tensor> two_params() { return {randn({3, 4}).requires_grad_(), randn({5}).requires_grad_()}; }
@@ -78,8 +78,7 @@ void check_same(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 // --- against torch.optim ------------------------------------------------------------
 
 TEST_CASE("optim/sgd: against torch.optim.SGD") {
-  for (const char* name :
-       {"sgd/plain", "sgd/momentum", "sgd/dampening_weight_decay", "sgd/nesterov", "sgd/skip"}) {
+  for (const char* name : {"sgd/plain", "sgd/momentum", "sgd/dampening_weight_decay", "sgd/nesterov", "sgd/skip"}) {
     SUBCASE(name) { check_against_torch(name, make_sgd); }
   }
 }
@@ -155,8 +154,8 @@ TEST_CASE("optim/optimizer: errors name the values") {
   SUBCASE("Adam and AdamW") {
     auto p = two_params();
     CHECK_THROWS_WITH_AS(optim::Adam(p, -1e-3f), doctest::Contains("Adam: invalid learning rate lr=-0.001"), Error);
-    CHECK_THROWS_WITH_AS(optim::Adam(p, 1e-3f, {1.0f, 0.999f}), doctest::Contains("invalid betas[0]=1 (must be in [0, 1))"),
-                         Error);
+    CHECK_THROWS_WITH_AS(optim::Adam(p, 1e-3f, {1.0f, 0.999f}),
+                         doctest::Contains("invalid betas[0]=1 (must be in [0, 1))"), Error);
     CHECK_THROWS_WITH_AS(optim::Adam(p, 1e-3f, {0.9f, -0.1f}), doctest::Contains("invalid betas[1]=-0.1"), Error);
     CHECK_THROWS_WITH_AS(optim::Adam(p, 1e-3f, {0.9f, 0.999f}, -1e-8f), doctest::Contains("invalid eps=-1e-08"), Error);
     CHECK_THROWS_WITH_AS(optim::Adam(p, 1e-3f, {0.9f, 0.999f}, 1e-8f, -1), doctest::Contains("invalid weight_decay=-1"),
@@ -177,8 +176,8 @@ TEST_CASE("optim/optimizer: errors name the values") {
     CHECK_THROWS_AS(p[0].set_grad(ones({4, 3})), Error);
     p[0].impl()->grad = ones({4, 3});
     optim::SGD opt(p, 0.1f);
-    CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("SGD: parameter 0 has shape (3, 4) but its gradient has shape (4, 3)"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        opt.step(), doctest::Contains("SGD: parameter 0 has shape (3, 4) but its gradient has shape (4, 3)"), Error);
   }
 }
 
@@ -264,11 +263,12 @@ TEST_CASE("optim/state_dict: refusals change nothing") {
   SUBCASE("another optimizer type") {
     auto q = two_params();
     optim::SGD sgd(q, 0.1f, 0.9f);
-    check_refused(sgd.state_dict(), "load_state_dict: Adam: the state dict is from another optimizer ('SGD.dampening' is SGD's");
+    check_refused(sgd.state_dict(),
+                  "load_state_dict: Adam: the state dict is from another optimizer ('SGD.dampening' is SGD's");
     optim::AdamW adamw(q);
     check_refused(adamw.state_dict(), "('AdamW.beta1' is AdamW's, not Adam's)");
-    CHECK_THROWS_WITH_AS(adamw.load_state_dict(good), doctest::Contains("AdamW: the state dict is from another optimizer"),
-                         Error);
+    CHECK_THROWS_WITH_AS(adamw.load_state_dict(good),
+                         doctest::Contains("AdamW: the state dict is from another optimizer"), Error);
   }
   SUBCASE("another number of parameters") {
     optim::Adam other({ones({3, 4}).requires_grad_()});
@@ -329,8 +329,8 @@ TEST_CASE("optim/state_dict: hyperparameters are restored, as PyTorch does") {
 TEST_CASE("optim/clip_grad_norm_: against the mathematics") {
   Tensor a = zeros({2, 2}).requires_grad_(), b = zeros({3}).requires_grad_(), c = zeros({2}).requires_grad_();
   SUBCASE("clipped: every gradient scaled by max_norm / (norm + 1e-6)") {
-    a.set_grad(tensor({3, 0, 0, 4}, {2, 2}));  // ‖a‖ = 5
-    b.set_grad(tensor({0, 12, 0}));             // ‖b‖ = 12;  total √(25 + 144) = 13
+    a.set_grad(tensor({3, 0, 0, 4}, {2, 2}));              // ‖a‖ = 5
+    b.set_grad(tensor({0, 12, 0}));                        // ‖b‖ = 12;  total √(25 + 144) = 13
     float norm = optim::clip_grad_norm_({a, b, c}, 1.3f);  // c has no gradient: skipped
     CHECK(norm == doctest::Approx(13.0).epsilon(1e-7));
     const float coef = 1.3f / (13.0f + 1e-6f);
@@ -347,7 +347,7 @@ TEST_CASE("optim/clip_grad_norm_: against the mathematics") {
   }
   SUBCASE("no gradients at all: norm 0") { CHECK(optim::clip_grad_norm_({a, b}, 1.0f) == 0.0f); }
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(optim::clip_grad_norm_({a}, -1.0f), doctest::Contains("clip_grad_norm_: max_norm=-1 must be ≥ 0"),
-                         Error);
+    CHECK_THROWS_WITH_AS(optim::clip_grad_norm_({a}, -1.0f),
+                         doctest::Contains("clip_grad_norm_: max_norm=-1 must be ≥ 0"), Error);
   }
 }

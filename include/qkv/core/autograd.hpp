@@ -30,7 +30,7 @@ namespace qkv {
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
 
 struct Node {
-  std::string name;           // "MulBackward": shown as grad_fn=<MulBackward>
+  std::string name;            // "MulBackward": shown as grad_fn=<MulBackward>
   std::vector<Tensor> inputs;  // the tensors the op read: the graph's edges
   BackwardFn backward;
   ~Node();  // frees long chains without recursing (see autograd.cpp)

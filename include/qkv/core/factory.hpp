@@ -30,8 +30,8 @@ IntTensor arange_int(int64_t start, int64_t end);
 Tensor eye(int64_t n);
 Tensor eye(int64_t n, int64_t m);
 
-Tensor rand(Shape shape, Generator& gen = default_generator());   // U[0, 1)
-Tensor randn(Shape shape, Generator& gen = default_generator());  // N(0, 1)
+Tensor rand(Shape shape, Generator& gen = default_generator());                                   // U[0, 1)
+Tensor randn(Shape shape, Generator& gen = default_generator());                                  // N(0, 1)
 IntTensor randint(int64_t low, int64_t high, Shape shape, Generator& gen = default_generator());  // [low, high)
 
 }  // namespace qkv

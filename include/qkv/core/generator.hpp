@@ -15,9 +15,9 @@ class Generator {
   explicit Generator(uint64_t seed = 0) : state_(seed) {}
   void manual_seed(uint64_t seed) { state_ = seed; }
 
-  uint64_t next_u64();                       // 64 random bits (splitmix64)
-  float uniform();                           // U[0, 1)
-  float uniform(float low, float high);      // U[low, high)
+  uint64_t next_u64();                   // 64 random bits (splitmix64)
+  float uniform();                       // U[0, 1)
+  float uniform(float low, float high);  // U[low, high)
   float normal(float mean = 0, float std = 1);
   int64_t randint(int64_t low, int64_t high);  // uniform in [low, high)
 

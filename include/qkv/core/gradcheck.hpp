@@ -37,7 +37,7 @@ struct GradcheckOptions {
 };
 
 // Inputs need not have requires_grad set: gradcheck checks every input.
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                          const std::vector<Tensor>& inputs, GradcheckOptions options = {});
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                          GradcheckOptions options = {});
 
 }  // namespace qkv

@@ -45,7 +45,7 @@ class Tensor {
   float* data();
   const float* data() const;
   std::vector<float> to_vector() const;
-  float item() const;                                 // the one value of a 1-element tensor
+  float item() const;                                    // the one value of a 1-element tensor
   float at(std::initializer_list<int64_t> index) const;  // x.at({i, j}); negative indices count from the end
 
   // --- autograd ---------------------------------------------------------------

@@ -56,7 +56,7 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, Generator& gen);
 template <class... Ts>
 class TensorDataset {
   static_assert(sizeof...(Ts) > 0, "TensorDataset: give it at least one tensor");
-  static_assert(((std::is_same_v<Ts, Tensor> || std::is_same_v<Ts, IntTensor>) && ...),
+  static_assert(((std::is_same_v<Ts, Tensor> || std::is_same_v<Ts, IntTensor>)&&...),
                 "TensorDataset: every field is a Tensor or an IntTensor");
 
  public:
@@ -131,14 +131,14 @@ class DataLoader {
 
     const DataLoader* loader_;
     std::shared_ptr<const std::vector<int64_t>> order_;  // this epoch's order of the examples
-    int64_t index_;                                     // which batch of the epoch
+    int64_t index_;                                      // which batch of the epoch
     Batch batch_;
   };
 
   // A new epoch: with shuffle, this draws a new order from the generator.
   iterator begin() {
-    auto order = std::make_shared<const std::vector<int64_t>>(
-        detail::epoch_order(dataset_.size(), options_.shuffle, *gen_));
+    auto order =
+        std::make_shared<const std::vector<int64_t>>(detail::epoch_order(dataset_.size(), options_.shuffle, *gen_));
     return iterator(this, std::move(order), 0);
   }
   iterator end() const { return iterator(this, nullptr, size()); }

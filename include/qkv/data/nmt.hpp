@@ -19,9 +19,9 @@
 // - Lowercasing covers ASCII and the capitals of Latin-1 and French (À–Þ, Œ,
 //   Ÿ); Python's lower() covers all of Unicode, which these corpora never need.
 #pragma once
+#include <qkv/core/tensor.hpp>
 #include <qkv/data/dataloader.hpp>
 #include <qkv/data/vocab.hpp>
-#include <qkv/core/tensor.hpp>
 
 #include <optional>
 #include <string>

@@ -15,8 +15,8 @@
 // Blank lines are skipped; anything else that is not "label<TAB>sentence"
 // is an Error naming the file and the line number.
 #pragma once
-#include <qkv/data/nmt.hpp>  // TokenLines, build_array
 #include <qkv/core/tensor.hpp>
+#include <qkv/data/nmt.hpp>  // TokenLines, build_array
 
 #include <string>
 

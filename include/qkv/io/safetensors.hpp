@@ -32,8 +32,8 @@
 
 namespace qkv::io {
 
-using TensorMap = std::map<std::string, Tensor>;         // name -> tensor, as nn::StateDict
-using Metadata = std::map<std::string, std::string>;     // the header's "__metadata__"
+using TensorMap = std::map<std::string, Tensor>;      // name -> tensor, as nn::StateDict
+using Metadata = std::map<std::string, std::string>;  // the header's "__metadata__"
 
 // Write `tensors` (and `metadata`, when not empty) to `path`, laid out as the
 // reference implementation lays it out: tensors sorted by name, the header

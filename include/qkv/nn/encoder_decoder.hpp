@@ -53,7 +53,7 @@ class EncoderDecoder : public Module {
   Tensor forward(const IntTensor& enc_X, const IntTensor& dec_X, const IntTensor& enc_valid_lens);
 
   struct Prediction {
-    std::vector<int64_t> tokens;         // the output ids, up to (not including) eos
+    std::vector<int64_t> tokens;                 // the output ids, up to (not including) eos
     std::vector<std::vector<Tensor>> attention;  // per decoding step (the eos step too, as d2l), the
                                                  // decoder's attention_weights()
   };

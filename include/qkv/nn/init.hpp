@@ -17,7 +17,7 @@ std::pair<int64_t, int64_t> fan_in_and_fan_out(const Tensor& w);  // needs ≥ 2
 void zeros_(Tensor& w);
 void ones_(Tensor& w);
 void constant_(Tensor& w, float value);
-void uniform_(Tensor& w, float low, float high, Generator& gen = default_generator());   // U[low, high)
+void uniform_(Tensor& w, float low, float high, Generator& gen = default_generator());  // U[low, high)
 void normal_(Tensor& w, float mean = 0, float std = 1, Generator& gen = default_generator());
 
 // Glorot: U[-a, a] with a = gain·sqrt(6 / (fan_in + fan_out)); N(0, gain²·2 / (fan_in + fan_out)).

@@ -66,7 +66,7 @@ class Module {
 
   // PyTorch's print(model), with each module's parameter count.
   std::string repr() const;
-  virtual std::string type_name() const = 0;           // "Linear"
+  virtual std::string type_name() const = 0;             // "Linear"
   virtual std::string extra_repr() const { return ""; }  // "in_features=2, out_features=3, bias=True"
 
  protected:

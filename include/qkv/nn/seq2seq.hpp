@@ -44,8 +44,8 @@ namespace qkv::nn {
 // decoder's attention is what skips the padded positions.
 class Seq2SeqEncoder : public Encoder {
  public:
-  Seq2SeqEncoder(int64_t vocab_size, int64_t embed_size, int64_t num_hiddens, int64_t num_layers,
-                 float dropout = 0, Generator& gen = default_generator());
+  Seq2SeqEncoder(int64_t vocab_size, int64_t embed_size, int64_t num_hiddens, int64_t num_layers, float dropout = 0,
+                 Generator& gen = default_generator());
   EncoderOutput forward(const IntTensor& X, const IntTensor& valid_lens = IntTensor()) override;
   EncoderOutput operator()(const IntTensor& X, const IntTensor& valid_lens = IntTensor()) {
     return forward(X, valid_lens);

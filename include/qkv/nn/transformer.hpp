@@ -43,8 +43,7 @@ namespace qkv::nn {
 //   X (B, T, H) -> dropout(X + P[:, offset : offset + T, :])
 class PositionalEncoding : public Module {
  public:
-  PositionalEncoding(int64_t num_hiddens, float dropout, int64_t max_len = 1000,
-                     Generator& gen = default_generator());
+  PositionalEncoding(int64_t num_hiddens, float dropout, int64_t max_len = 1000, Generator& gen = default_generator());
   // `offset` (qkv's addition, default 0 as d2l): the position of X's first
   // step, for decoding one step at a time (d2l's decoder always adds P[0]
   // at prediction time, so its steps lose their positions).
@@ -158,14 +157,14 @@ class TransformerEncoder : public Encoder {
 // whole target is fed in eval mode (a validation loss) or after a cache.
 class TransformerDecoderBlock : public Module {
  public:
-  TransformerDecoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads, float dropout,
-                          int64_t i, Generator& gen = default_generator());
+  TransformerDecoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads, float dropout, int64_t i,
+                          Generator& gen = default_generator());
   // X (B, S, H) -> (B, S, H); reads state.enc_outputs (B, T, H) and
   // state.enc_valid_lens, and appends X to state.cache[i].
   Tensor forward(const Tensor& X, DecoderState& state);
   Tensor operator()(const Tensor& X, DecoderState& state) { return forward(X, state); }
 
-  int64_t i;  // this block's index: its entry in state.cache
+  int64_t i;                                       // this block's index: its entry in state.cache
   std::shared_ptr<MultiHeadAttention> attention1;  // masked self-attention
   std::shared_ptr<AddNorm> addnorm1;
   std::shared_ptr<MultiHeadAttention> attention2;  // encoder–decoder attention

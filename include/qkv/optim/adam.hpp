@@ -26,8 +26,8 @@ namespace qkv::optim {
 class Adam : public Optimizer {
  public:
   // lr, eps, weight_decay ≥ 0; each beta in [0, 1).
-  Adam(std::vector<Tensor> params, float lr = 1e-3f, std::pair<float, float> betas = {0.9f, 0.999f},
-       float eps = 1e-8f, float weight_decay = 0);
+  Adam(std::vector<Tensor> params, float lr = 1e-3f, std::pair<float, float> betas = {0.9f, 0.999f}, float eps = 1e-8f,
+       float weight_decay = 0);
 
   std::pair<float, float> betas;
   float eps, weight_decay;
@@ -51,8 +51,8 @@ class Adam : public Optimizer {
 // Adam with decoupled weight decay (PyTorch's default λ = 1e-2).
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<Tensor> params, float lr = 1e-3f, std::pair<float, float> betas = {0.9f, 0.999f},
-        float eps = 1e-8f, float weight_decay = 1e-2f)
+  AdamW(std::vector<Tensor> params, float lr = 1e-3f, std::pair<float, float> betas = {0.9f, 0.999f}, float eps = 1e-8f,
+        float weight_decay = 1e-2f)
       : Adam(std::move(params), lr, betas, eps, weight_decay, /*decoupled_weight_decay=*/true) {}
 };
 
