@@ -5,6 +5,7 @@
 #   ./qkv.sh test       install Debian packages if missing, build (Release), run the whole test suite
 #   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
 #   ./qkv.sh bench      build and run the benchmark programs
+#   ./qkv.sh format     format the C++ sources with clang-format (--check: only report, exit 1 if any differ)
 #
 # Builds go to build/<preset>/ through CMake presets (CMakePresets.json).
 set -euo pipefail
@@ -13,13 +14,14 @@ cd "$(dirname "$0")"
 # What qkv needs from Debian: a compiler and CMake, and four libraries.
 PACKAGES=(g++ cmake make libfmt-dev doctest-dev libxsimd-dev nlohmann-json3-dev)
 
-install_missing() {
+install_missing() {  # install_missing [package …]  (default: PACKAGES)
+  local wanted=("${@:-${PACKAGES[@]}}")
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "qkv: Debian packages present: ${PACKAGES[*]}"
+    echo "qkv: Debian packages present: ${wanted[*]}"
     return
   fi
   local sudo=""
@@ -62,8 +64,19 @@ case "${1:-}" in
     build release
     for b in build/release/bench_*; do "$b"; done
     ;;
+  format)
+    # Debian 12's clang-format (14), so every machine formats alike; .clang-format holds the style.
+    install_missing clang-format
+    mapfile -t sources < <(git ls-files '*.cpp' '*.hpp')
+    if [ "${2:-}" = "--check" ]; then
+      clang-format --dry-run --Werror "${sources[@]}" || { echo "qkv: not formatted; run ./qkv.sh format" >&2; exit 1; }
+      echo "qkv: ${#sources[@]} files formatted as .clang-format says"
+    else
+      clang-format -i "${sources[@]}"
+    fi
+    ;;
   *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
