@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -35,7 +36,7 @@ int main() {
   fmt::print("{:>6}  {:>12}  {:>10}  {:>12}  {:>10}  {:>7}\n", "n", "gemm ms", "GFLOP/s", "reference ms", "GFLOP/s",
              "ratio");
   for (int64_t n : {64, 128, 256, 512}) {
-    double flops = 2.0 * static_cast<double>(n) * n * n;
+    double flops = 2.0 * std::pow(static_cast<double>(n), 3);
     double fast = median_seconds(qkv::kernels::gemm, n, 15);
     double slow = median_seconds(qkv::kernels::gemm_reference, n, n >= 512 ? 3 : 5);
     fmt::print("{:>6}  {:>12.3f}  {:>10.1f}  {:>12.3f}  {:>10.2f}  {:>6.0f}x\n", n, fast * 1e3, flops / fast / 1e9,

@@ -26,7 +26,8 @@ PositionalEncoding::PositionalEncoding(int64_t num_hiddens, float dropout, int64
   float* p = P.data();
   for (int64_t i = 0; i < max_len; ++i) {
     for (int64_t col = 0; col < num_hiddens; col += 2) {  // col = 2j
-      double angle = static_cast<double>(i) / std::pow(10000.0, static_cast<double>(col) / num_hiddens);
+      double angle =
+          static_cast<double>(i) / std::pow(10000.0, static_cast<double>(col) / static_cast<double>(num_hiddens));
       p[i * num_hiddens + col] = static_cast<float>(std::sin(angle));
       if (col + 1 < num_hiddens) p[i * num_hiddens + col + 1] = static_cast<float>(std::cos(angle));
     }

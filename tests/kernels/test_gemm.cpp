@@ -74,7 +74,7 @@ void check_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, boo
         ok = C[at] == kSentinel;
       } else {
         double scale = bound[at] + (accumulate ? std::abs(C0[at]) : 0.0);
-        ok = std::abs(double(C[at]) - double(C_ref[at])) <= 2.0 * (K + 1) * u * scale;
+        ok = std::abs(double(C[at]) - double(C_ref[at])) <= 2.0 * static_cast<double>(K + 1) * u * scale;
       }
       if (!ok && bad++ == 0) {
         INFO("first mismatch at (", i, ", ", j, "): gemm ", C[at], " vs reference ", C_ref[at]);

@@ -43,7 +43,7 @@ void check_reduce_matches_reference(Shape s) {
       for (int64_t i = 0; i < s.inner; ++i) {
         double abs_sum = 0;
         for (int64_t k = 0; k < s.n; ++k) abs_sum += std::abs(x[(o * s.n + k) * s.inner + i]);
-        double tol = op == Reduce::Sum ? 2 * s.n * kU * abs_sum : 0.0;
+        double tol = op == Reduce::Sum ? 2 * static_cast<double>(s.n) * kU * abs_sum : 0.0;
         int64_t at = o * s.inner + i;
         bad += !(std::abs(double(out[at]) - double(out_ref[at])) <= tol);
       }
@@ -57,7 +57,7 @@ void check_dot_matches_reference(int64_t n) {
   double abs_sum = 0;  // Σ|xᵢ·yᵢ|: the scale of the rounding error, as for a sum
   for (int64_t i = 0; i < n; ++i) abs_sum += std::abs(double(x[i]) * y[i]);
   float got = dot(n, x.data(), y.data()), want = dot_reference(n, x.data(), y.data());
-  CHECK(std::abs(double(got) - double(want)) <= 2 * (n + 1) * kU * abs_sum);
+  CHECK(std::abs(double(got) - double(want)) <= 2 * static_cast<double>(n + 1) * kU * abs_sum);
 }
 
 }  // namespace

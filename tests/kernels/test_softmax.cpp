@@ -28,8 +28,8 @@ struct Shape {
 //   softmax:      relative error up to (2n + 16)·u
 //   log_softmax:  yₖ = (xₖ - m) - log S moves by ΔS/S, absolute (2n + 16)·u,
 //                 plus rounding of the result itself, 4u·|yₖ|.
-double softmax_tol(int64_t n, float want) { return (2 * n + 16) * kU * want; }
-double log_softmax_tol(int64_t n, float want) { return (2 * n + 16) * kU + 4 * kU * std::abs(want); }
+double softmax_tol(int64_t n, float want) { return static_cast<double>(2 * n + 16) * kU * want; }
+double log_softmax_tol(int64_t n, float want) { return static_cast<double>(2 * n + 16) * kU + 4 * kU * std::abs(want); }
 
 void check_matches_reference(Shape s) {
   CAPTURE(s.outer);
@@ -66,7 +66,7 @@ void check_matches_reference(Shape s) {
     for (int64_t i = 0; i < s.inner; ++i) {
       double sum = 0;
       for (int64_t k = 0; k < s.n; ++k) sum += y[(o * s.n + k) * s.inner + i];
-      CHECK(std::abs(sum - 1.0) <= (2 * s.n + 16) * kU);
+      CHECK(std::abs(sum - 1.0) <= static_cast<double>(2 * s.n + 16) * kU);
     }
   }
 }
@@ -135,9 +135,10 @@ TEST_CASE("kernels/softmax, log_softmax") {
     const double want[] = {0.09003057317, 0.24472847105, 0.66524095577};
     float y[3];
     softmax(1, 3, 1, x, y);
-    for (int k = 0; k < 3; ++k) CHECK(std::abs(y[k] - want[k]) <= softmax_tol(3, want[k]));
+    for (int k = 0; k < 3; ++k) CHECK(std::abs(y[k] - want[k]) <= softmax_tol(3, static_cast<float>(want[k])));
     log_softmax(1, 3, 1, x, y);
-    for (int k = 0; k < 3; ++k) CHECK(std::abs(y[k] - std::log(want[k])) <= log_softmax_tol(3, std::log(want[k])));
+    for (int k = 0; k < 3; ++k)
+      CHECK(std::abs(y[k] - std::log(want[k])) <= log_softmax_tol(3, static_cast<float>(std::log(want[k]))));
   }
 
   SUBCASE("a constant row is uniform; shifting a row changes nothing") {
@@ -145,7 +146,8 @@ TEST_CASE("kernels/softmax, log_softmax") {
       CAPTURE(n);
       std::vector<float> x(n, 3.5f), y(n);
       softmax(1, n, 1, x.data(), y.data());
-      for (float v : y) CHECK(std::abs(v - 1.0 / n) <= softmax_tol(n, 1.0f / n));
+      for (float v : y)
+        CHECK(std::abs(v - 1.0 / static_cast<double>(n)) <= softmax_tol(n, 1.0f / static_cast<float>(n)));
       log_softmax(1, n, 1, x.data(), y.data());
       for (float v : y) CHECK(std::abs(v + std::log(double(n))) <= log_softmax_tol(n, v));
 

@@ -64,7 +64,8 @@ const Shape GRADCHECK_WHOLE[] = {{3, 5}, {1}, {2, 3, 7}};
 Tensor spread(const Shape& shape) {
   int64_t n = shape.numel();
   std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = 0.1f * static_cast<float>((7919 * i) % n) - 0.05f * n;
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = 0.1f * static_cast<float>((7919 * i) % n) - 0.05f * static_cast<float>(n);
   return tensor(v, shape);
 }
 
