@@ -11,8 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# What qkv needs from Debian: a compiler and CMake, and four libraries.
-PACKAGES=(g++ cmake make libfmt-dev doctest-dev libxsimd-dev nlohmann-json3-dev)
+# What qkv needs from Debian: a compiler and CMake, and four libraries for the
+# library itself; CLI11 for the lessons' flags; pugixml for the tests, which
+# parse the SVG pictures back as XML.
+PACKAGES=(g++ cmake make libfmt-dev doctest-dev libxsimd-dev nlohmann-json3-dev libcli11-dev libpugixml-dev)
 
 install_missing() {  # install_missing [package …]  (default: PACKAGES)
   local wanted=("${@:-${PACKAGES[@]}}")
