@@ -129,12 +129,6 @@ float binary_one(Binary op, float a, float b) {
       return a / b;
     case Binary::Pow:
       return std::pow(a, b);
-    // NOTE: IEEE max/min return the other operand when one is NaN; PyTorch's
-    // maximum/minimum propagate the NaN, and so do these (a + b is then NaN).
-    case Binary::Max:
-      return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
-    case Binary::Min:
-      return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
   }
   throw std::invalid_argument("binary: unknown op");
 }
@@ -160,7 +154,6 @@ void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step, cons
 }
 
 void binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out) {
-  auto nan_in = [](batch u, batch v) { return xsimd::isnan(u) || xsimd::isnan(v); };
   switch (op) {
     case Binary::Add:
       return map_binary(op, n, a, a_step, b, b_step, out, [](batch u, batch v) { return u + v; });
@@ -175,12 +168,6 @@ void binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b
     // result is large. pow is rare in a network, so it stays exact and scalar.
     case Binary::Pow:
       return binary_reference(op, n, a, a_step, b, b_step, out);
-    case Binary::Max:
-      return map_binary(op, n, a, a_step, b, b_step, out,
-                        [&](batch u, batch v) { return xsimd::select(nan_in(u, v), u + v, xsimd::max(u, v)); });
-    case Binary::Min:
-      return map_binary(op, n, a, a_step, b, b_step, out,
-                        [&](batch u, batch v) { return xsimd::select(nan_in(u, v), u + v, xsimd::min(u, v)); });
   }
   throw std::invalid_argument("binary: unknown op");
 }

@@ -29,8 +29,6 @@ enum class Binary {
   Mul,  // a * b
   Div,  // a / b
   Pow,  // a ^ b
-  Max,  // max(a, b)
-  Min,  // min(a, b)
 };
 
 // y[i] = f(x[i]) for i < n. x and y may be the same array.

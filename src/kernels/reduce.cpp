@@ -1,5 +1,5 @@
 // Reductions along the middle axis of an (outer, n, inner) view: sum, max,
-// min, argmax, argmin; and the dot product.
+// min, argmax, argmin.
 //
 // Memory order decides which way the vectors can run:
 //   inner == 1  every output reduces one contiguous row, so W lanes walk the
@@ -157,23 +157,6 @@ void argmax(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* ou
 
 void argmin(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
   arg_best(false, outer, n, inner, x, out);
-}
-
-// ---- dot -------------------------------------------------------------------------
-
-float dot_reference(int64_t n, const float* x, const float* y) {
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += x[i] * y[i];
-  return sum;
-}
-
-float dot(int64_t n, const float* x, const float* y) {
-  batch acc(0.0f);  // lane l sums x[i]·y[i] over i ≡ l (mod W)
-  int64_t i = 0;
-  for (; i + W <= n; i += W) acc = xsimd::fma(batch::load_unaligned(x + i), batch::load_unaligned(y + i), acc);
-  float sum = xsimd::hadd(acc);
-  for (; i < n; ++i) sum += x[i] * y[i];
-  return sum;
 }
 
 }  // namespace qkv::kernels

@@ -22,8 +22,4 @@ void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const 
 void argmax(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out);
 void argmin(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out);
 
-// Σ x[i]·y[i] for i < n.
-float dot(int64_t n, const float* x, const float* y);
-float dot_reference(int64_t n, const float* x, const float* y);
-
 }  // namespace qkv::kernels

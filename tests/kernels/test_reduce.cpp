@@ -1,4 +1,4 @@
-// reduce, argmax/argmin and dot against their reference twins and against
+// reduce and argmax/argmin against their reference twins and against
 // answers known in closed form.
 //
 // A shape (outer, n, inner) reduces the middle axis. inner = 1 takes the
@@ -50,14 +50,6 @@ void check_reduce_matches_reference(Shape s) {
     }
     CHECK(bad == 0);
   }
-}
-
-void check_dot_matches_reference(int64_t n) {
-  std::vector<float> x = random_vector(n, 51), y = random_vector(n, 52);
-  double abs_sum = 0;  // Σ|xᵢ·yᵢ|: the scale of the rounding error, as for a sum
-  for (int64_t i = 0; i < n; ++i) abs_sum += std::abs(double(x[i]) * y[i]);
-  float got = dot(n, x.data(), y.data()), want = dot_reference(n, x.data(), y.data());
-  CHECK(std::abs(double(got) - double(want)) <= 2 * static_cast<double>(n + 1) * kU * abs_sum);
 }
 
 }  // namespace
@@ -197,24 +189,6 @@ TEST_CASE("kernels/argmax, argmin") {
         CHECK(x[o * n + at_max[o]] == max[o]);
         CHECK(x[o * n + at_min[o]] == min[o]);
       }
-    }
-  }
-}
-
-TEST_CASE("kernels/dot") {
-  SUBCASE("n = 0") { check_dot_matches_reference(0); }
-  SUBCASE("n = 1") { check_dot_matches_reference(1); }
-  SUBCASE("n = 3") { check_dot_matches_reference(3); }
-  SUBCASE("n = 17") { check_dot_matches_reference(17); }
-  SUBCASE("n = 129") { check_dot_matches_reference(129); }
-
-  SUBCASE("1..n · 1 = n(n+1)/2, and (1..n)·(1..n) = n(n+1)(2n+1)/6") {
-    for (int64_t n : {1, 3, 17, 129}) {
-      CAPTURE(n);
-      std::vector<float> ramp(n), ones(n, 1.0f);
-      for (int64_t k = 0; k < n; ++k) ramp[k] = float(k + 1);
-      CHECK(dot(n, ramp.data(), ones.data()) == float(n * (n + 1) / 2));
-      CHECK(dot(n, ramp.data(), ramp.data()) == float(n * (n + 1) * (2 * n + 1) / 6));
     }
   }
 }
