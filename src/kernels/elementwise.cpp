@@ -1,12 +1,15 @@
 // Elementwise kernels: y = f(x), out = a ∘ b and y += α·x.
 //
-// Every op is written twice. Once on a single float: that is the reference,
-// the definition of the op. Once on a batch of W floats: that is the SIMD
-// body. A SIMD kernel runs the batch version over whole batches and finishes
-// the last n mod W elements with the scalar definition.
+// Each op is one struct, written twice. `scalar` is the op on one float: the
+// definition, which the reference kernel runs. `simd` is the same formula on a
+// batch of W floats. One generic map kernel per arity runs `simd` over whole
+// batches and finishes the last n mod W elements with `scalar`, as xsimd's
+// docs do; a table at the end of each section binds each enum value of
+// elementwise.hpp to its struct's two kernels. Adding an op is an enum value,
+// a struct and a table row.
 //
 // Left out on purpose: any layout but contiguous rows and step-0 broadcasts
-// (the op layer reduces broadcasting to those), and a SIMD pow (see binary).
+// (the op layer reduces broadcasting to those), and a SIMD pow (see Pow).
 #include "kernels/elementwise.hpp"
 
 #include <cmath>
@@ -21,155 +24,263 @@ namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752f;    // 1/√2
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;  // 1/√(2π)
 
-// ---- unary -----------------------------------------------------------------------
+// ---- unary ops -------------------------------------------------------------------
+// In `simd`, a comparison gives a lane mask and select(mask, a, b) picks a
+// where it is set: SIMD's "c ? a : b".
 
-// The definition of each unary op, on one float.
-float unary_one(Unary op, float x) {
-  switch (op) {
-    case Unary::Neg:
-      return -x;
-    case Unary::Exp:
-      return std::exp(x);
-    case Unary::Log:
-      return std::log(x);
-    case Unary::Sqrt:
-      return std::sqrt(x);
-    case Unary::Abs:
-      return std::abs(x);
-    case Unary::Sign:
-      return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
-    case Unary::Tanh:
-      return std::tanh(x);
-    case Unary::Sigmoid:
-      return 1.0f / (1.0f + std::exp(-x));
-    // Written as "x < 0 ? 0 : x" rather than max(x, 0) so that a NaN passes
-    // through, as it does in torch.relu.
-    case Unary::Relu:
-      return x < 0.0f ? 0.0f : x;
-    case Unary::Step:
-      return x > 0.0f ? 1.0f : 0.0f;
-    // Φ(x) = (1 + erf(x/√2)) / 2 is the standard normal CDF.
-    case Unary::Gelu:
-      return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-    // d/dx x·Φ(x) = Φ(x) + x·φ(x), with φ(x) = e^(-x²/2) / √(2π) the normal density.
-    case Unary::GeluGrad:
-      return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+// y = -x
+struct Neg {
+  static float scalar(float x) { return -x; }
+  static batch simd(batch x) { return -x; }
+};
+
+// y = eˣ
+struct Exp {
+  static float scalar(float x) { return std::exp(x); }
+  static batch simd(batch x) { return xsimd::exp(x); }
+};
+
+// y = ln x
+struct Log {
+  static float scalar(float x) { return std::log(x); }
+  static batch simd(batch x) { return xsimd::log(x); }
+};
+
+// y = √x
+struct Sqrt {
+  static float scalar(float x) { return std::sqrt(x); }
+  static batch simd(batch x) { return xsimd::sqrt(x); }
+};
+
+// y = |x|
+struct Abs {
+  static float scalar(float x) { return std::abs(x); }
+  static batch simd(batch x) { return xsimd::abs(x); }
+};
+
+// y = -1, 0 or 1: the derivative of |x|, with 0 at 0
+struct Sign {
+  static float scalar(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+  static batch simd(batch x) {
+    const batch zero(0.0f), one(1.0f);
+    return xsimd::select(x > zero, one, zero) - xsimd::select(x < zero, one, zero);
   }
-  throw std::invalid_argument("unary: unknown op");
-}
+};
 
-// y[i] = f(x[i]) with f applied W floats at a time, then the scalar tail.
+// y = tanh x
+struct Tanh {
+  static float scalar(float x) { return std::tanh(x); }
+  static batch simd(batch x) { return xsimd::tanh(x); }
+};
+
+// y = σ(x) = 1 / (1 + e⁻ˣ)
+struct Sigmoid {
+  static float scalar(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+  static batch simd(batch x) {
+    const batch one(1.0f);
+    return one / (one + xsimd::exp(-x));
+  }
+};
+
+// y = max(x, 0), written as "x < 0 ? 0 : x" so that a NaN passes through, as
+// it does in torch.relu.
+struct Relu {
+  static float scalar(float x) { return x < 0.0f ? 0.0f : x; }
+  static batch simd(batch x) {
+    const batch zero(0.0f);
+    return xsimd::select(x < zero, zero, x);
+  }
+};
+
+// y = 1 if x > 0 else 0: the derivative of relu
+struct Step {
+  static float scalar(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+  static batch simd(batch x) {
+    const batch zero(0.0f), one(1.0f);
+    return xsimd::select(x > zero, one, zero);
+  }
+};
+
+// y = x·Φ(x) = x/2 · (1 + erf(x/√2)), the exact GELU (PyTorch's default);
+// Φ is the standard normal CDF.
+struct Gelu {
+  static float scalar(float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); }
+  static batch simd(batch x) {
+    const batch half(0.5f), one(1.0f);
+    return half * x * (one + xsimd::erf(x * batch(kInvSqrt2)));
+  }
+};
+
+// y = d gelu/dx = Φ(x) + x·φ(x), with φ(x) = e^(-x²/2) / √(2π) the normal density
+struct GeluGrad {
+  static float scalar(float x) {
+    return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+  }
+  static batch simd(batch x) {
+    const batch half(0.5f), one(1.0f);
+    batch cdf = half * (one + xsimd::erf(x * batch(kInvSqrt2)));
+    batch pdf = batch(kInvSqrt2Pi) * xsimd::exp(-half * x * x);
+    return xsimd::fma(x, pdf, cdf);
+  }
+};
+
+// ---- the unary map ---------------------------------------------------------------
+
+// y[i] = Op(x[i]), W floats at a time, then the scalar tail.
 // x and y may be the same array: each batch is loaded before it is stored.
-template <class F>
-void map_unary(Unary op, int64_t n, const float* x, float* y, F f) {
+template <class Op>
+void map_unary(int64_t n, const float* x, float* y) {
   int64_t i = 0;
-  for (; i + W <= n; i += W) f(batch::load_unaligned(x + i)).store_unaligned(y + i);
-  for (; i < n; ++i) y[i] = unary_one(op, x[i]);
+  for (; i + W <= n; i += W) Op::simd(batch::load_unaligned(x + i)).store_unaligned(y + i);
+  for (; i < n; ++i) y[i] = Op::scalar(x[i]);
 }
 
-}  // namespace
-
-void unary_reference(Unary op, int64_t n, const float* x, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = unary_one(op, x[i]);
+template <class Op>
+void map_unary_reference(int64_t n, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Op::scalar(x[i]);
 }
 
-void unary(Unary op, int64_t n, const float* x, float* y) {
-  const batch zero(0.0f), one(1.0f), half(0.5f);
-  // The same formulas as unary_one, on batches. A comparison gives a lane mask
-  // and select(mask, a, b) picks a where it is set: SIMD's "c ? a : b".
-  switch (op) {
-    case Unary::Neg:
-      return map_unary(op, n, x, y, [](batch v) { return -v; });
-    case Unary::Exp:
-      return map_unary(op, n, x, y, [](batch v) { return xsimd::exp(v); });
-    case Unary::Log:
-      return map_unary(op, n, x, y, [](batch v) { return xsimd::log(v); });
-    case Unary::Sqrt:
-      return map_unary(op, n, x, y, [](batch v) { return xsimd::sqrt(v); });
-    case Unary::Abs:
-      return map_unary(op, n, x, y, [](batch v) { return xsimd::abs(v); });
-    case Unary::Sign:
-      return map_unary(op, n, x, y, [&](batch v) {
-        return xsimd::select(v > zero, one, zero) - xsimd::select(v < zero, one, zero);
-      });
-    case Unary::Tanh:
-      return map_unary(op, n, x, y, [](batch v) { return xsimd::tanh(v); });
-    case Unary::Sigmoid:
-      return map_unary(op, n, x, y, [&](batch v) { return one / (one + xsimd::exp(-v)); });
-    case Unary::Relu:
-      return map_unary(op, n, x, y, [&](batch v) { return xsimd::select(v < zero, zero, v); });
-    case Unary::Step:
-      return map_unary(op, n, x, y, [&](batch v) { return xsimd::select(v > zero, one, zero); });
-    case Unary::Gelu:
-      return map_unary(op, n, x, y, [&](batch v) { return half * v * (one + xsimd::erf(v * batch(kInvSqrt2))); });
-    case Unary::GeluGrad:
-      return map_unary(op, n, x, y, [&](batch v) {
-        batch cdf = half * (one + xsimd::erf(v * batch(kInvSqrt2)));
-        batch pdf = batch(kInvSqrt2Pi) * xsimd::exp(-half * v * v);
-        return xsimd::fma(v, pdf, cdf);
-      });
-  }
-  throw std::invalid_argument("unary: unknown op");
+using UnaryKernel = void (*)(int64_t n, const float* x, float* y);
+
+// A row of the table: an enum value and its struct's two kernels.
+struct UnaryRow {
+  Unary op;
+  UnaryKernel simd, reference;
+};
+
+template <class Op>
+constexpr UnaryRow unary_row(Unary op) {
+  return {op, map_unary<Op>, map_unary_reference<Op>};
 }
 
-// ---- binary ----------------------------------------------------------------------
+// The table: each enum value and its struct (row_of finds the row; order is free).
+// clang-format off
+constexpr UnaryRow kUnaryOps[] = {
+    unary_row<Neg>(Unary::Neg),
+    unary_row<Exp>(Unary::Exp),
+    unary_row<Log>(Unary::Log),
+    unary_row<Sqrt>(Unary::Sqrt),
+    unary_row<Abs>(Unary::Abs),
+    unary_row<Sign>(Unary::Sign),
+    unary_row<Tanh>(Unary::Tanh),
+    unary_row<Sigmoid>(Unary::Sigmoid),
+    unary_row<Relu>(Unary::Relu),
+    unary_row<Step>(Unary::Step),
+    unary_row<Gelu>(Unary::Gelu),
+    unary_row<GeluGrad>(Unary::GeluGrad),
+};
+// clang-format on
 
-namespace {
-
-// The definition of each binary op, on one pair of floats.
-float binary_one(Binary op, float a, float b) {
-  switch (op) {
-    case Binary::Add:
-      return a + b;
-    case Binary::Sub:
-      return a - b;
-    case Binary::Mul:
-      return a * b;
-    case Binary::Div:
-      return a / b;
-    case Binary::Pow:
-      return std::pow(a, b);
-  }
-  throw std::invalid_argument("binary: unknown op");
+const UnaryRow& row_of(Unary op) {
+  for (const UnaryRow& row : kUnaryOps)
+    if (row.op == op) return row;
+  throw std::invalid_argument("unary: op has no row in kUnaryOps");
 }
+
+// ---- binary ops ------------------------------------------------------------------
+
+// y = a + b
+struct Add {
+  static float scalar(float a, float b) { return a + b; }
+  static batch simd(batch a, batch b) { return a + b; }
+};
+
+// y = a - b
+struct Sub {
+  static float scalar(float a, float b) { return a - b; }
+  static batch simd(batch a, batch b) { return a - b; }
+};
+
+// y = a·b
+struct Mul {
+  static float scalar(float a, float b) { return a * b; }
+  static batch simd(batch a, batch b) { return a * b; }
+};
+
+// y = a / b
+struct Div {
+  static float scalar(float a, float b) { return a / b; }
+  static batch simd(batch a, batch b) { return a / b; }
+};
+
+// y = a^b
+// NOTE: no `simd`, so the kernel runs `scalar` throughout. xsimd's pow is
+// exp(b·log a), which disagrees with std::pow at the edges (0⁰ = 1, NaN⁰ = 1,
+// 1^NaN = 1) and loses a few bits when the result is large. pow is rare in a
+// network, so it stays exact and scalar.
+struct Pow {
+  static float scalar(float a, float b) { return std::pow(a, b); }
+};
+
+// ---- the binary map --------------------------------------------------------------
 
 // Row i of an operand: a step-1 operand walks along, a step-0 one repeats p[0].
 batch load_operand(const float* p, int64_t step, int64_t i) {
   return step == 0 ? batch(p[0]) : batch::load_unaligned(p + i);
 }
 
-// out[i] = f(a[i·a_step], b[i·b_step]), W at a time, then the scalar tail.
-template <class F>
-void map_binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out, F f) {
-  int64_t i = 0;
-  for (; i + W <= n; i += W) f(load_operand(a, a_step, i), load_operand(b, b_step, i)).store_unaligned(out + i);
-  for (; i < n; ++i) out[i] = binary_one(op, a[i * a_step], b[i * b_step]);
+template <class Op>
+void map_binary_reference(int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = Op::scalar(a[i * a_step], b[i * b_step]);
+}
+
+// out[i] = Op(a[i·a_step], b[i·b_step]), W at a time, then the scalar tail;
+// an op with no `simd` form (Pow) runs `scalar` throughout.
+template <class Op>
+void map_binary(int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out) {
+  if constexpr (requires(batch u) { Op::simd(u, u); }) {
+    int64_t i = 0;
+    for (; i + W <= n; i += W)
+      Op::simd(load_operand(a, a_step, i), load_operand(b, b_step, i)).store_unaligned(out + i);
+    for (; i < n; ++i) out[i] = Op::scalar(a[i * a_step], b[i * b_step]);
+  } else {
+    map_binary_reference<Op>(n, a, a_step, b, b_step, out);
+  }
+}
+
+using BinaryKernel = void (*)(int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out);
+
+// A row of the table: an enum value and its struct's two kernels.
+struct BinaryRow {
+  Binary op;
+  BinaryKernel simd, reference;
+};
+
+template <class Op>
+constexpr BinaryRow binary_row(Binary op) {
+  return {op, map_binary<Op>, map_binary_reference<Op>};
+}
+
+// The table: each enum value and its struct (row_of finds the row; order is free).
+// clang-format off
+constexpr BinaryRow kBinaryOps[] = {
+    binary_row<Add>(Binary::Add),
+    binary_row<Sub>(Binary::Sub),
+    binary_row<Mul>(Binary::Mul),
+    binary_row<Div>(Binary::Div),
+    binary_row<Pow>(Binary::Pow),
+};
+// clang-format on
+
+const BinaryRow& row_of(Binary op) {
+  for (const BinaryRow& row : kBinaryOps)
+    if (row.op == op) return row;
+  throw std::invalid_argument("binary: op has no row in kBinaryOps");
 }
 
 }  // namespace
 
-void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step,
-                      float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = binary_one(op, a[i * a_step], b[i * b_step]);
-}
+// ---- the kernels elementwise.hpp declares ----------------------------------------
+
+void unary(Unary op, int64_t n, const float* x, float* y) { row_of(op).simd(n, x, y); }
+void unary_reference(Unary op, int64_t n, const float* x, float* y) { row_of(op).reference(n, x, y); }
 
 void binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out) {
-  switch (op) {
-    case Binary::Add:
-      return map_binary(op, n, a, a_step, b, b_step, out, [](batch u, batch v) { return u + v; });
-    case Binary::Sub:
-      return map_binary(op, n, a, a_step, b, b_step, out, [](batch u, batch v) { return u - v; });
-    case Binary::Mul:
-      return map_binary(op, n, a, a_step, b, b_step, out, [](batch u, batch v) { return u * v; });
-    case Binary::Div:
-      return map_binary(op, n, a, a_step, b, b_step, out, [](batch u, batch v) { return u / v; });
-    // NOTE: no SIMD pow. xsimd's is exp(b·log a), which disagrees with std::pow
-    // at the edges (0⁰ = 1, NaN⁰ = 1, 1^NaN = 1) and loses a few bits when the
-    // result is large. pow is rare in a network, so it stays exact and scalar.
-    case Binary::Pow:
-      return binary_reference(op, n, a, a_step, b, b_step, out);
-  }
-  throw std::invalid_argument("binary: unknown op");
+  row_of(op).simd(n, a, a_step, b, b_step, out);
+}
+void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step,
+                      float* out) {
+  row_of(op).reference(n, a, a_step, b, b_step, out);
 }
 
 // ---- axpy ------------------------------------------------------------------------
