@@ -60,6 +60,14 @@ Cases load(const std::string& group) {
   return cases;
 }
 
+// The cases of tests/data/<group>.txt, read on first use.
+const Cases& cases_of(const std::string& group) {
+  static std::map<std::string, Cases> files;
+  auto file = files.find(group);
+  if (file == files.end()) file = files.emplace(group, load(group)).first;
+  return file->second;
+}
+
 }  // namespace
 
 Tensor RefCase::tensor(const std::string& key) const {
@@ -81,12 +89,18 @@ std::vector<Tensor> RefCase::inputs() const {
 }
 
 const RefCase& reference(const std::string& group, const std::string& name) {
-  static std::map<std::string, Cases> files;
-  auto file = files.find(group);
-  if (file == files.end()) file = files.emplace(group, load(group)).first;
-  auto it = file->second.find(name);
-  if (it == file->second.end()) fail("reference: tests/data/{}.txt has no case '{}'", group, name);
+  const Cases& cases = cases_of(group);
+  auto it = cases.find(name);
+  if (it == cases.end()) fail("reference: tests/data/{}.txt has no case '{}'", group, name);
   return it->second;
+}
+
+std::vector<std::string> reference_cases(const std::string& group, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& entry : cases_of(group))
+    if (entry.first.compare(0, prefix.size(), prefix) == 0) names.push_back(entry.first);
+  if (names.empty()) fail("reference: tests/data/{}.txt has no case whose name begins with '{}'", group, prefix);
+  return names;
 }
 
 void check_close(const Tensor& got, const Tensor& want, const std::string& what, float rtol, float atol) {

@@ -2,7 +2,7 @@
 // tools/make_reference.py) and comparing qkv against them.
 //
 // The one call most op tests make, tinygrad-style:
-//   check_against_torch("elementwise", "mul/broadcast",
+//   check_against_torch("elementwise", "mul/row",
 //                       [](const std::vector<Tensor>& x, const RefCase&) { return mul(x[0], x[1]); });
 // It builds the case's inputs x0, x1, … as leaves, runs the op, compares the
 // output with torch's `out`, backpropagates torch's `grad_out` and compares
@@ -30,6 +30,15 @@ struct RefCase {
 
 // The case `name` of tests/data/<group>.txt (files are read once and cached).
 const RefCase& reference(const std::string& group, const std::string& name);
+
+// The names of the cases of tests/data/<group>.txt that begin with `prefix`
+// (an op's cases: "mul/"), in name order. A test loops over them, so a case
+// added to the generator is tested without naming it twice:
+//   for (const std::string& name : reference_cases("elementwise", "mul/"))
+//     SUBCASE(name.c_str()) { check_against_torch("elementwise", name, …); }
+// Throws (failing the test) if no case matches: a renamed op or a typo in the
+// prefix must not leave a test that runs nothing.
+std::vector<std::string> reference_cases(const std::string& group, const std::string& prefix);
 
 // CHECK that got has want's shape and every |got - want| ≤ atol + rtol·|want|;
 // on failure the message names the first bad element and both values.

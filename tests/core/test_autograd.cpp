@@ -4,6 +4,10 @@
 
 #include <qkv/qkv.hpp>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "reference.hpp"
 
 using namespace qkv;
@@ -105,18 +109,34 @@ TEST_CASE("core/autograd: a training loop frees its graphs") {
   CHECK(first_graph.expired());
 }
 
+namespace {
+// The shape after the "->" of a sum_to case's name: "sum_to/(2,3,4)->(3,1)" gives (3, 1).
+Shape target_of(const std::string& name) {
+  size_t arrow = name.find("->");
+  REQUIRE_MESSAGE(arrow != std::string::npos, name << ": no '->' before the target shape");
+  std::string target = name.substr(arrow + 2);
+  for (char& ch : target)
+    if (ch == '(' || ch == ')' || ch == ',') ch = ' ';
+  std::istringstream in(target);
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; in >> d;) dims.push_back(d);
+  return Shape(dims);
+}
+}  // namespace
+
 TEST_CASE("core/sum_to") {
   Generator gen(2);
   SUBCASE("reduces broadcast dims, and is itself differentiable") {
     auto r = gradcheck([](const std::vector<Tensor>& x) { return sum_to(x[0], {3, 1}); }, {randn({2, 3, 4}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
   }
-  SUBCASE("against torch's sum_to_size") {
-    test::check_against_torch("core", "sum_to/(2,3,4)->(3,1)", [](const std::vector<Tensor>& x, const test::RefCase&) {
-      return sum_to(x[0], {3, 1});
-    });
-    test::check_against_torch("core", "sum_to/(2,1,5)->(5)",
-                              [](const std::vector<Tensor>& x, const test::RefCase&) { return sum_to(x[0], {5}); });
+  // Against torch's sum_to_size, to the target shape each case's name ends with.
+  for (const std::string& name : test::reference_cases("core", "sum_to/")) {
+    SUBCASE(name.c_str()) {
+      test::check_against_torch("core", name, [&](const std::vector<Tensor>& x, const test::RefCase&) {
+        return sum_to(x[0], target_of(name));
+      });
+    }
   }
   SUBCASE("errors") {
     CHECK_THROWS_WITH_AS(sum_to(ones({2, 3}), {4}), doctest::Contains("sum_to: shapes (2, 3) and (4) do not broadcast"),
@@ -131,8 +151,11 @@ TEST_CASE("core/clone") {
   Generator gen(3);
   auto r = gradcheck([](const std::vector<Tensor>& x) { return x[0].clone(); }, {randn({2, 3}, gen)});
   CHECK_MESSAGE(r.ok, r.message);
-  test::check_against_torch("core", "clone/(2,3)",
-                            [](const std::vector<Tensor>& x, const test::RefCase&) { return x[0].clone(); });
+  for (const std::string& name : test::reference_cases("core", "clone/")) {
+    CAPTURE(name);
+    test::check_against_torch("core", name,
+                              [](const std::vector<Tensor>& x, const test::RefCase&) { return x[0].clone(); });
+  }
 }
 
 // An op whose backward is wrong by 5%: gradcheck must say so.

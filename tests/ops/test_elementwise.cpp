@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
+#include <map>
+#include <string>
 
 #include "reference.hpp"
 
@@ -11,6 +14,7 @@ using namespace qkv;
 using qkv::test::check_against_torch;
 using qkv::test::check_close;
 using qkv::test::RefCase;
+using qkv::test::reference_cases;
 using Inputs = std::vector<Tensor>;
 
 namespace {
@@ -35,17 +39,28 @@ void check_gradient(const std::function<Tensor(const Inputs&)>& f, const Inputs&
   CHECK_MESSAGE(r.ok, r.message);
 }
 
-// The torch cases every binary op has (tools/reference/elementwise.py).
-const char* const kBinaryCases[] = {"same", "row", "column", "outer", "left", "scalar", "mixed"};
+using TensorOp = Tensor (*)(const Tensor&, const Tensor&);
+using FloatCases = std::map<std::string, std::function<Tensor(const Tensor&)>>;
 
-// A binary op's torch cases, gradchecks over broadcasting shapes, and its shape error.
-void check_binary(const std::string& name, Tensor (*op)(const Tensor&, const Tensor&), bool positive_b) {
-  for (const char* c : kBinaryCases) {
-    SUBCASE(c) {
-      check_against_torch("elementwise", name + "/" + c,
-                          [op](const Inputs& x, const RefCase&) { return op(x[0], x[1]); });
+// Every torch case of the binary op `name` (tools/reference/elementwise.py),
+// one SUBCASE each. A case with two inputs is tensor ∘ tensor, broadcasting;
+// a case with one input has a float operand, which the case's name looks up
+// in `with_float` (the float is in the script, not in the data).
+void check_binary_against_torch(const std::string& name, TensorOp op, const FloatCases& with_float = {}) {
+  for (const std::string& c : reference_cases("elementwise", name + "/")) {
+    SUBCASE(c.c_str()) {
+      check_against_torch("elementwise", c, [&](const Inputs& x, const RefCase&) {
+        auto f = with_float.find(c);
+        if (f != with_float.end()) return f->second(x.at(0));
+        REQUIRE_MESSAGE(x.size() == 2, c << " has " << x.size() << " inputs: a float case needs a with_float entry");
+        return op(x[0], x[1]);
+      });
     }
   }
+}
+
+// A binary op's gradchecks over broadcasting shapes, and its shape error.
+void check_binary(const std::string& name, TensorOp op, bool positive_b) {
   SUBCASE("gradcheck") {
     Generator gen(1);
     auto f = [op](const Inputs& x) { return op(x[0], x[1]); };
@@ -65,12 +80,11 @@ void check_binary(const std::string& name, Tensor (*op)(const Tensor&, const Ten
   }
 }
 
-// A unary op's torch cases and a gradcheck on odd shapes.
-void check_unary(const std::string& name, Tensor (*op)(const Tensor&), const std::vector<std::string>& cases,
-                 Tensor (*make)(Shape, Generator&)) {
-  for (const std::string& c : cases) {
+// Every torch case of the unary op `name`, and a gradcheck on odd shapes.
+void check_unary(const std::string& name, Tensor (*op)(const Tensor&), Tensor (*make)(Shape, Generator&)) {
+  for (const std::string& c : reference_cases("elementwise", name + "/")) {
     SUBCASE(c.c_str()) {
-      check_against_torch("elementwise", name + "/" + c, [op](const Inputs& x, const RefCase&) { return op(x[0]); });
+      check_against_torch("elementwise", c, [op](const Inputs& x, const RefCase&) { return op(x[0]); });
     }
   }
   SUBCASE("gradcheck") {
@@ -114,10 +128,10 @@ Tensor naive_mul(const Tensor& a, const Tensor& b, const Shape& shape) {
 // --- binary ops ---------------------------------------------------------------
 
 TEST_CASE("ops/add") {
-  check_binary(
-      "add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, false);
-  SUBCASE("float") {
-    check_against_torch("elementwise", "add/float", [](const Inputs& x, const RefCase&) { return add(x[0], 1.5f); });
+  TensorOp op = [](const Tensor& a, const Tensor& b) { return add(a, b); };
+  check_binary_against_torch("add", op, {{"add/float", [](const Tensor& x) { return add(x, 1.5f); }}});
+  check_binary("add", op, false);
+  SUBCASE("float gradcheck") {
     Generator gen(3);
     check_gradient([](const Inputs& x) { return add(x[0], 1.5f); }, {randn({3, 5}, gen)});
   }
@@ -135,12 +149,12 @@ TEST_CASE("ops/add") {
 }
 
 TEST_CASE("ops/sub") {
-  check_binary(
-      "sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, false);
-  SUBCASE("float") {
-    check_against_torch("elementwise", "sub/float", [](const Inputs& x, const RefCase&) { return sub(x[0], 1.5f); });
-    check_against_torch("elementwise", "sub/float_first",
-                        [](const Inputs& x, const RefCase&) { return sub(2.5f, x[0]); });
+  TensorOp op = [](const Tensor& a, const Tensor& b) { return sub(a, b); };
+  check_binary_against_torch("sub", op,
+                             {{"sub/float", [](const Tensor& x) { return sub(x, 1.5f); }},
+                              {"sub/float_first", [](const Tensor& x) { return sub(2.5f, x); }}});
+  check_binary("sub", op, false);
+  SUBCASE("float gradcheck") {
     Generator gen(4);
     check_gradient([](const Inputs& x) { return sub(x[0], 1.5f); }, {randn({3, 5}, gen)});
     check_gradient([](const Inputs& x) { return sub(2.5f, x[0]); }, {randn({3, 5}, gen)});
@@ -148,10 +162,10 @@ TEST_CASE("ops/sub") {
 }
 
 TEST_CASE("ops/mul") {
-  check_binary(
-      "mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, false);
-  SUBCASE("float") {
-    check_against_torch("elementwise", "mul/float", [](const Inputs& x, const RefCase&) { return mul(x[0], -0.75f); });
+  TensorOp op = [](const Tensor& a, const Tensor& b) { return mul(a, b); };
+  check_binary_against_torch("mul", op, {{"mul/float", [](const Tensor& x) { return mul(x, -0.75f); }}});
+  check_binary("mul", op, false);
+  SUBCASE("float gradcheck") {
     Generator gen(5);
     check_gradient([](const Inputs& x) { return mul(x[0], -0.75f); }, {randn({3, 5}, gen)});
   }
@@ -185,12 +199,12 @@ TEST_CASE("ops/mul") {
 }
 
 TEST_CASE("ops/div") {
-  check_binary(
-      "div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, true);
-  SUBCASE("float") {
-    check_against_torch("elementwise", "div/float", [](const Inputs& x, const RefCase&) { return div(x[0], 3.0f); });
-    check_against_torch("elementwise", "div/float_first",
-                        [](const Inputs& x, const RefCase&) { return div(2.0f, x[0]); });
+  TensorOp op = [](const Tensor& a, const Tensor& b) { return div(a, b); };
+  check_binary_against_torch("div", op,
+                             {{"div/float", [](const Tensor& x) { return div(x, 3.0f); }},
+                              {"div/float_first", [](const Tensor& x) { return div(2.0f, x); }}});
+  check_binary("div", op, true);
+  SUBCASE("float gradcheck") {
     Generator gen(6);
     check_gradient([](const Inputs& x) { return div(x[0], 3.0f); }, {randn({3, 5}, gen)});
     check_gradient([](const Inputs& x) { return div(2.0f, x[0]); }, {positive({3, 5}, gen)});
@@ -198,22 +212,17 @@ TEST_CASE("ops/div") {
 }
 
 TEST_CASE("ops/pow") {
-  struct Exponent {
-    const char* name;
-    float p;
-  };
-  for (Exponent e : {Exponent{"square", 2}, {"cube", 3}, {"half", 0.5f}, {"negative", -1.5f}, {"zero", 0}}) {
-    SUBCASE(e.name) {
-      check_against_torch("elementwise", std::string("pow/") + e.name,
-                          [p = e.p](const Inputs& x, const RefCase&) { return pow(x[0], p); });
-    }
-  }
-  for (const char* c : {"tensor", "tensor_row", "tensor_column"}) {
-    SUBCASE(c) {
-      check_against_torch("elementwise", std::string("pow/") + c,
-                          [](const Inputs& x, const RefCase&) { return pow(x[0], x[1]); });
-    }
-  }
+  // The float exponents of elementwise.py's pow cases; its pow/tensor* cases
+  // raise a tensor to a tensor.
+  FloatCases with_float;
+  for (auto [c, p] : {std::pair{"pow/square", 2.0f},
+                      {"pow/cube", 3.0f},
+                      {"pow/half", 0.5f},
+                      {"pow/negative", -1.5f},
+                      {"pow/zero", 0.0f}})
+    with_float[c] = [p = p](const Tensor& x) { return pow(x, p); };
+  check_binary_against_torch(
+      "pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, with_float);
   SUBCASE("gradcheck") {
     Generator gen(7);
     for (float p : {2.0f, 3.0f, 0.5f, -1.5f}) {
@@ -250,36 +259,36 @@ TEST_CASE("ops/pow") {
 
 TEST_CASE("ops/neg") {
   check_unary(
-      "neg", [](const Tensor& x) { return neg(x); }, {"basic"}, normal);
+      "neg", [](const Tensor& x) { return neg(x); }, normal);
 }
 TEST_CASE("ops/exp") {
   check_unary(
-      "exp", [](const Tensor& x) { return exp(x); }, {"basic", "long"}, normal);
+      "exp", [](const Tensor& x) { return exp(x); }, normal);
 }
 TEST_CASE("ops/log") {
   check_unary(
-      "log", [](const Tensor& x) { return log(x); }, {"basic", "long"}, positive);
+      "log", [](const Tensor& x) { return log(x); }, positive);
 }
 TEST_CASE("ops/sqrt") {
   check_unary(
-      "sqrt", [](const Tensor& x) { return sqrt(x); }, {"basic"}, positive);
+      "sqrt", [](const Tensor& x) { return sqrt(x); }, positive);
 }
 TEST_CASE("ops/tanh") {
   check_unary(
-      "tanh", [](const Tensor& x) { return tanh(x); }, {"basic", "long"}, normal);
+      "tanh", [](const Tensor& x) { return tanh(x); }, normal);
 }
 TEST_CASE("ops/sigmoid") {
   check_unary(
-      "sigmoid", [](const Tensor& x) { return sigmoid(x); }, {"basic", "long"}, normal);
+      "sigmoid", [](const Tensor& x) { return sigmoid(x); }, normal);
 }
 TEST_CASE("ops/gelu") {
   check_unary(
-      "gelu", [](const Tensor& x) { return gelu(x); }, {"basic", "long"}, normal);
+      "gelu", [](const Tensor& x) { return gelu(x); }, normal);
 }
 
 TEST_CASE("ops/abs") {
   check_unary(
-      "abs", [](const Tensor& x) { return abs(x); }, {"basic"}, away_from_zero);
+      "abs", [](const Tensor& x) { return abs(x); }, away_from_zero);
   SUBCASE("gradient 0 at 0") {  // PyTorch's convention: sign(0) = 0
     Tensor x = tensor({-2, 0, 3}).requires_grad_();
     sum(abs(x)).backward();
@@ -289,7 +298,7 @@ TEST_CASE("ops/abs") {
 
 TEST_CASE("ops/relu") {
   check_unary(
-      "relu", [](const Tensor& x) { return relu(x); }, {"basic"}, away_from_zero);
+      "relu", [](const Tensor& x) { return relu(x); }, away_from_zero);
   SUBCASE("gradient 0 at 0") {  // PyTorch's convention
     Tensor x = tensor({-2, 0, 3}).requires_grad_();
     Tensor y = relu(x);
@@ -307,9 +316,9 @@ TEST_CASE("ops/unary undefined input") {
 // --- masked_fill --------------------------------------------------------------
 
 TEST_CASE("ops/masked_fill") {
-  for (const char* c : {"same", "row", "column"}) {
-    SUBCASE(c) {
-      check_against_torch("elementwise", std::string("masked_fill/") + c, [](const Inputs& x, const RefCase& rc) {
+  for (const std::string& c : reference_cases("elementwise", "masked_fill/")) {
+    SUBCASE(c.c_str()) {
+      check_against_torch("elementwise", c, [](const Inputs& x, const RefCase& rc) {
         return masked_fill(x[0], rc.ints_at("mask"), -1e9f);
       });
     }
@@ -351,4 +360,14 @@ TEST_CASE("ops/operators") {
   check_close(-a, tensor({-1, -2, -4}), "-a");
   // (2, 1) + (3) -> (2, 3)
   check_close(tensor({10, 20}, {2, 1}) + a, tensor({11, 12, 14, 21, 22, 24}, {2, 3}), "(2, 1) + (3)");
+}
+
+// --- the test harness ---------------------------------------------------------
+
+TEST_CASE("reference_cases lists an op's cases, and fails when there are none") {
+  // The cases tools/reference/elementwise.py writes for sub with a float.
+  CHECK(reference_cases("elementwise", "sub/float") == std::vector<std::string>{"sub/float", "sub/float_first"});
+  CHECK_THROWS_WITH_AS(reference_cases("elementwise", "no_such_op/"),
+                       doctest::Contains("elementwise.txt has no case whose name begins with 'no_such_op/'"),
+                       qkv::Error);
 }

@@ -12,14 +12,9 @@
 using namespace qkv;
 using qkv::test::check_against_torch;
 using qkv::test::RefCase;
+using qkv::test::reference_cases;
 
 namespace {
-
-// The case names of tools/reference/reduction.py: over every element …
-const char* const WHOLE[] = {"matrix", "one", "3d", "long", "ties"};
-// … and along one dim (its ALONG list; each case holds its dim and keepdim).
-const char* const ALONG[] = {"row",    "col",   "last_keepdim", "first_neg",  "middle",
-                             "vector", "size1", "simd_tail",    "simd_inner", "ties"};
 
 using AlongFn = std::function<Tensor(const Tensor&, int64_t, bool)>;
 using WholeFn = std::function<Tensor(const Tensor&)>;
@@ -27,18 +22,15 @@ using WholeFn = std::function<Tensor(const Tensor&)>;
 int64_t dim_of(const RefCase& c) { return c.ints_at("dim").item(); }
 bool keepdim_of(const RefCase& c) { return c.ints_at("keepdim").item() != 0; }
 
-// One SUBCASE per reference case of `op`, over every element and along a dim.
+// One SUBCASE per reference case of `op` (tools/reference/reduction.py):
+// "<op>_all/…" over every element, "<op>/…" along the dim the case holds.
 void check_op_against_torch(const std::string& op, const WholeFn& whole, const AlongFn& along) {
-  for (const char* tag : WHOLE) {
-    if (std::string(tag) == "ties" && (op == "sum" || op == "mean")) continue;
-    std::string name = op + "_all/" + tag;
+  for (const std::string& name : reference_cases("reduction", op + "_all/")) {
     SUBCASE(name.c_str()) {
       check_against_torch("reduction", name, [&](const std::vector<Tensor>& x, const RefCase&) { return whole(x[0]); });
     }
   }
-  for (const char* tag : ALONG) {
-    if (std::string(tag) == "ties" && (op == "sum" || op == "mean")) continue;
-    std::string name = op + "/" + tag;
+  for (const std::string& name : reference_cases("reduction", op + "/")) {
     SUBCASE(name.c_str()) {
       check_against_torch("reduction", name, [&](const std::vector<Tensor>& x, const RefCase& c) {
         return along(x[0], dim_of(c), keepdim_of(c));
@@ -192,15 +184,13 @@ TEST_CASE("ops/min errors") {
 // ---- argmax and argmin -------------------------------------------------------------
 
 TEST_CASE("ops/argmax against torch") {
-  for (const char* tag : {"matrix", "one", "3d", "long"}) {
-    std::string name = std::string("argmax_all/") + tag;
+  for (const std::string& name : reference_cases("reduction", "argmax_all/")) {
     SUBCASE(name.c_str()) {
       const RefCase& c = qkv::test::reference("reduction", name);
       check_ints(argmax(c.tensor("x0")), c.ints_at("out"));
     }
   }
-  for (const char* tag : ALONG) {
-    std::string name = std::string("argmax/") + tag;
+  for (const std::string& name : reference_cases("reduction", "argmax/")) {
     SUBCASE(name.c_str()) {
       const RefCase& c = qkv::test::reference("reduction", name);
       check_ints(argmax(c.tensor("x0"), dim_of(c), keepdim_of(c)), c.ints_at("out"));
@@ -215,8 +205,7 @@ TEST_CASE("ops/argmax errors") {
 }
 
 TEST_CASE("ops/argmin against torch") {
-  for (const char* tag : ALONG) {
-    std::string name = std::string("argmin/") + tag;
+  for (const std::string& name : reference_cases("reduction", "argmin/")) {
     SUBCASE(name.c_str()) {
       const RefCase& c = qkv::test::reference("reduction", name);
       check_ints(argmin(c.tensor("x0"), dim_of(c), keepdim_of(c)), c.ints_at("out"));

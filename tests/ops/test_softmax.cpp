@@ -15,18 +15,15 @@ using namespace qkv;
 using qkv::test::check_against_torch;
 using qkv::test::check_close;
 using qkv::test::RefCase;
+using qkv::test::reference_cases;
 
 namespace {
 
-// The softmax/log_softmax case names of tools/reference/softmax.py (each case holds its dim).
-const char* const ALONG[] = {"rows",      "cols",      "middle",     "first_neg", "vector", "single",
-                             "size1_dim", "simd_tail", "simd_inner", "large",     "huge"};
-
 using SoftmaxFn = std::function<Tensor(const Tensor&, int64_t)>;
 
+// One SUBCASE per "<op>/…" case of tools/reference/softmax.py (each case holds its dim).
 void check_op_against_torch(const std::string& op, const SoftmaxFn& f) {
-  for (const char* tag : ALONG) {
-    std::string name = op + "/" + tag;
+  for (const std::string& name : reference_cases("softmax", op + "/")) {
     SUBCASE(name.c_str()) {
       check_against_torch("softmax", name, [&](const std::vector<Tensor>& x, const RefCase& c) {
         return f(x[0], c.ints_at("dim").item());
@@ -143,8 +140,7 @@ TEST_CASE("ops/log_softmax errors") {
 // ---- masked_softmax -----------------------------------------------------------------
 
 TEST_CASE("ops/masked_softmax against torch (d2l's function)") {
-  for (const char* tag : {"d2l", "lens_1d", "lens_2d", "simd_tail", "none"}) {
-    std::string name = std::string("masked_softmax/") + tag;
+  for (const std::string& name : reference_cases("softmax", "masked_softmax/")) {
     SUBCASE(name.c_str()) {
       check_against_torch("softmax", name, [](const std::vector<Tensor>& x, const RefCase& c) {
         IntTensor valid_lens = c.has("valid_lens") ? c.ints_at("valid_lens") : IntTensor();
