@@ -40,7 +40,7 @@ Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
   const int64_t T = X.size(1);
   if (offset < 0 || offset + T > max_len)
     fail("PositionalEncoding: positions {} to {} do not fit max_len {}", offset, offset + T - 1, max_len);
-  return (*dropout)(X + narrow(P, 1, offset, T));  // (B, T, H) + (1, T, H) -> (B, T, H)
+  return (*dropout)(X + P.narrow(1, offset, T));  // (B, T, H) + (1, T, H) -> (B, T, H)
 }
 
 // --- position-wise FFN and add & norm ---------------------------------------------

@@ -78,4 +78,9 @@ Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
   return softmax(masked_fill(x, mask, -1e6f), -1);  // (B, Q, K)
 }
 
+// --- as Tensor methods (tensor.hpp): x.softmax(d) is softmax(x, d) ---------------
+
+Tensor Tensor::softmax(int64_t dim) const { return qkv::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return qkv::log_softmax(*this, dim); }
+
 }  // namespace qkv

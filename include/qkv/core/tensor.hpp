@@ -23,6 +23,7 @@ namespace qkv {
 
 struct Node;        // autograd.hpp: the record an op leaves on its output
 struct TensorImpl;  // below
+class IntTensor;    // below
 
 class Tensor {
  public:
@@ -67,6 +68,69 @@ class Tensor {
 
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   bool same(const Tensor& other) const { return impl_ == other.impl_; }  // the same tensor object
+
+  // --- the ops as methods, PyTorch's way: q.matmul(k.transpose(1, 2)).softmax(-1)
+  // Each is a one-line call of the free function of the same name (x.sum(d) is
+  // sum(x, d)); see that function for the meaning, shapes and gradient.
+  // NOTE: the one place where arrows point up: core declares these methods and
+  // src/ops/ defines each one beside its free function, so an op has a single
+  // implementation and core still knows nothing about how ops compute.
+  // elementwise.hpp
+  Tensor add(const Tensor& other) const;
+  Tensor add(float other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor sub(float other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(float other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(float other) const;
+  Tensor pow(float exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor masked_fill(const IntTensor& mask, float value) const;
+  // reduction.hpp
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(int64_t dim, bool keepdim = false) const;
+  IntTensor argmax() const;
+  IntTensor argmax(int64_t dim, bool keepdim = false) const;
+  IntTensor argmin() const;
+  IntTensor argmin(int64_t dim, bool keepdim = false) const;
+  // softmax.hpp
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  // linalg.hpp
+  Tensor matmul(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  // shape_ops.hpp
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(Shape shape) const;
+  Tensor repeat(const std::vector<int64_t>& repeats) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor index_select(int64_t dim, const IntTensor& index) const;
 
  private:
   friend struct Node;
