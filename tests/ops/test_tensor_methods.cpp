@@ -135,7 +135,8 @@ TEST_CASE("ops/tensor methods equal their free functions, values and gradients")
       Tensor dy = randn(y_free.shape(), gen);
       y_method.backward(dy);
       y_free.backward(dy);
-      for (size_t i = 0; i < a.size(); ++i) check_equal(a[i].grad(), b[i].grad(), c.name + " grad x" + std::to_string(i));
+      for (size_t i = 0; i < a.size(); ++i)
+        check_equal(a[i].grad(), b[i].grad(), c.name + " grad x" + std::to_string(i));
     }
   }
 }

@@ -131,6 +131,19 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor index_select(int64_t dim, const IntTensor& index) const;
+  // compare.hpp: 0/1 masks, no gradient
+  IntTensor lt(const Tensor& other) const;
+  IntTensor lt(float other) const;
+  IntTensor le(const Tensor& other) const;
+  IntTensor le(float other) const;
+  IntTensor gt(const Tensor& other) const;
+  IntTensor gt(float other) const;
+  IntTensor ge(const Tensor& other) const;
+  IntTensor ge(float other) const;
+  IntTensor eq(const Tensor& other) const;
+  IntTensor eq(float other) const;
+  IntTensor ne(const Tensor& other) const;
+  IntTensor ne(float other) const;
 
  private:
   friend struct Node;
@@ -163,6 +176,20 @@ class IntTensor {
   int64_t item() const;
   int64_t at(std::initializer_list<int64_t> index) const;
   IntTensor reshape(Shape shape) const;  // same storage, new shape
+
+  // The comparisons of compare.hpp as methods (defined in src/ops/compare.cpp).
+  IntTensor lt(const IntTensor& other) const;
+  IntTensor lt(int64_t other) const;
+  IntTensor le(const IntTensor& other) const;
+  IntTensor le(int64_t other) const;
+  IntTensor gt(const IntTensor& other) const;
+  IntTensor gt(int64_t other) const;
+  IntTensor ge(const IntTensor& other) const;
+  IntTensor ge(int64_t other) const;
+  IntTensor eq(const IntTensor& other) const;
+  IntTensor eq(int64_t other) const;
+  IntTensor ne(const IntTensor& other) const;
+  IntTensor ne(int64_t other) const;
 
  private:
   Shape shape_;
