@@ -1,6 +1,7 @@
 // Every functional op: #include <qkv/ops.hpp>.
 #pragma once
 #include <qkv/ops/broadcast.hpp>
+#include <qkv/ops/compare.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/functional.hpp>
 #include <qkv/ops/linalg.hpp>

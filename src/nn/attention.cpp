@@ -75,9 +75,9 @@ Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, con
   Tensor q = (*W_q)(queries);  // (B, Q, Dq) -> (B, Q, H)
   Tensor k = (*W_k)(keys);     // (B, K, Dk) -> (B, K, H)
   // Every query meets every key by broadcasting the sum:
-  Tensor features = tanh(unsqueeze(q, 2) + unsqueeze(k, 1));  // (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
-  Tensor scores = squeeze((*w_v)(features), -1);              // (B, Q, K, 1) -> (B, Q, K)
-  Tensor weights = masked_softmax(scores, valid_lens);        // (B, Q, K), rows sum to 1
+  Tensor features = (q.unsqueeze(2) + k.unsqueeze(1)).tanh();  // (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
+  Tensor scores = (*w_v)(features).squeeze(-1);                // (B, Q, K, 1) -> (B, Q, K)
+  Tensor weights = masked_softmax(scores, valid_lens);         // (B, Q, K), rows sum to 1
   attention_weights = weights.detach();
   return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }
@@ -93,8 +93,8 @@ Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, c
   check_inputs("DotProductAttention", queries, keys, values, valid_lens);
   check_last_dim("DotProductAttention", "keys", keys, queries.size(-1));
   const float d = static_cast<float>(queries.size(-1));
-  Tensor scores = bmm(queries, transpose(keys, 1, 2)) / std::sqrt(d);  // (B, Q, d) x (B, d, K) -> (B, Q, K)
-  Tensor weights = masked_softmax(scores, valid_lens);                 // (B, Q, K), rows sum to 1
+  Tensor scores = queries.bmm(keys.transpose(1, 2)) / std::sqrt(d);  // (B, Q, d) x (B, d, K) -> (B, Q, K)
+  Tensor weights = masked_softmax(scores, valid_lens);               // (B, Q, K), rows sum to 1
   attention_weights = weights.detach();
   return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }
@@ -149,7 +149,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
 Tensor MultiHeadAttention::attention_weights_per_head() const {
   const Tensor& w = attention_weights();
   if (!w.defined()) fail("MultiHeadAttention: no attention weights yet: call forward first");
-  return reshape(w, {w.size(0) / num_heads, num_heads, w.size(1), w.size(2)});  // (B·h, Q, K) -> (B, h, Q, K)
+  return w.reshape({w.size(0) / num_heads, num_heads, w.size(1), w.size(2)});  // (B·h, Q, K) -> (B, h, Q, K)
 }
 
 }  // namespace qkv::nn

@@ -1,5 +1,5 @@
-// sequence_mask and the masked softmax cross-entropy (d2l 9.7.2), built from
-// masked_fill, cross_entropy and mean: no hand-written backward.
+// The masked softmax cross-entropy (d2l 9.7.2), built from cross_entropy,
+// sequence_mask and mean: no hand-written backward.
 //
 // Letters: B batch, S steps, V vocabulary.
 #include <qkv/core/error.hpp>
@@ -8,25 +8,6 @@
 #include <qkv/ops.hpp>
 
 namespace qkv::nn {
-
-Tensor sequence_mask(const Tensor& X, const IntTensor& valid_len, float value) {
-  if (X.dim() < 2) fail("sequence_mask: X {} must have at least 2 dims (B, S, ...)", X.shape());
-  const int64_t B = X.size(0), S = X.size(1);
-  if (valid_len.dim() != 1 || valid_len.size(0) != B)
-    fail("sequence_mask: valid_len {} does not fit X {}: expected ({})", valid_len.shape(), X.shape(), B);
-  // The mask is 1 where s ≥ valid_len[b]; its shape (B, S, 1, …) broadcasts
-  // over X's trailing dims, so a whole feature vector goes at once.
-  std::vector<int64_t> mask_dims(static_cast<size_t>(X.dim()), 1);
-  mask_dims[0] = B;
-  mask_dims[1] = S;
-  IntTensor mask = IntTensor::empty(Shape(mask_dims));  // (B, S, 1, …)
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t len = valid_len.data()[b];
-    if (len < 0) fail("sequence_mask: valid_len[{}] = {} is negative", b, len);
-    for (int64_t s = len; s < S; ++s) mask.data()[b * S + s] = 1;
-  }
-  return masked_fill(X, mask, value);
-}
 
 Tensor masked_softmax_cross_entropy(const Tensor& pred, const IntTensor& label, const IntTensor& valid_len) {
   if (pred.dim() != 3) fail("masked_softmax_cross_entropy: pred {} must be (B, S, V)", pred.shape());

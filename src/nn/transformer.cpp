@@ -4,6 +4,7 @@
 // Letters: B batch, T source steps, S target steps, c target steps cached
 // before this call, H num_hiddens, F ffn_num_hiddens, V vocabulary, h heads.
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/nn/transformer.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/shape_ops.hpp>
@@ -40,7 +41,7 @@ Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
   const int64_t T = X.size(1);
   if (offset < 0 || offset + T > max_len)
     fail("PositionalEncoding: positions {} to {} do not fit max_len {}", offset, offset + T - 1, max_len);
-  return (*dropout)(X + narrow(P, 1, offset, T));  // (B, T, H) + (1, T, H) -> (B, T, H)
+  return (*dropout)(X + P.narrow(1, offset, T));  // (B, T, H) + (1, T, H) -> (B, T, H)
 }
 
 // --- position-wise FFN and add & norm ---------------------------------------------
@@ -115,13 +116,14 @@ std::vector<Tensor> TransformerEncoder::attention_weights() const {
 namespace {
 
 // The causal mask as 2-D valid lens (B, S): query s of this call may see the
-// c cached keys and its own S-step prefix up to itself, c + s + 1 keys.
+// c cached keys and its own S-step prefix up to itself, c + s + 1 keys. This
+// is d2l's arange(1, S + 1).repeat(B, 1), shifted by c; masked_softmax turns
+// it into the mask key < c + s + 1 with a comparison.
 IntTensor causal_valid_lens(int64_t B, int64_t S, int64_t c) {
-  IntTensor lens = IntTensor::empty({B, S});
-  int64_t* l = lens.data();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t s = 0; s < S; ++s) l[b * S + s] = c + s + 1;
-  return lens;
+  std::vector<int64_t> row = arange_int(c + 1, c + S + 1).to_vector();  // (S): c+1, …, c+S
+  std::vector<int64_t> lens;
+  for (int64_t b = 0; b < B; ++b) lens.insert(lens.end(), row.begin(), row.end());  // .repeat(B, 1)
+  return int_tensor(std::move(lens), {B, S});
 }
 
 }  // namespace

@@ -373,4 +373,26 @@ Tensor operator/(const Tensor& a, float b) { return div(a, b); }
 Tensor operator/(float a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& x) { return neg(x); }
 
+// --- the same ops as Tensor methods (tensor.hpp): x.exp() is exp(x) ----------
+
+Tensor Tensor::add(const Tensor& other) const { return qkv::add(*this, other); }
+Tensor Tensor::add(float other) const { return qkv::add(*this, other); }
+Tensor Tensor::sub(const Tensor& other) const { return qkv::sub(*this, other); }
+Tensor Tensor::sub(float other) const { return qkv::sub(*this, other); }
+Tensor Tensor::mul(const Tensor& other) const { return qkv::mul(*this, other); }
+Tensor Tensor::mul(float other) const { return qkv::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return qkv::div(*this, other); }
+Tensor Tensor::div(float other) const { return qkv::div(*this, other); }
+Tensor Tensor::pow(float exponent) const { return qkv::pow(*this, exponent); }
+Tensor Tensor::pow(const Tensor& exponent) const { return qkv::pow(*this, exponent); }
+Tensor Tensor::neg() const { return qkv::neg(*this); }
+Tensor Tensor::exp() const { return qkv::exp(*this); }
+Tensor Tensor::log() const { return qkv::log(*this); }
+Tensor Tensor::sqrt() const { return qkv::sqrt(*this); }
+Tensor Tensor::abs() const { return qkv::abs(*this); }
+Tensor Tensor::tanh() const { return qkv::tanh(*this); }
+Tensor Tensor::sigmoid() const { return qkv::sigmoid(*this); }
+Tensor Tensor::relu() const { return qkv::relu(*this); }
+Tensor Tensor::masked_fill(const IntTensor& mask, float value) const { return qkv::masked_fill(*this, mask, value); }
+
 }  // namespace qkv

@@ -209,4 +209,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return matmul_batched(a, b, Shape{a.shape()[0]}, "BmmBackward");
 }
 
+// --- as Tensor methods (tensor.hpp): a.matmul(b) is matmul(a, b) -----------------
+
+Tensor Tensor::matmul(const Tensor& other) const { return qkv::matmul(*this, other); }
+Tensor Tensor::bmm(const Tensor& other) const { return qkv::bmm(*this, other); }
+
 }  // namespace qkv

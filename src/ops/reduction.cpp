@@ -177,6 +177,14 @@ IntTensor argmax(const Tensor& x) {
   return out;
 }
 
+// The index of the smallest element of x flattened (shape ()).
+IntTensor argmin(const Tensor& x) {
+  check_not_empty(x, "argmin");
+  IntTensor out = IntTensor::empty(Shape());
+  kernels::argmin(1, x.numel(), 1, x.data(), out.data());
+  return out;
+}
+
 IntTensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   int64_t d = normalize_dim(dim, x.dim(), "argmax");
   check_not_empty_dim(x, d, "argmax");
@@ -194,5 +202,20 @@ IntTensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
   if (out.numel() > 0) kernels::argmin(outer, n, inner, x.data(), out.data());
   return out;
 }
+
+// ---- the same reductions as Tensor methods (tensor.hpp): x.sum(d) is sum(x, d) ----
+
+Tensor Tensor::sum() const { return qkv::sum(*this); }
+Tensor Tensor::sum(int64_t dim, bool keepdim) const { return qkv::sum(*this, dim, keepdim); }
+Tensor Tensor::mean() const { return qkv::mean(*this); }
+Tensor Tensor::mean(int64_t dim, bool keepdim) const { return qkv::mean(*this, dim, keepdim); }
+Tensor Tensor::max() const { return qkv::max(*this); }
+Tensor Tensor::max(int64_t dim, bool keepdim) const { return qkv::max(*this, dim, keepdim); }
+Tensor Tensor::min() const { return qkv::min(*this); }
+Tensor Tensor::min(int64_t dim, bool keepdim) const { return qkv::min(*this, dim, keepdim); }
+IntTensor Tensor::argmax() const { return qkv::argmax(*this); }
+IntTensor Tensor::argmax(int64_t dim, bool keepdim) const { return qkv::argmax(*this, dim, keepdim); }
+IntTensor Tensor::argmin() const { return qkv::argmin(*this); }
+IntTensor Tensor::argmin(int64_t dim, bool keepdim) const { return qkv::argmin(*this, dim, keepdim); }
 
 }  // namespace qkv

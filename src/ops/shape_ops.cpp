@@ -453,4 +453,29 @@ Tensor embedding(const IntTensor& ids, const Tensor& weight) {
   return reshape(rows, Shape(out_dims));                                   // (…, D)
 }
 
+// --- as Tensor methods (tensor.hpp): x.transpose(1, 2) is transpose(x, 1, 2) ------
+
+Tensor Tensor::reshape(Shape shape) const { return qkv::reshape(*this, std::move(shape)); }
+Tensor Tensor::view(Shape shape) const { return qkv::view(*this, std::move(shape)); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const { return qkv::flatten(*this, start_dim, end_dim); }
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const { return qkv::transpose(*this, dim0, dim1); }
+Tensor Tensor::permute(const std::vector<int64_t>& dims) const { return qkv::permute(*this, dims); }
+Tensor Tensor::squeeze() const { return qkv::squeeze(*this); }
+Tensor Tensor::squeeze(int64_t dim) const { return qkv::squeeze(*this, dim); }
+Tensor Tensor::unsqueeze(int64_t dim) const { return qkv::unsqueeze(*this, dim); }
+Tensor Tensor::expand(Shape shape) const { return qkv::expand(*this, std::move(shape)); }
+Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const { return qkv::repeat(*this, repeats); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const { return qkv::split(*this, split_size, dim); }
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim) const {
+  return qkv::split(*this, sizes, dim);
+}
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return qkv::chunk(*this, chunks, dim); }
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return qkv::narrow(*this, dim, start, length);
+}
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  return qkv::slice(*this, dim, start, end, step);
+}
+Tensor Tensor::index_select(int64_t dim, const IntTensor& index) const { return qkv::index_select(*this, dim, index); }
+
 }  // namespace qkv

@@ -1,11 +1,13 @@
 // softmax and log_softmax along any dim (one kernel call each over the
 // (outer, n, inner) view of util.hpp), and d2l's masked_softmax, which is
-// masked_fill + softmax and so needs no backward of its own.
+// a comparison mask, where and softmax, and so needs no backward of its own.
 //
 // Both backwards are written with ops (mul, sub, sum with keepdim), which
 // broadcast the per-row sum back along dim.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
+#include <qkv/ops/compare.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/reduction.hpp>
 #include <qkv/ops/softmax.hpp>
@@ -61,21 +63,24 @@ Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
          B, Q);
   }
 
-  // mask[b, q, k] = 1 where key k is past the valid length of row (b, q)
-  IntTensor mask = IntTensor::empty(x.shape());  // (B, Q, K)
   const int64_t* lens = valid_lens.data();
-  int64_t* m = mask.data();
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t q = 0; q < Q; ++q) {
-      int64_t len = per_batch ? lens[b] : lens[b * Q + q];
-      if (len < 0) {
-        std::string at = per_batch ? fmt::format("[{}]", b) : fmt::format("[{}, {}]", b, q);
-        fail("masked_softmax: valid_lens{} is {}; lengths must be ≥ 0", at, len);
-      }
-      for (int64_t k = 0; k < K; ++k) m[(b * Q + q) * K + k] = k >= len ? 1 : 0;
+  for (int64_t i = 0; i < valid_lens.numel(); ++i) {
+    if (lens[i] < 0) {
+      std::string at = per_batch ? fmt::format("[{}]", i) : fmt::format("[{}, {}]", i / Q, i % Q);
+      fail("masked_softmax: valid_lens{} is {}; lengths must be ≥ 0", at, lens[i]);
     }
   }
-  return softmax(masked_fill(x, mask, -1e6f), -1);  // (B, Q, K)
+
+  // keep[b, q, k] = k < valid_lens[b] (or valid_lens[b, q]): sequence_mask's
+  // arange(K) < valid_len[:, None], with the lengths broadcast over the queries.
+  IntTensor lengths = valid_lens.reshape(per_batch ? Shape{B, 1, 1} : Shape{B, Q, 1});
+  IntTensor keep = arange_int(0, K) < lengths;  // (K) < (B, 1 or Q, 1) -> (B, 1 or Q, K)
+  return softmax(where(keep, x, -1e6f), -1);    // (B, Q, K)
 }
+
+// --- as Tensor methods (tensor.hpp): x.softmax(d) is softmax(x, d) ---------------
+
+Tensor Tensor::softmax(int64_t dim) const { return qkv::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return qkv::log_softmax(*this, dim); }
 
 }  // namespace qkv

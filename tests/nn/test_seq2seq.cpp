@@ -25,29 +25,29 @@ using qkv::test::RefCase;
 TEST_CASE("nn/seq2seq: sequence_mask") {
   SUBCASE("against PyTorch (values and gradients)") {
     check_against_torch("nn_seq2seq", "sequence_mask/2d", [](const std::vector<Tensor>& x, const RefCase& c) {
-      return nn::sequence_mask(x[0], c.ints_at("valid_len"));
+      return sequence_mask(x[0], c.ints_at("valid_len"));
     });
     check_against_torch("nn_seq2seq", "sequence_mask/3d_value", [](const std::vector<Tensor>& x, const RefCase& c) {
-      return nn::sequence_mask(x[0], c.ints_at("valid_len"), -1);
+      return sequence_mask(x[0], c.ints_at("valid_len"), -1);
     });
   }
   SUBCASE("d2l's printed examples") {
     Tensor X = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
-    CHECK(nn::sequence_mask(X, int_tensor({1, 2})).to_vector() == std::vector<float>{1, 0, 0, 4, 5, 0});
+    CHECK(sequence_mask(X, int_tensor({1, 2})).to_vector() == std::vector<float>{1, 0, 0, 4, 5, 0});
     CHECK(X.to_vector() == std::vector<float>{1, 2, 3, 4, 5, 6});  // a new tensor; X is untouched
     // d2l: sequence_mask(torch.ones(2, 3, 4), torch.tensor([1, 2]), value=-1)
-    Tensor Y = nn::sequence_mask(ones({2, 3, 4}), int_tensor({1, 2}), -1);
+    Tensor Y = sequence_mask(ones({2, 3, 4}), int_tensor({1, 2}), -1);
     CHECK(Y.shape() == Shape{2, 3, 4});
     for (int64_t b = 0; b < 2; ++b)
       for (int64_t s = 0; s < 3; ++s)
         for (int64_t d = 0; d < 4; ++d) CHECK(Y.at({b, s, d}) == (s < b + 1 ? 1.0f : -1.0f));
   }
   SUBCASE("errors") {
-    CHECK_THROWS_WITH_AS(nn::sequence_mask(ones({3}), int_tensor({1, 2, 3})),
+    CHECK_THROWS_WITH_AS(sequence_mask(ones({3}), int_tensor({1, 2, 3})),
                          doctest::Contains("sequence_mask: X (3) must have at least 2 dims"), Error);
-    CHECK_THROWS_WITH_AS(nn::sequence_mask(ones({2, 3}), int_tensor({1, 2, 3})),
+    CHECK_THROWS_WITH_AS(sequence_mask(ones({2, 3}), int_tensor({1, 2, 3})),
                          doctest::Contains("sequence_mask: valid_len (3) does not fit X (2, 3): expected (2)"), Error);
-    CHECK_THROWS_WITH_AS(nn::sequence_mask(ones({2, 3}), int_tensor({1, -2})),
+    CHECK_THROWS_WITH_AS(sequence_mask(ones({2, 3}), int_tensor({1, -2})),
                          doctest::Contains("sequence_mask: valid_len[1] = -2 is negative"), Error);
   }
 }

@@ -23,6 +23,7 @@ namespace qkv {
 
 struct Node;        // autograd.hpp: the record an op leaves on its output
 struct TensorImpl;  // below
+class IntTensor;    // below
 
 class Tensor {
  public:
@@ -68,6 +69,82 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
   bool same(const Tensor& other) const { return impl_ == other.impl_; }  // the same tensor object
 
+  // --- the ops as methods, PyTorch's way: q.matmul(k.transpose(1, 2)).softmax(-1)
+  // Each is a one-line call of the free function of the same name (x.sum(d) is
+  // sum(x, d)); see that function for the meaning, shapes and gradient.
+  // NOTE: the one place where arrows point up: core declares these methods and
+  // src/ops/ defines each one beside its free function, so an op has a single
+  // implementation and core still knows nothing about how ops compute.
+  // elementwise.hpp
+  Tensor add(const Tensor& other) const;
+  Tensor add(float other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor sub(float other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(float other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(float other) const;
+  Tensor pow(float exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor masked_fill(const IntTensor& mask, float value) const;
+  // reduction.hpp
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(int64_t dim, bool keepdim = false) const;
+  IntTensor argmax() const;
+  IntTensor argmax(int64_t dim, bool keepdim = false) const;
+  IntTensor argmin() const;
+  IntTensor argmin(int64_t dim, bool keepdim = false) const;
+  // softmax.hpp
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  // linalg.hpp
+  Tensor matmul(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  // shape_ops.hpp
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(Shape shape) const;
+  Tensor repeat(const std::vector<int64_t>& repeats) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor index_select(int64_t dim, const IntTensor& index) const;
+  // compare.hpp: 0/1 masks, no gradient
+  IntTensor lt(const Tensor& other) const;
+  IntTensor lt(float other) const;
+  IntTensor le(const Tensor& other) const;
+  IntTensor le(float other) const;
+  IntTensor gt(const Tensor& other) const;
+  IntTensor gt(float other) const;
+  IntTensor ge(const Tensor& other) const;
+  IntTensor ge(float other) const;
+  IntTensor eq(const Tensor& other) const;
+  IntTensor eq(float other) const;
+  IntTensor ne(const Tensor& other) const;
+  IntTensor ne(float other) const;
+
  private:
   friend struct Node;
   std::shared_ptr<TensorImpl> impl_;
@@ -99,6 +176,20 @@ class IntTensor {
   int64_t item() const;
   int64_t at(std::initializer_list<int64_t> index) const;
   IntTensor reshape(Shape shape) const;  // same storage, new shape
+
+  // The comparisons of compare.hpp as methods (defined in src/ops/compare.cpp).
+  IntTensor lt(const IntTensor& other) const;
+  IntTensor lt(int64_t other) const;
+  IntTensor le(const IntTensor& other) const;
+  IntTensor le(int64_t other) const;
+  IntTensor gt(const IntTensor& other) const;
+  IntTensor gt(int64_t other) const;
+  IntTensor ge(const IntTensor& other) const;
+  IntTensor ge(int64_t other) const;
+  IntTensor eq(const IntTensor& other) const;
+  IntTensor eq(int64_t other) const;
+  IntTensor ne(const IntTensor& other) const;
+  IntTensor ne(int64_t other) const;
 
  private:
   Shape shape_;

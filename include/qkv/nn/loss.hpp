@@ -1,21 +1,14 @@
-// The sequence losses of d2l 9.7.2 ("Loss Function"): a batch of target
+// The sequence loss of d2l 9.7.2 ("Loss Function"): a batch of target
 // sentences is padded to one length S, and the padding must add nothing to
-// the loss. sequence_mask blanks the padded positions; the masked
-// cross-entropy weights each position's loss by 1 (a real token) or 0
-// (padding).
+// the loss. The masked cross-entropy weights each position's loss by 1 (a
+// real token) or 0 (padding), with the weights made by sequence_mask
+// (ops/compare.hpp).
 //
 // Letters: B batch, S steps, V vocabulary.
 #pragma once
 #include <qkv/core/tensor.hpp>
 
 namespace qkv::nn {
-
-// d2l's sequence_mask: X (B, S, …) with the entries X[b, s, …] for
-// s ≥ valid_len[b] replaced by `value`; valid_len (B), each ≥ 0 (a length ≥ S
-// masks nothing). Unlike d2l's it returns a new tensor instead of writing
-// into X; gradients flow to the entries that were kept.
-//   sequence_mask([[1,2,3],[4,5,6]], [1,2]) = [[1,0,0],[4,5,0]]
-Tensor sequence_mask(const Tensor& X, const IntTensor& valid_len, float value = 0);
 
 // d2l's MaskedSoftmaxCELoss, one loss per sequence:
 //   loss[b] = (1/S) Σ_{s < valid_len[b]} -log softmax(pred[b, s])[label[b, s]]

@@ -20,6 +20,7 @@ Tensor min(const Tensor& x, int64_t dim, bool keepdim = false);
 
 IntTensor argmax(const Tensor& x);  // index into the flattened tensor, shape ()
 IntTensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+IntTensor argmin(const Tensor& x);  // shape (), like argmax(x)
 IntTensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 
 }  // namespace qkv
