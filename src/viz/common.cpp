@@ -31,7 +31,9 @@ Kind kind_of(float v, float masked_below) {
 
 float Scale::t(float v) const {
   if (constant) return 0.5f;
-  return std::clamp((v - lo) / (hi - lo), 0.0f, 1.0f);
+  // in double: hi - lo may overflow a float (lo = -3e38, hi = 3e38)
+  double t = (static_cast<double>(v) - lo) / (static_cast<double>(hi) - lo);
+  return static_cast<float>(std::clamp(t, 0.0, 1.0));
 }
 
 Scale make_scale(const std::vector<float>& values, const HeatmapOptions& opt, const char* op) {
@@ -40,10 +42,16 @@ Scale make_scale(const std::vector<float>& values, const HeatmapOptions& opt, co
   bool any = false;
   for (float v : values) {
     switch (kind_of(v, opt.masked_below)) {
-      case Kind::Value: lo = std::min(lo, v), hi = std::max(hi, v), any = true; break;
-      case Kind::Masked: ++s.masked; break;
+      case Kind::Value:
+        lo = std::min(lo, v), hi = std::max(hi, v), any = true;
+        break;
+      case Kind::Masked:
+        ++s.masked;
+        break;
       case Kind::NaN:
-      case Kind::Inf: ++s.nonfinite; break;
+      case Kind::Inf:
+        ++s.nonfinite;
+        break;
     }
   }
   const bool given_lo = !std::isnan(opt.vmin), given_hi = !std::isnan(opt.vmax);
@@ -182,7 +190,7 @@ PlotRange plot_range(const std::vector<Series>& series, const char* op) {
 }
 
 Rgb series_color(size_t i) {
-  static const Rgb TAB10[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},   {148, 103, 189},
+  static const Rgb TAB10[] = {{31, 119, 180}, {255, 127, 14},  {44, 160, 44},   {214, 39, 40},  {148, 103, 189},
                               {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
   return TAB10[i % 10];
 }
@@ -217,7 +225,8 @@ void write_file(const std::filesystem::path& file, const std::string& contents, 
   if (file.empty()) fail("{}: empty file name", op);
   std::error_code ec;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-  if (ec) fail("{}: cannot create the folder {} for {}: {}", op, file.parent_path().string(), file.string(), ec.message());
+  if (ec)
+    fail("{}: cannot create the folder {} for {}: {}", op, file.parent_path().string(), file.string(), ec.message());
   std::FILE* f = std::fopen(file.c_str(), "wb");
   if (f == nullptr) fail("{}: cannot write {}: {}", op, file.string(), std::strerror(errno));
   bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();

@@ -51,9 +51,9 @@ Pooled pool(const Matrix& m, int64_t max_rows, int64_t max_cols, float masked_be
 
 // "mean over 4x4 blocks: 200 x 256 -> 50 x 64"
 std::string pool_note(const Matrix& original, const Pooled& p);
-std::string constant_note(float value);                  // "constant: every entry is 0.25"
-std::string masked_note(int64_t count, float below);     // "6 masked entries (<= -1e5)"
-std::string nonfinite_note(int64_t count);               // "2 entries are NaN/Inf"
+std::string constant_note(float value);               // "constant: every entry is 0.25"
+std::string masked_note(int64_t count, float below);  // "6 masked entries (<= -1e5)"
+std::string nonfinite_note(int64_t count);            // "2 entries are NaN/Inf"
 
 // Labels must be none or one per row/column: an Error naming `op`, both counts and the shape.
 void check_labels(const std::vector<std::string>& labels, int64_t n, const char* what, const char* op,

@@ -81,10 +81,12 @@ std::string graph_dot(const Tensor& root) {
     std::string shape = dot_escape(t.shape.str());
     std::string root_mark = i == 0 ? ", peripheries=2" : "";
     if (t.grad_fn)
-      out += fmt::format("  t{} [label=\"{}\\n{}\", shape=ellipse{}];\n", i, dot_escape(t.grad_fn->name), shape, root_mark);
+      out += fmt::format("  t{} [label=\"{}\\n{}\", shape=ellipse{}];\n", i, dot_escape(t.grad_fn->name), shape,
+                         root_mark);
     else if (t.requires_grad)
-      out += fmt::format("  t{} [label=\"leaf {}\\nrequires_grad\", shape=box, style=filled, fillcolor=\"#cfe2f3\"{}];\n",
-                         i, shape, root_mark);
+      out +=
+          fmt::format("  t{} [label=\"leaf {}\\nrequires_grad\", shape=box, style=filled, fillcolor=\"#cfe2f3\"{}];\n",
+                      i, shape, root_mark);
     else
       out += fmt::format("  t{} [label=\"leaf {}\", shape=box{}];\n", i, shape, root_mark);
   }
@@ -105,13 +107,16 @@ GraphFiles save_graph(const std::filesystem::path& stem, const Tensor& root) {
   svg += ".svg";
   // Run dot directly, without a shell, so no path needs quoting.
   std::string in = files.dot.string(), out = svg.string();
-  std::vector<char*> argv{dot.data(), const_cast<char*>("-Tsvg"), in.data(), const_cast<char*>("-o"), out.data(), nullptr};
+  std::vector<char*> argv{dot.data(), const_cast<char*>("-Tsvg"), in.data(), const_cast<char*>("-o"), out.data(),
+                          nullptr};
   pid_t pid = 0;
   if (posix_spawn(&pid, dot.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
     fail("{}: cannot run {} to render {}", op, dot, in);
   int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail("{}: `dot -Tsvg {} -o {}` failed (status {})", op, in, out, status);
+  if (waitpid(pid, &status, 0) != pid) fail("{}: lost the dot process rendering {}", op, in);
+  if (!WIFEXITED(status)) fail("{}: `dot -Tsvg {} -o {}` was killed (signal {})", op, in, out, WTERMSIG(status));
+  if (WEXITSTATUS(status) != 0)
+    fail("{}: `dot -Tsvg {} -o {}` failed (exit status {})", op, in, out, WEXITSTATUS(status));
   files.svg = svg;
   return files;
 }

@@ -59,10 +59,13 @@ std::string cell_markup(float v, float masked_below, const detail::Scale& scale,
   std::string rect = fmt::format("x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"", x, y, cell, cell);
   std::string title = fmt::format("<title>{}</title>", detail::xml_escape(tip));
   switch (detail::kind_of(v, masked_below)) {
-    case Kind::Value: return fmt::format("<rect class=\"cell\" {} fill=\"{}\">{}</rect>\n", rect, to_hex(viridis(scale.t(v))), title);
-    case Kind::Masked: return fmt::format("<rect class=\"cell masked\" {} fill=\"#d9d9d9\">{}</rect>\n", rect, title);
+    case Kind::Value:
+      return fmt::format("<rect class=\"cell\" {} fill=\"{}\">{}</rect>\n", rect, to_hex(viridis(scale.t(v))), title);
+    case Kind::Masked:
+      return fmt::format("<rect class=\"cell masked\" {} fill=\"#d9d9d9\">{}</rect>\n", rect, title);
     case Kind::NaN:
-    case Kind::Inf: break;
+    case Kind::Inf:
+      break;
   }
   // NaN/Inf: a crossed cell
   return fmt::format(
@@ -162,7 +165,8 @@ void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const 
   double total_width = std::max({x0 + width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN,
                                  detail::text_extent(opt.title, 16) + 2 * MARGIN});
   std::string svg = detail::svg_begin(total_width, y + MARGIN);
-  if (!opt.title.empty()) svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
+  if (!opt.title.empty())
+    svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
   detail::write_file(file, svg + body + detail::svg_end(), op);
 }
 
@@ -193,7 +197,8 @@ void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, c
   Labels labels = make_labels(opt.cell, first, subplots[0], cell);
   const double pw = static_cast<double>(shape.cols) * cell, ph = static_cast<double>(shape.rows) * cell;
 
-  const double x0 = MARGIN + (opt.row_titles.empty() ? 0 : 22) + (opt.cell.ylabel.empty() ? 0 : 22) + labels.row_width + 6;
+  const double x0 =
+      MARGIN + (opt.row_titles.empty() ? 0 : 22) + (opt.cell.ylabel.empty() ? 0 : 22) + labels.row_width + 6;
   const double y0 = MARGIN + (opt.title.empty() ? 0 : 26) + (opt.col_titles.empty() ? 0 : 20);
   const double grid_width = static_cast<double>(C) * pw + static_cast<double>(C - 1) * GAP;
   const double grid_height = static_cast<double>(R) * ph + static_cast<double>(R - 1) * GAP;
@@ -209,7 +214,8 @@ void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, c
       if (i == 0 && !opt.col_titles.empty())
         body += detail::svg_text(x + pw / 2, y0 - 8, opt.col_titles[static_cast<size_t>(j)], {.cls = "col-title"});
       if (j == 0 && !opt.cell.ylabel.empty())
-        body += detail::svg_text(x0 - labels.row_width - 12, y + ph / 2, opt.cell.ylabel, {.rotate = -90, .cls = "ylabel"});
+        body +=
+            detail::svg_text(x0 - labels.row_width - 12, y + ph / 2, opt.cell.ylabel, {.rotate = -90, .cls = "ylabel"});
       if (j == 0 && !opt.row_titles.empty())
         body += detail::svg_text(MARGIN + 14, y + ph / 2, opt.row_titles[static_cast<size_t>(i)],
                                  {.rotate = -90, .cls = "row-title"});
@@ -229,7 +235,8 @@ void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, c
   double total_width = std::max({x0 + grid_width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN,
                                  detail::text_extent(opt.title, 16) + 2 * MARGIN});
   std::string svg = detail::svg_begin(total_width, y + MARGIN);
-  if (!opt.title.empty()) svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
+  if (!opt.title.empty())
+    svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
   detail::write_file(file, svg + body + detail::svg_end(), op);
 }
 

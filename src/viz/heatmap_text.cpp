@@ -62,10 +62,14 @@ struct Cells {
   }
   std::string operator()(float v) const {
     switch (detail::kind_of(v, masked_below)) {
-      case Kind::Masked: return masked();
-      case Kind::NaN: return nan();
-      case Kind::Inf: return inf();
-      case Kind::Value: break;
+      case Kind::Masked:
+        return masked();
+      case Kind::NaN:
+        return nan();
+      case Kind::Inf:
+        return inf();
+      case Kind::Value:
+        break;
     }
     return value(v);
   }
@@ -141,7 +145,8 @@ std::string heatmap_text(const Tensor& m, const HeatmapOptions& opt, const TextO
 
   line(legend(cells));
   if (pooled.pooled()) line(detail::pool_note(full, pooled));
-  if (scale.masked > 0) line(fmt::format("{}, drawn as {}", detail::masked_note(scale.masked, opt.masked_below), cells.masked()));
+  if (scale.masked > 0)
+    line(fmt::format("{}, drawn as {}", detail::masked_note(scale.masked, opt.masked_below), cells.masked()));
   if (scale.nonfinite > 0)
     line(fmt::format("{}, drawn as {} (NaN) and {} (Inf)", detail::nonfinite_note(scale.nonfinite), cells.nan(),
                      cells.inf()));

@@ -59,7 +59,9 @@ uint8_t braille_bit(int64_t dx, int64_t dy) {
   return BITS[dy][dx];
 }
 
-std::string in_color(Rgb c, const std::string& s) { return fmt::format("\x1b[38;2;{};{};{}m{}\x1b[0m", c.r, c.g, c.b, s); }
+std::string in_color(Rgb c, const std::string& s) {
+  return fmt::format("\x1b[38;2;{};{};{}m{}\x1b[0m", c.r, c.g, c.b, s);
+}
 
 int64_t nearest(double v) { return static_cast<int64_t>(std::floor(v + 0.5)); }
 
@@ -71,8 +73,12 @@ std::string tick(double v, double span) { return std::abs(v) < span * 1e-3 ? "0"
 class Canvas {
  public:
   Canvas(int64_t width, int64_t height, bool braille_dots)
-      : width_(width), height_(height), sub_x_(braille_dots ? 2 : 1), sub_y_(braille_dots ? 4 : 1),
-        dots_(static_cast<size_t>(width * height)), owner_(static_cast<size_t>(width * height), -1) {}
+      : width_(width),
+        height_(height),
+        sub_x_(braille_dots ? 2 : 1),
+        sub_y_(braille_dots ? 4 : 1),
+        dots_(static_cast<size_t>(width * height)),
+        owner_(static_cast<size_t>(width * height), -1) {}
   int64_t dots_x() const { return width_ * sub_x_; }
   int64_t dots_y() const { return height_ * sub_y_; }
 
@@ -95,9 +101,12 @@ class Canvas {
     for (int64_t c = 0; c < width_; ++c) {
       size_t cell = static_cast<size_t>(r * width_ + c);
       int series = owner_[cell];
-      if (series < 0) s += ' ';
-      else if (color) s += in_color(detail::series_color(static_cast<size_t>(series)), braille(dots_[cell]));
-      else s += MARKERS[static_cast<size_t>(series) % 8];
+      if (series < 0)
+        s += ' ';
+      else if (color)
+        s += in_color(detail::series_color(static_cast<size_t>(series)), braille(dots_[cell]));
+      else
+        s += MARKERS[static_cast<size_t>(series) % 8];
     }
     return s;
   }
@@ -130,7 +139,8 @@ std::string x_ticks(const detail::PlotRange& r, int64_t width) {
 std::string line_plot_text(const std::vector<Series>& series, const PlotOptions& opt, const TextOptions& text) {
   const char* op = "line_plot_text";
   detail::PlotRange r = detail::plot_range(series, op);
-  if (opt.width < 2 || opt.height < 2) fail("{}: width and height must be at least 2, got {} and {}", op, opt.width, opt.height);
+  if (opt.width < 2 || opt.height < 2)
+    fail("{}: width and height must be at least 2, got {} and {}", op, opt.width, opt.height);
   const int64_t W = opt.width, H = opt.height;
   const bool color = use_color(text.color);
 
@@ -147,8 +157,10 @@ std::string line_plot_text(const std::vector<Series>& series, const PlotOptions&
       }
       int64_t px = nearest((x[i] - r.xmin) / (r.xmax - r.xmin) * static_cast<double>(canvas.dots_x() - 1));
       int64_t py = nearest((r.ymax - s.y[i]) / (r.ymax - r.ymin) * static_cast<double>(canvas.dots_y() - 1));
-      if (joined && !s.points) canvas.line(last_x, last_y, px, py, static_cast<int>(k));
-      else canvas.plot(px, py, static_cast<int>(k));
+      if (joined && !s.points)
+        canvas.line(last_x, last_y, px, py, static_cast<int>(k));
+      else
+        canvas.plot(px, py, static_cast<int>(k));
       joined = true, last_x = px, last_y = py;
     }
   }
@@ -170,16 +182,19 @@ std::string line_plot_text(const std::vector<Series>& series, const PlotOptions&
   if (!opt.ylabel.empty()) line(opt.ylabel);
   for (int64_t row = 0; row < H; ++row) {
     const std::string& label = ticks[static_cast<size_t>(row)];
-    line(spaces(L - static_cast<int64_t>(label.size())) + label + (label.empty() ? " |" : " +") + canvas.row(row, color));
+    line(spaces(L - static_cast<int64_t>(label.size())) + label + (label.empty() ? " |" : " +") +
+         canvas.row(row, color));
   }
   line(spaces(L) + " +" + std::string(static_cast<size_t>(W), '-'));
   line(spaces(L + 2) + x_ticks(r, W));
-  if (!opt.xlabel.empty()) line(spaces(L + 2 + std::max<int64_t>(0, (W - detail::text_width(opt.xlabel)) / 2)) + opt.xlabel);
+  if (!opt.xlabel.empty())
+    line(spaces(L + 2 + std::max<int64_t>(0, (W - detail::text_width(opt.xlabel)) / 2)) + opt.xlabel);
 
   std::string legend;
   for (size_t k = 0; k < series.size(); ++k) {
     std::string name = series[k].name.empty() ? fmt::format("series {}", k) : series[k].name;
-    std::string mark = color ? in_color(detail::series_color(k), series[k].points ? "•" : "━") : std::string(1, MARKERS[k % 8]);
+    std::string mark =
+        color ? in_color(detail::series_color(k), series[k].points ? "•" : "━") : std::string(1, MARKERS[k % 8]);
     legend += (k > 0 ? "   " : "") + mark + " " + name;
   }
   line(legend);

@@ -26,7 +26,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 int64_t count_lines(const std::string& dot, const std::string& part) {
   auto lines = lines_of(dot);
-  return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; });
+  return std::count_if(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(part) != std::string::npos; });
 }
 
 }  // namespace
@@ -97,6 +98,15 @@ TEST_CASE("viz/save_graph with and without Graphviz") {
       CHECK(test::has_text(doc, "ExpBackward"));  // Graphviz writes each label line as a <text>
       CHECK(test::has_text(doc, "SumBackward"));
     }
+  }
+  SUBCASE("a dot that fails is an Error naming the files") {
+    std::filesystem::create_directories(dir / "bin");
+    test::write_bytes(dir / "bin/dot", "#!/bin/sh\nexit 3\n");
+    std::filesystem::permissions(dir / "bin/dot", std::filesystem::perms::owner_all);
+    test::ScopedEnv path("PATH", (dir / "bin").string());
+    CHECK_THROWS_WITH_AS(save_graph(dir / "graph", loss), doctest::Contains("save_graph: `dot -Tsvg"), Error);
+    CHECK_THROWS_WITH_AS(save_graph(dir / "graph", loss), doctest::Contains("failed (exit status 3)"), Error);
+    CHECK(std::filesystem::exists(dir / "graph.dot"));
   }
   SUBCASE("without dot only the .dot file is written") {
     test::ScopedEnv path("PATH", (dir / "empty").string());  // a folder with no dot in it

@@ -144,8 +144,10 @@ TEST_CASE("viz/save_heatmap_svg edge cases") {
   }
   SUBCASE("bad tensors and labels") {
     CHECK_THROWS_WITH_AS(save_heatmap_svg(dir / "x.svg", zeros({2, 2, 2})),
-                         doctest::Contains("save_heatmap_svg: expected a 2-D tensor (rows, cols), got shape (2, 2, 2)"), Error);
-    CHECK_THROWS_WITH_AS(save_heatmap_svg(dir / "x.svg", zeros({3, 0})), doctest::Contains("empty tensor of shape (3, 0)"), Error);
+                         doctest::Contains("save_heatmap_svg: expected a 2-D tensor (rows, cols), got shape (2, 2, 2)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(save_heatmap_svg(dir / "x.svg", zeros({3, 0})),
+                         doctest::Contains("empty tensor of shape (3, 0)"), Error);
     CHECK_THROWS_WITH_AS(save_heatmap_svg(dir / "x.svg", zeros({2, 2}), {.col_labels = {"a", "b", "c"}}),
                          doctest::Contains("3 col_labels for a tensor of shape (2, 2), which needs 2"), Error);
     CHECK_FALSE(std::filesystem::exists(dir / "x.svg"));
@@ -184,10 +186,11 @@ TEST_CASE("viz/save_heatmap_grid_svg") {
   CHECK(test::with_class(doc, "col-label").size() == 15);
   CHECK(test::with_class(doc, "row-label").size() == 8);
 
-  CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", zeros({2, 3})),
-                       doctest::Contains("save_heatmap_grid_svg: expected a 4-D tensor (rows, cols, H, W), got shape (2, 3)"),
-                       Error);
-  CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", zeros({2, 0, 3, 3})), doctest::Contains("empty tensor of shape (2, 0, 3, 3)"), Error);
+  CHECK_THROWS_WITH_AS(
+      save_heatmap_grid_svg(dir / "x.svg", zeros({2, 3})),
+      doctest::Contains("save_heatmap_grid_svg: expected a 4-D tensor (rows, cols, H, W), got shape (2, 3)"), Error);
+  CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", zeros({2, 0, 3, 3})),
+                       doctest::Contains("empty tensor of shape (2, 0, 3, 3)"), Error);
   CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", m, {.col_titles = {"head 0"}}),
                        doctest::Contains("1 col_titles for a tensor of shape (2, 3, 4, 5), which needs 3"), Error);
   CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", m, {.cell = {.row_labels = {"a"}}}),

@@ -3,8 +3,12 @@
 // (two characters per entry, the ramp " .:-=+*#%@" in tenths of the range,
 // labels cut to 8 characters and column labels written downwards).
 #include <doctest/doctest.h>
-#include <qkv/qkv.hpp>
+#include <fcntl.h>
 #include <unistd.h>
+#include <qkv/qkv.hpp>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <cmath>
 #include <limits>
@@ -24,7 +28,8 @@ TEST_CASE("viz/heatmap_text plain") {
   SUBCASE("2x2 with labels") {
     // 0 1 2 3 over [0, 3]: t = 0, 1/3, 2/3, 1 -> tenths 0, 3, 6, 9 -> ' ', '-', '*', '@'
     Tensor m = tensor({0, 1, 2, 3}, {2, 2});
-    HeatmapOptions opt{.title = "T", .xlabel = "keys", .ylabel = "q", .row_labels = {"a", "b"}, .col_labels = {"x", "y"}};
+    HeatmapOptions opt{
+        .title = "T", .xlabel = "keys", .ylabel = "q", .row_labels = {"a", "b"}, .col_labels = {"x", "y"}};
     CHECK(heatmap_text(m, opt, PLAIN) ==
           "T\n"
           "q  keys\n"
@@ -38,8 +43,8 @@ TEST_CASE("viz/heatmap_text plain") {
   SUBCASE("pooled, masked and NaN") {
     // 2x2 blocks: mean 0, mean 1; a block with a NaN is NaN; a block of masked scores is masked.
     // The scale runs over the 11 finite, unmasked entries: [0, 2].
-    Tensor m = tensor({0, 0, 1, 1,  //
-                       0, 0, 1, 1,  //
+    Tensor m = tensor({0, 0, 1, 1,          //
+                       0, 0, 1, 1,          //
                        2, 2, -1e6f, -1e6f,  //
                        2, NaN, -1e6f, -1e6f},
                       {4, 4});
@@ -67,6 +72,19 @@ TEST_CASE("viz/heatmap_text plain") {
           "attenti… |++|\n"
           "         +--+\n"
           "constant: every entry is 5, drawn as ++\n");
+  }
+  SUBCASE("UTF-8 tokens are cut and aligned by characters, not bytes") {
+    // "équipement" is 10 characters (11 bytes): cut to 7 and "…"; "été" is 3 wide.
+    Tensor m = tensor({1, 2}, {2, 1});
+    HeatmapOptions opt{.row_labels = {"équipement", "été"}, .col_labels = {"où"}};
+    CHECK(heatmap_text(m, opt, PLAIN) ==
+          "          o\n"
+          "          ù\n"
+          "         +--+\n"
+          "équipem… |  |\n"
+          "été      |@@|\n"
+          "         +--+\n"
+          "scale: ' '=1 '.'=1.1 ':'=1.2 '-'=1.3 '='=1.4 '+'=1.5 '*'=1.6 '#'=1.7 '%'=1.8 '@'=1.9 (up to 2)\n");
   }
   SUBCASE("Inf, and limits given") {
     // vmin 0, vmax 10: 5 -> t = 0.5 -> '+'; 20 is clamped to '@'; +Inf is marked.
@@ -110,37 +128,82 @@ TEST_CASE("viz/heatmap_text colour") {
   CHECK(heatmap_text(m, {}, PLAIN).find('\x1b') == std::string::npos);
 }
 
+namespace {
+
+// Runs `f` with stdout on a pseudo-terminal, so that isatty(STDOUT_FILENO) is
+// true whatever runs the tests, and puts stdout back.
+template <class F>
+void with_terminal_stdout(F f) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(grantpt(master) == 0);
+  REQUIRE(unlockpt(master) == 0);
+  int terminal = open(ptsname(master), O_RDWR | O_NOCTTY);
+  REQUIRE(terminal >= 0);
+  std::fflush(stdout);
+  int saved = dup(STDOUT_FILENO);
+  dup2(terminal, STDOUT_FILENO);
+  f();
+  dup2(saved, STDOUT_FILENO);
+  close(saved);
+  close(terminal);
+  close(master);
+}
+
+}  // namespace
+
 TEST_CASE("viz/heatmap_text NO_COLOR") {
   Tensor m = tensor({0, 1}, {1, 2});
+  with_terminal_stdout([&] {
+    bool on_terminal = isatty(STDOUT_FILENO) == 1;
+    CHECK(on_terminal);
+    {
+      test::ScopedEnv env("NO_COLOR", std::nullopt);  // a terminal and no NO_COLOR: colour
+      CHECK(use_color(Color::Auto));
+      CHECK(heatmap_text(m).find("\x1b[48;2;68;1;84m") != std::string::npos);
+    }
+    {
+      test::ScopedEnv env("NO_COLOR", "1");  // NO_COLOR set: plain, even on a terminal
+      CHECK_FALSE(use_color(Color::Auto));
+      CHECK(heatmap_text(m).find('\x1b') == std::string::npos);
+      CHECK(use_color(Color::Always));  // Always overrides NO_COLOR
+    }
+    {
+      test::ScopedEnv env("NO_COLOR", "");  // empty counts as unset (no-color.org)
+      CHECK(use_color(Color::Auto));
+    }
+  });
   {
-    test::ScopedEnv env("NO_COLOR", "1");
-    CHECK_FALSE(use_color(Color::Auto));
-    CHECK(heatmap_text(m).find('\x1b') == std::string::npos);
-    CHECK(use_color(Color::Always));  // Always overrides NO_COLOR
-  }
-  {
+    // stdout not a terminal (a pipe): plain, with or without NO_COLOR.
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    std::fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    dup2(fds[1], STDOUT_FILENO);
     test::ScopedEnv env("NO_COLOR", std::nullopt);
-    // Unset: colour exactly when stdout is a terminal (under ctest it is not).
-    bool tty = isatty(STDOUT_FILENO) == 1;
-    CHECK(use_color(Color::Auto) == tty);
-    CHECK((heatmap_text(m).find('\x1b') != std::string::npos) == tty);
-  }
-  {
-    test::ScopedEnv env("NO_COLOR", "");  // empty counts as unset (no-color.org)
-    CHECK(use_color(Color::Auto) == (isatty(STDOUT_FILENO) == 1));
+    bool color = use_color(Color::Auto);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    close(fds[0]);
+    close(fds[1]);
+    CHECK_FALSE(color);
   }
 }
 
 TEST_CASE("viz/heatmap_text errors") {
-  CHECK_THROWS_WITH_AS(heatmap_text(zeros({3})), doctest::Contains("heatmap_text: expected a 2-D tensor (rows, cols), got shape (3)"), Error);
+  CHECK_THROWS_WITH_AS(heatmap_text(zeros({3})),
+                       doctest::Contains("heatmap_text: expected a 2-D tensor (rows, cols), got shape (3)"), Error);
   CHECK_THROWS_WITH_AS(heatmap_text(zeros({2, 3, 4})), doctest::Contains("got shape (2, 3, 4)"), Error);
-  CHECK_THROWS_WITH_AS(heatmap_text(zeros({0, 3})), doctest::Contains("heatmap_text: empty tensor of shape (0, 3)"), Error);
+  CHECK_THROWS_WITH_AS(heatmap_text(zeros({0, 3})), doctest::Contains("heatmap_text: empty tensor of shape (0, 3)"),
+                       Error);
   CHECK_THROWS_WITH_AS(heatmap_text(Tensor()), doctest::Contains("undefined"), Error);
   CHECK_THROWS_WITH_AS(heatmap_text(zeros({2, 2}), {.row_labels = {"a", "b", "c"}}),
-                       doctest::Contains("heatmap_text: 3 row_labels for a tensor of shape (2, 2), which needs 2"), Error);
+                       doctest::Contains("heatmap_text: 3 row_labels for a tensor of shape (2, 2), which needs 2"),
+                       Error);
   CHECK_THROWS_WITH_AS(heatmap_text(zeros({2, 5}), {.col_labels = {"a"}}),
                        doctest::Contains("1 col_labels for a tensor of shape (2, 5), which needs 5"), Error);
-  CHECK_THROWS_WITH_AS(heatmap_text(zeros({2, 2}), {.vmin = 1, .vmax = 1}), doctest::Contains("vmin 1 must be below vmax 1"), Error);
+  CHECK_THROWS_WITH_AS(heatmap_text(zeros({2, 2}), {.vmin = 1, .vmax = 1}),
+                       doctest::Contains("vmin 1 must be below vmax 1"), Error);
   CHECK_THROWS_WITH_AS(heatmap_text(zeros({2, 2}), {.vmin = 1}), doctest::Contains("colour range"), Error);
   CHECK_THROWS_WITH_AS(heatmap_text(zeros({2, 2}), {}, {.max_rows = 0}), doctest::Contains("max_rows"), Error);
 }

@@ -83,15 +83,18 @@ TEST_CASE("viz/line_plot_text colour") {
 }
 
 TEST_CASE("viz/line plots: errors") {
-  for (auto draw : {+[](const std::vector<Series>& s) { (void)line_plot_text(s); },
-                    +[](const std::vector<Series>& s) { save_line_plot_svg(test::TempDir("viz_plot_err") / "p.svg", s); }}) {
+  for (auto draw :
+       {+[](const std::vector<Series>& s) { (void)line_plot_text(s); },
+        +[](const std::vector<Series>& s) { save_line_plot_svg(test::TempDir("viz_plot_err") / "p.svg", s); }}) {
     CHECK_THROWS_WITH_AS(draw({}), doctest::Contains("no series to plot"), Error);
     CHECK_THROWS_WITH_AS(draw({{.name = "loss"}}), doctest::Contains("series 0 ('loss') has no points"), Error);
     CHECK_THROWS_WITH_AS(draw({{.name = "a", .y = {1}}, {.name = "b", .x = {1, 2, 3}, .y = {1, 2}}}),
                          doctest::Contains("series 1 ('b') has 3 x values and 2 y values"), Error);
-    CHECK_THROWS_WITH_AS(draw({{.name = "a", .y = {NaN, NaN}}}), doctest::Contains("no point has a finite x and y"), Error);
+    CHECK_THROWS_WITH_AS(draw({{.name = "a", .y = {NaN, NaN}}}), doctest::Contains("no point has a finite x and y"),
+                         Error);
   }
-  CHECK_THROWS_WITH_AS(line_plot_text({{.y = {1, 2}}}, {.width = 1}), doctest::Contains("width and height must be at least 2"), Error);
+  CHECK_THROWS_WITH_AS(line_plot_text({{.y = {1, 2}}}, {.width = 1}),
+                       doctest::Contains("width and height must be at least 2"), Error);
 }
 
 TEST_CASE("viz/save_line_plot_svg") {

@@ -15,8 +15,11 @@ TEST_CASE("viz/readme example") {
   // Attention of 3 queries over 4 keys, the last key padding (masked as d2l does, with -1e6).
   Tensor scores = tensor({2, 1, 0, -1e6f, 0, 3, 1, -1e6f, 1, 1, 1, -1e6f}, {3, 4});
   Tensor weights = softmax(scores, -1);  // (3, 4)
-  viz::HeatmapOptions opt{.title = "attention", .xlabel = "keys", .ylabel = "queries",
-                          .row_labels = {"i", "am", "home"}, .col_labels = {"je", "suis", "<eos>", "<pad>"}};
+  viz::HeatmapOptions opt{.title = "attention",
+                          .xlabel = "keys",
+                          .ylabel = "queries",
+                          .row_labels = {"i", "am", "home"},
+                          .col_labels = {"je", "suis", "<eos>", "<pad>"}};
   fmt::print("{}", viz::heatmap_text(weights, opt));  // coloured cells in a terminal, " .:-=+*#%@" in a file
   viz::save_heatmap_svg(dir / "weights.svg", weights, opt);
   viz::save_heatmap_svg(dir / "scores.svg", scores, opt);  // the padding drawn grey: "3 masked entries"
