@@ -27,10 +27,10 @@ namespace qkv::viz {
 // initialisers such as {.title = "attention"} may leave the others out.)
 struct HeatmapOptions {
   std::string title{};
-  std::string xlabel{}, ylabel{};                        // e.g. "keys", "queries"
+  std::string xlabel{}, ylabel{};                       // e.g. "keys", "queries"
   std::vector<std::string> row_labels{}, col_labels{};  // tokens on the axes; empty = indices 0, 1, …
-  float vmin = NAN, vmax = NAN;                      // colour-scale limits; NaN = min/max of the finite, unmasked entries
-  float masked_below = -1e5f;                        // entries <= this are masked scores (d2l masks with -1e6)
+  float vmin = NAN, vmax = NAN;  // colour-scale limits; NaN = min/max of the finite, unmasked entries
+  float masked_below = -1e5f;    // entries <= this are masked scores (d2l masks with -1e6)
 };
 
 // A 2-D tensor as a heatmap for the terminal; returns the text (the caller prints it).
@@ -44,7 +44,7 @@ void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const 
 struct GridOptions {
   std::string title{};
   std::vector<std::string> row_titles{}, col_titles{};  // e.g. "block 0", "head 1"
-  HeatmapOptions cell{};                             // axis labels, tokens, limits shared by every subplot
+  HeatmapOptions cell{};                                // axis labels, tokens, limits shared by every subplot
 };
 void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, const GridOptions& opt = {});
 

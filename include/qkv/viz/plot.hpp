@@ -28,7 +28,8 @@ struct PlotOptions {
   int width = 64, height = 16;
 };
 
-std::string line_plot_text(const std::vector<Series>& series, const PlotOptions& opt = {}, const TextOptions& text = {});
+std::string line_plot_text(const std::vector<Series>& series, const PlotOptions& opt = {},
+                           const TextOptions& text = {});
 void save_line_plot_svg(const std::filesystem::path& file, const std::vector<Series>& series,
                         const PlotOptions& opt = {});
 
