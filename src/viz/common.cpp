@@ -43,7 +43,9 @@ Scale make_scale(const std::vector<float>& values, const HeatmapOptions& opt, co
   for (float v : values) {
     switch (kind_of(v, opt.masked_below)) {
       case Kind::Value:
-        lo = std::min(lo, v), hi = std::max(hi, v), any = true;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        any = true;
         break;
       case Kind::Masked:
         ++s.masked;
@@ -96,7 +98,10 @@ Pooled pool(const Matrix& m, int64_t max_rows, int64_t max_cols, float masked_be
           Kind k = kind_of(v, masked_below);
           nan = nan || k == Kind::NaN;
           inf = inf || k == Kind::Inf;
-          if (k == Kind::Value) sum += v, ++count;
+          if (k == Kind::Value) {
+            sum += v;
+            ++count;
+          }
         }
       }
       float mean = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : masked_below;
@@ -174,15 +179,18 @@ PlotRange plot_range(const std::vector<Series>& series, const char* op) {
     std::vector<float> x = x_of(s);
     for (size_t i = 0; i < x.size(); ++i) {
       if (!std::isfinite(x[i]) || !std::isfinite(s.y[i])) continue;
-      r.xmin = std::min<double>(r.xmin, x[i]), r.xmax = std::max<double>(r.xmax, x[i]);
-      r.ymin = std::min<double>(r.ymin, s.y[i]), r.ymax = std::max<double>(r.ymax, s.y[i]);
+      r.xmin = std::min<double>(r.xmin, x[i]);
+      r.xmax = std::max<double>(r.xmax, x[i]);
+      r.ymin = std::min<double>(r.ymin, s.y[i]);
+      r.ymax = std::max<double>(r.ymax, s.y[i]);
     }
   }
   if (r.xmin > r.xmax) fail("{}: no point has a finite x and y", op);
   auto widen = [](double& lo, double& hi) {
     if (lo < hi) return;
     double half = lo != 0 ? std::abs(lo) / 2 : 1;
-    lo -= half, hi += half;
+    lo -= half;
+    hi += half;
   };
   widen(r.xmin, r.xmax);
   widen(r.ymin, r.ymax);

@@ -13,27 +13,6 @@
 
 namespace qkv::viz {
 
-namespace {
-
-// A step of 1, 2 or 5 times a power of ten that cuts `range` into about `count` parts.
-double nice_step(double range, int count) {
-  double raw = range / count;
-  double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double norm = raw / magnitude;
-  return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * magnitude;
-}
-
-// The multiples of the step within [lo, hi].
-std::vector<double> nice_ticks(double lo, double hi) {
-  double step = nice_step(hi - lo, 5);
-  std::vector<double> ticks;
-  for (double k = std::ceil(lo / step); k * step <= hi + step * 1e-9; ++k)
-    ticks.push_back(k * step == 0 ? 0 : k * step);
-  return ticks;
-}
-
-}  // namespace
-
 void save_line_plot_svg(const std::filesystem::path& file, const std::vector<Series>& series, const PlotOptions& opt) {
   const char* op = "save_line_plot_svg";
   detail::PlotRange r = detail::plot_range(series, op);
@@ -43,7 +22,7 @@ void save_line_plot_svg(const std::filesystem::path& file, const std::vector<Ser
   const double mx = (r.xmax - r.xmin) * 0.05, my = (r.ymax - r.ymin) * 0.05;
   const double xmin = r.xmin - mx, xmax = r.xmax + mx, ymin = r.ymin - my, ymax = r.ymax + my;
 
-  const std::vector<double> xticks = nice_ticks(xmin, xmax), yticks = nice_ticks(ymin, ymax);
+  const std::vector<double> xticks = detail::nice_ticks(xmin, xmax, 5), yticks = detail::nice_ticks(ymin, ymax, 5);
   double tick_width = 0;
   for (double v : yticks) tick_width = std::max(tick_width, detail::text_extent(detail::num(v), 11));
 

@@ -161,7 +161,9 @@ std::string line_plot_text(const std::vector<Series>& series, const PlotOptions&
         canvas.line(last_x, last_y, px, py, static_cast<int>(k));
       else
         canvas.plot(px, py, static_cast<int>(k));
-      joined = true, last_x = px, last_y = py;
+      joined = true;
+      last_x = px;
+      last_y = py;
     }
   }
 

@@ -4,6 +4,7 @@
 #include <qkv/viz/color.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace qkv::viz::detail {
 
@@ -55,6 +56,16 @@ std::string svg_text(double x, double y, const std::string& s, const TextStyle& 
 
 double text_extent(const std::string& s, double size) { return 0.6 * size * static_cast<double>(text_width(s)); }
 
+std::vector<double> nice_ticks(double lo, double hi, int parts) {
+  double raw = (hi - lo) / parts;
+  double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double norm = raw / magnitude;  // in [1, 10)
+  double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * magnitude;
+  std::vector<double> ticks;
+  for (double k = std::ceil(lo / step); k * step <= hi + step * 1e-9; ++k) ticks.push_back(k * step);
+  return ticks;
+}
+
 std::string svg_colorbar(const Scale& scale, double x, double y, double height, double& width) {
   constexpr double BAR = 16, TICK = 4;
   std::string out = "<g class=\"colorbar\">\n";
@@ -86,8 +97,12 @@ std::string svg_colorbar(const Scale& scale, double x, double y, double height, 
     out += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"url(#viridis)\" stroke=\"black\"/>\n", x,
         y, BAR, height);
-    for (int k = 0; k <= 4; ++k)  // lo, the quarters, hi
-      tick(y + height * (1 - k / 4.0), scale.lo + (static_cast<double>(scale.hi) - scale.lo) * k / 4.0);
+    // The two ends, and round values between them (one per ~40 px) not crowding the ends.
+    auto at = [&](double v) { return y + height * (scale.hi - v) / (static_cast<double>(scale.hi) - scale.lo); };
+    tick(at(scale.lo), scale.lo);
+    for (double v : nice_ticks(scale.lo, scale.hi, std::max(1, static_cast<int>(height / 40))))
+      if (at(v) < at(scale.lo) - 14 && at(v) > at(scale.hi) + 14) tick(at(v), v);
+    tick(at(scale.hi), scale.hi);
   }
   return out + "</g>\n";
 }

@@ -5,6 +5,7 @@
 // only the generic "sans-serif" family, which every browser has.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "viz/common.hpp"
 
@@ -28,6 +29,10 @@ std::string svg_text(double x, double y, const std::string& s, const TextStyle& 
 
 // About how wide a text is at a font size (sans-serif averages ~0.6 em per character).
 double text_extent(const std::string& s, double size = 12);
+
+// Tick values as people choose them: the multiples within [lo, hi] of a step
+// of 1, 2 or 5 times a power of ten that cuts the range into about `parts`.
+std::vector<double> nice_ticks(double lo, double hi, int parts);
 
 // A vertical colour bar with its values, top = hi, inside <g class="colorbar">;
 // returns the markup and sets `width` to how much room it takes right of x.
