@@ -126,6 +126,15 @@ TEST_CASE("viz/save_heatmap_svg edge cases") {
     CHECK(std::string(cells.at("0, 0: 1").attribute("fill").value()) == "#440154");  // the scale is [1, 6]
     CHECK(std::string(cells.at("2, 2: 6").attribute("fill").value()) == "#fde725");
   }
+  SUBCASE("every entry masked: no scale, an empty colour bar") {
+    save_heatmap_svg(dir / "e.svg", full({2, 2}, -1e6f));
+    pugi::xml_document doc = test::load_svg(dir / "e.svg");
+    CHECK(test::with_class(doc, "cell masked").size() == 4);
+    CHECK(note_containing(doc, "no colour scale: every entry is masked, NaN or Inf") != "");
+    auto bars = test::with_class(doc, "colorbar");
+    REQUIRE(bars.size() == 1);
+    CHECK(bars[0].select_nodes(".//text").empty());
+  }
   SUBCASE("pooled") {
     save_heatmap_svg(dir / "p.svg", zeros({300, 2}) + arange(2));
     pugi::xml_document doc = test::load_svg(dir / "p.svg");
@@ -186,6 +195,19 @@ TEST_CASE("viz/save_heatmap_grid_svg") {
   // row labels only left of the first column (4 x 2).
   CHECK(test::with_class(doc, "col-label").size() == 15);
   CHECK(test::with_class(doc, "row-label").size() == 8);
+
+  // Notes count over every subplot: 2 masked entries and 1 NaN in different subplots.
+  Tensor odd = zeros({1, 2, 2, 2}) + arange(2);
+  odd.data()[0] = -1e6f;
+  odd.data()[5] = -1e6f;
+  odd.data()[7] = NaN;
+  save_heatmap_grid_svg(dir / "odd.svg", odd);
+  pugi::xml_document odd_doc = test::load_svg(dir / "odd.svg");
+  CHECK(test::with_class(odd_doc, "subplot").size() == 2);
+  CHECK(test::with_class(odd_doc, "cell masked").size() == 2);
+  CHECK(test::with_class(odd_doc, "cell nonfinite").size() == 1);
+  CHECK(note_containing(odd_doc, "2 masked entries (<= -1e5)") != "");
+  CHECK(note_containing(odd_doc, "1 entry is NaN/Inf") != "");
 
   CHECK_THROWS_WITH_AS(
       save_heatmap_grid_svg(dir / "x.svg", zeros({2, 3})),
