@@ -382,6 +382,13 @@ std::vector<Case> all_cases() {
 
 bool is_gemm(const std::string& name) { return name.rfind("gemm/", 0) == 0 || name.rfind("bmm/", 0) == 0; }
 
+// Milliseconds to 4 significant digits (0.006123, 33.76, 3476.7): the
+// cases span six orders of magnitude.
+std::string ms(double x) {
+  int decimals = x > 0 ? std::clamp(3 - static_cast<int>(std::floor(std::log10(x))), 1, 6) : 1;
+  return fmt::format("{:.{}f}", x, decimals);
+}
+
 void print_table_header() {
   fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8}\n", "case", "thr", "median ms", "min–max ms", "rate", "peak MB");
 }
@@ -396,10 +403,10 @@ void print_table_row(const json& row) {
   } else if (row.contains("us_per_op")) {
     rate = fmt::format("{:.2f} µs/op", row["us_per_op"].get<double>());
   }
-  std::string spread = fmt::format("{:.3f}–{:.3f}", row["min_ms"].get<double>(), row["max_ms"].get<double>());
+  std::string spread = ms(row["min_ms"].get<double>()) + "–" + ms(row["max_ms"].get<double>());
   std::string memory = row.contains("peak_rss_mb") ? fmt::format("{:.1f}", row["peak_rss_mb"].get<double>()) : "";
-  fmt::print("{:<36} {:>3} {:>11.3f} {:>21}  {:<30} {:>8}\n", row["case"].get<std::string>(), row["threads"].get<int>(),
-             row["median_ms"].get<double>(), spread, rate, memory);
+  fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8}\n", row["case"].get<std::string>(), row["threads"].get<int>(),
+             ms(row["median_ms"].get<double>()), spread, rate, memory);
   std::fflush(stdout);
 }
 
@@ -445,9 +452,14 @@ int main(int argc, char** argv) {
     }
     reset_peak_rss();
     double before = status_mb("VmRSS:");
-    json row = to_json(it->name, it->run(), threads);
-    row["peak_rss_mb"] = status_mb("VmHWM:") - before;
-    fmt::print("{}\n", row.dump());
+    try {
+      json row = to_json(it->name, it->run(), threads);
+      row["peak_rss_mb"] = status_mb("VmHWM:") - before;
+      fmt::print("{}\n", row.dump());
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "bench: case {}: {}\n", one_case, e.what());
+      return 1;
+    }
     return 0;
   }
 
@@ -481,7 +493,8 @@ int main(int argc, char** argv) {
   } else {
     fmt::print("qkv bench on {} (CPU has: {}), compiled for {} ({} floats a vector), {} thread\n", cpu_model(),
                cpu_simd(), compiled_simd(), kernels::W, threads);
-    fmt::print("load average {} (1, 5, 15 min): other work on the machine makes the times noisy\n\n", load_average());
+    fmt::print("load average {} (1, 5, 15 min; well above 0, other work shares the CPU and the times are noisy)\n\n",
+               load_average());
     print_table_header();
   }
   double peak_gflops = 0;

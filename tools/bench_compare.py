@@ -9,8 +9,9 @@ For each case both ran, the ratio PyTorch time / qkv time of the medians:
 above 1, qkv is faster (2.00 = qkv takes half the time). The same ratio holds
 for GFLOP/s and tokens/s, the other way up. Peak memory is compared the same
 way (PyTorch MB / qkv MB: above 1, qkv uses less). The peak/fma row is the same
-loop measured twice (both files take it from qkv's bench), so its ratio shows
-how much the machine's speed moved between the two runs. Plain Python, no torch.
+loop measured twice (both files take it from qkv's bench), so its ratio (of
+the fastest repetitions, as a peak is a best case) shows how much the machine's
+speed moved between the two runs. Plain Python, no torch.
 """
 import argparse
 import json
@@ -55,6 +56,12 @@ def rate(row):
     return ""
 
 
+def ms(x):
+    """Milliseconds to 4 significant digits, as the benchmarks print them."""
+    decimals = min(max(3 - math.floor(math.log10(x)), 1), 6) if x > 0 else 1
+    return f"{x:.{decimals}f}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("qkv", help="JSON lines of build/release/bench --json")
@@ -77,15 +84,17 @@ def main():
         if name not in torch:
             continue
         t = torch[name]
-        ratio = t["median_ms"] / q["median_ms"]
-        if name != "peak/fma":
+        if name == "peak/fma":  # a peak is its best repetition (bench.cpp's fma_peak)
+            ratio = t["min_ms"] / q["min_ms"]
+        else:
+            ratio = t["median_ms"] / q["median_ms"]
             ratios.append(ratio)
         memory = ""
         if "peak_rss_mb" in q and "peak_rss_mb" in t:
             memory = f" {q['peak_rss_mb']:>8.1f} {t['peak_rss_mb']:>8.1f}"
             if q["peak_rss_mb"] >= 1 and t["peak_rss_mb"] >= 1:  # below 1 MB the page counts are noise
                 memory += f" {t['peak_rss_mb'] / q['peak_rss_mb']:>8.2f}"
-        print(f"{name:<36} {q['median_ms']:>10.3f} {t['median_ms']:>10.3f} {ratio:>9.2f}   {rate(q):>16} "
+        print(f"{name:<36} {ms(q['median_ms']):>10} {ms(t['median_ms']):>10} {ratio:>9.2f}   {rate(q):>16} "
               f"{rate(t):>16}{memory}")
     missing = sorted(set(qkv) ^ set(torch))
     if missing:

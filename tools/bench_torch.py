@@ -309,6 +309,12 @@ def is_gemm(name):
     return name.startswith("gemm/") or name.startswith("bmm/")
 
 
+def ms(x):
+    """Milliseconds to 4 significant digits (0.006123, 33.76, 3476.7), as bench.cpp prints them."""
+    decimals = min(max(3 - math.floor(math.log10(x)), 1), 6) if x > 0 else 1
+    return f"{x:.{decimals}f}"
+
+
 def table_header():
     print(f"{'case':<36} {'thr':>3} {'median ms':>11} {'min–max ms':>21}  {'rate':<30} {'peak MB':>8}")
 
@@ -323,9 +329,9 @@ def table_row(row):
         rate = f"{row['tokens_per_s']:.0f} tokens/s"
     elif "us_per_op" in row:
         rate = f"{row['us_per_op']:.2f} µs/op"
-    spread = f"{row['min_ms']:.3f}–{row['max_ms']:.3f}"
+    spread = f"{ms(row['min_ms'])}–{ms(row['max_ms'])}"
     memory = f"{row['peak_rss_mb']:.1f}" if "peak_rss_mb" in row else ""
-    print(f"{row['case']:<36} {row['threads']:>3} {row['median_ms']:>11.3f} {spread:>21}  {rate:<30} {memory:>8}",
+    print(f"{row['case']:<36} {row['threads']:>3} {ms(row['median_ms']):>11} {spread:>21}  {rate:<30} {memory:>8}",
           flush=True)
 
 
@@ -403,7 +409,8 @@ def main():
                   f"{blas['openblas_threads']} thread(s)")
         if not have_peak:
             print(f"no peak/fma row: {args.qkv_bench} is not built")
-        print(f"load average {meta['load_average']} (1, 5, 15 min): other work on the machine makes the times noisy\n")
+        print(f"load average {meta['load_average']} (1, 5, 15 min; well above 0, other work shares the CPU "
+              "and the times are noisy)\n")
         table_header()
 
     peak_gflops, failures = 0.0, 0
