@@ -376,6 +376,7 @@ def main():
         if args.case not in cases:
             print(f"bench_torch: no case named '{args.case}' (--list names them)", file=sys.stderr)
             return 2
+        import reference.nn_seq2seq, reference.nn_transformer  # noqa: F401  (their import is not the case's memory)
         reset_peak_rss()
         before = status_mb("VmRSS:")
         times, work = cases[args.case]()
