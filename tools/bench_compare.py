@@ -35,9 +35,9 @@ def read(path):
 
 
 def describe(meta):
-    parts = [meta.get("impl", "?")]
+    parts = []
     if meta.get("impl") == "torch":
-        parts.append(f"{meta.get('torch', '')}, BLAS {meta.get('blas', '?').split()[-1]}")
+        parts.append(f"torch {meta.get('torch', '')}, BLAS {meta.get('blas', '?').split()[-1]}")
         if "openblas_core" in meta:
             parts.append(f"OpenBLAS core {meta['openblas_core']}")
     else:
