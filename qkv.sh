@@ -4,7 +4,7 @@
 #   ./qkv.sh lessons    install Debian packages if missing, build (Release), run every lesson
 #   ./qkv.sh test       install Debian packages if missing, build (Release), run the whole test suite
 #   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
-#   ./qkv.sh bench      build and run the benchmark programs
+#   ./qkv.sh bench      build and run the benchmark (build/release/bench; arguments go to it)
 #   ./qkv.sh format     format the C++ sources with clang-format (--check: only report, exit 1 if any differ)
 #
 # Builds go to build/<preset>/ through CMake presets (CMakePresets.json).
@@ -62,9 +62,10 @@ case "${1:-}" in
     cmake --workflow --preset sanitize
     ;;
   bench)
+    # Further arguments go to bench: --json, --filter NAME, --list (see README, "Speed").
     install_missing
     build release
-    for b in build/release/bench_*; do "$b"; done
+    build/release/bench "${@:2}"
     ;;
   format)
     # Debian 12's clang-format (14), so every machine formats alike; .clang-format holds the style.

@@ -1,0 +1,521 @@
+// bench: how fast qkv is at what a user calls, one row per case, in the same
+// rows tools/bench_torch.py prints for PyTorch (tools/bench_compare.py
+// divides one by the other).
+//
+//   build/release/bench                    the table
+//   build/release/bench --json             the same rows as JSON lines
+//   build/release/bench --filter train/    only the cases whose name contains "train/"
+//   build/release/bench --list             the case names
+//
+// The cases:
+//   peak/fma          not qkv: a register-only loop of fused multiply-adds on
+//                     the widest vectors the kernels use (kernels/simd.hpp),
+//                     one thread. The most this core can compute; every GEMM
+//                     row gives its share of it.
+//   gemm/M x K x N    matmul (M, K)·(K, N) under NoGradGuard: square sizes,
+//                     and the products the course's Linear layers make
+//   bmm/B x M x K x N bmm (B, M, K)·(B, K, N): attention scores Q·Kᵀ with
+//                     B = batch·heads
+//   overhead/…        1,000 adds of one-element tensors that require grad:
+//                     the cost of recording (and backpropagating) one op
+//   sdpa/T…           softmax(Q·Kᵀ/√d)·V forward and backward, B 8, H 4, d 64
+//   train/…           one training step (forward, loss, backward, clipping,
+//                     Adam) of the course's three translation models
+//
+// How a case is timed: warm-up runs, then timed runs until both a minimum
+// count and a time budget are reached (or a maximum count); the row gives
+// the median and the min–max spread. Each case runs in a process of its own
+// (this program runs itself with --case NAME), so that its peak memory (peak
+// RSS minus the RSS before the case) is its own and no case inherits the
+// heap another left behind. tools/bench_torch.py follows the same rules.
+//
+// Left out on purpose: threads (qkv runs on one; --threads is there so both
+// sides of a comparison say the same), and kernel-against-reference timings,
+// which bench_gemm and bench_elementwise keep.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <qkv/qkv.hpp>
+#include <string>
+#include <vector>
+
+#include "kernels/simd.hpp"
+
+namespace {
+
+using namespace qkv;
+using json = nlohmann::ordered_json;
+
+// --- timing ------------------------------------------------------------------------
+
+struct Timing {
+  int warmup;       // untimed runs first (caches, the allocator, lazy state)
+  int min_reps;     // then at least this many timed runs,
+  int max_reps;     // at most this many,
+  double budget_s;  // and past min_reps, stop once this much time is spent
+};
+constexpr Timing kShort{3, 10, 500, 0.5};  // GEMM, per-op overhead
+constexpr Timing kLong{1, 5, 50, 2.0};     // attention
+constexpr Timing steps(int reps) { return {3, reps, reps, 0.0}; }
+
+template <class F>
+double seconds(F&& f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Runs one repetition at a time; each returns the seconds it timed itself,
+// so a case can leave its setup (drawing the next batch) off the clock.
+// Returns the timed repetitions, sorted.
+std::vector<double> repeat(const std::function<double()>& once, Timing timing) {
+  for (int i = 0; i < timing.warmup; ++i) once();
+  std::vector<double> times;
+  double total = 0;
+  while (static_cast<int>(times.size()) < timing.min_reps ||
+         (total < timing.budget_s && static_cast<int>(times.size()) < timing.max_reps)) {
+    times.push_back(once());
+    total += times.back();
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
+// One row of the table: the sorted times of a case, and what one repetition does.
+struct Row {
+  std::vector<double> times;  // seconds, sorted
+  double flops = 0;           // per repetition: the row shows GFLOP/s
+  double tokens = 0;          // per repetition: the row shows tokens/s
+  double ops = 0;             // per repetition: the row shows µs per op
+  bool best_rate = false;     // GFLOP/s from the fastest repetition, not the median
+};
+
+json to_json(const std::string& name, const Row& row, int threads) {
+  double median = row.times[row.times.size() / 2];
+  if (row.times.size() % 2 == 0) median = (median + row.times[row.times.size() / 2 - 1]) / 2;
+  json j = {{"case", name},
+            {"threads", threads},
+            {"reps", row.times.size()},
+            {"median_ms", median * 1e3},
+            {"min_ms", row.times.front() * 1e3},
+            {"max_ms", row.times.back() * 1e3}};
+  if (row.flops > 0) j["gflops"] = row.flops / (row.best_rate ? row.times.front() : median) / 1e9;
+  if (row.tokens > 0) j["tokens_per_s"] = row.tokens / median;
+  if (row.ops > 0) j["us_per_op"] = median / row.ops * 1e6;
+  return j;
+}
+
+// --- the machine -------------------------------------------------------------------
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+// The SIMD the CPU offers, of the sets that matter to float kernels.
+std::string cpu_simd() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::string found;
+    for (const char* flag : {"avx512f", "avx512_fp16", "avx2", "fma", "avx", "sse4_2", "neon", "asimd"})
+      if ((line + " ").find(fmt::format(" {} ", flag)) != std::string::npos)
+        found += (found.empty() ? "" : " ") + std::string(flag);
+    return found;
+  }
+  return "unknown";
+}
+
+// The SIMD this binary was compiled for (-march), from the compiler's macros.
+std::string compiled_simd() {
+#if defined(__AVX512F__)
+  std::string set = "AVX-512F";
+#if defined(__AVX512BW__)
+  set += " BW";
+#endif
+#if defined(__AVX512DQ__)
+  set += " DQ";
+#endif
+#if defined(__AVX512VL__)
+  set += " VL";
+#endif
+  return set;
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "AVX2 FMA";
+#elif defined(__AVX2__)
+  return "AVX2";
+#elif defined(__AVX__)
+  return "AVX";
+#elif defined(__SSE4_2__)
+  return "SSE4.2";
+#elif defined(__ARM_NEON)
+  return "NEON";
+#else
+  return "no SIMD macro (scalar or SSE2)";
+#endif
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0, five = 0, fifteen = 0;
+  in >> one >> five >> fifteen;
+  return fmt::format("{:.2f} {:.2f} {:.2f}", one, five, fifteen);
+}
+
+// A "VmRSS:" or "VmHWM:" (peak RSS) line of /proc/self/status, in MB.
+double status_mb(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size())) / 1024;  // kB
+  return 0;
+}
+
+// Writing 5 to clear_refs resets VmHWM to the current RSS (Linux ≥ 4.0), so
+// a peak left by start-up is not counted; if it fails the peak is only an
+// upper bound.
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// --- peak/fma: what one core can compute --------------------------------------------
+
+// 16 independent chains acc = acc·x + y keep both FMA units busy through
+// their latency (2 units × 4 cycles needs 8 in flight) without leaving the
+// registers: no loads, no stores, only fused multiply-adds. x < 1 keeps the
+// values finite and away from denormals.
+// NOTE: a peak is a best case, and other work on the machine only ever slows
+// the loop down, so this row's GFLOP/s comes from its fastest repetition
+// (every other row's from its median).
+Row fma_peak() {
+  using kernels::batch;
+  constexpr int kChains = 16;
+  constexpr int64_t kIters = 2'000'000;
+  volatile float seed = 0.999f;  // unknown to the compiler, so nothing folds
+  auto once = [&] {
+    return seconds([&] {
+      batch acc[kChains], x(seed), y(1e-4f);
+      for (int c = 0; c < kChains; ++c) acc[c] = batch(static_cast<float>(c) * 1e-3f);
+      for (int64_t i = 0; i < kIters; ++i)
+        for (int c = 0; c < kChains; ++c) acc[c] = xsimd::fma(acc[c], x, y);
+      batch sum = acc[0];
+      for (int c = 1; c < kChains; ++c) sum += acc[c];
+      seed = xsimd::hadd(sum) > 0 ? seed : 0.f;  // the result is used
+    });
+  };
+  Row row;
+  row.times = repeat(once, {1, 10, 100, 0.5});
+  row.flops = 2.0 * static_cast<double>(kIters) * kChains * kernels::W;
+  row.best_rate = true;
+  return row;
+}
+
+// --- GEMM: matmul and bmm as a user calls them ----------------------------------------
+
+Row gemm(int64_t M, int64_t K, int64_t N) {
+  Generator gen(0);
+  Tensor a = randn({M, K}, gen), b = randn({K, N}, gen);
+  NoGradGuard no_grad;
+  Row row;
+  row.times = repeat([&] { return seconds([&] { Tensor c = matmul(a, b); }); }, kShort);  // (M, K)·(K, N) -> (M, N)
+  row.flops = 2.0 * static_cast<double>(M * K * N);
+  return row;
+}
+
+Row batched_gemm(int64_t B, int64_t M, int64_t K, int64_t N) {
+  Generator gen(0);
+  Tensor a = randn({B, M, K}, gen), b = randn({B, K, N}, gen);
+  NoGradGuard no_grad;
+  Row row;
+  row.times = repeat([&] { return seconds([&] { Tensor c = bmm(a, b); }); }, kShort);  // -> (B, M, N)
+  row.flops = 2.0 * static_cast<double>(B * M * K * N);
+  return row;
+}
+
+// --- per-op overhead: a chain of one-element adds ------------------------------------
+
+constexpr int kChainOps = 1000;
+
+// y = a + b + b + … (1,000 adds), a and b one-element leaves that require
+// grad; with `backward`, y.backward() too. The graph is freed inside the
+// timed region, as it is in a training step.
+Row add_chain(bool with_backward) {
+  Tensor a = ones({1}).requires_grad_(), b = ones({1}).requires_grad_();
+  auto once = [&] {
+    double t = seconds([&] {
+      Tensor y = a;
+      for (int i = 0; i < kChainOps; ++i) y = add(y, b);
+      if (with_backward) y.backward();
+    });
+    a.zero_grad(), b.zero_grad();
+    return t;
+  };
+  Row row;
+  row.times = repeat(once, kShort);
+  row.ops = kChainOps;
+  return row;
+}
+
+// --- scaled dot-product attention, forward and backward --------------------------------
+
+// Letters: B batch, H heads, T steps, d head size.
+//   O = softmax(Q·Kᵀ/√d)·V          Q, K, V (B, H, T, d), no mask, no dropout
+// then O.backward(dO) with a fixed random dO. GFLOP/s counts the six
+// matrix products (2 forward, 4 backward), 12·B·H·T²·d flops; softmax and
+// the transpose are extra work the count leaves out.
+Row attention(int64_t T) {
+  const int64_t B = 8, H = 4, d = 64;
+  Generator gen(0);
+  Tensor Q = randn({B, H, T, d}, gen).requires_grad_(), K = randn({B, H, T, d}, gen).requires_grad_(),
+         V = randn({B, H, T, d}, gen).requires_grad_(), dO = randn({B, H, T, d}, gen);
+  auto once = [&] {
+    double t = seconds([&] {
+      Tensor scores = div(matmul(Q, transpose(K, -2, -1)), std::sqrt(static_cast<float>(d)));  // (B, H, T, T)
+      Tensor O = matmul(softmax(scores, -1), V);                                               // (B, H, T, d)
+      O.backward(dO);
+    });
+    Q.zero_grad(), K.zero_grad(), V.zero_grad();
+    return t;
+  };
+  Row row;
+  row.times = repeat(once, kLong);
+  row.flops = 12.0 * static_cast<double>(B * H * T * T * d);
+  return row;
+}
+
+// --- training steps of the course's translation models -------------------------------
+
+struct TrainSpec {
+  bool transformer;  // else the GRU encoder with the Bahdanau decoder
+  int64_t src_vocab, tgt_vocab;
+  int64_t hiddens;      // the GRU's hidden size (= embedding size), or d_model
+  int64_t ffn_hiddens;  // Transformer only
+  int64_t heads;        // Transformer only
+  int64_t layers;       // GRU layers, or blocks in each of encoder and decoder
+  int64_t batch, steps;
+  int reps;
+};
+
+std::shared_ptr<nn::EncoderDecoder> make_model(const TrainSpec& s) {
+  const float dropout = 0.1f;
+  if (s.transformer)
+    return std::make_shared<nn::EncoderDecoder>(
+        std::make_shared<nn::TransformerEncoder>(s.src_vocab, s.hiddens, s.ffn_hiddens, s.heads, s.layers, dropout),
+        std::make_shared<nn::TransformerDecoder>(s.tgt_vocab, s.hiddens, s.ffn_hiddens, s.heads, s.layers, dropout));
+  return std::make_shared<nn::EncoderDecoder>(
+      std::make_shared<nn::Seq2SeqEncoder>(s.src_vocab, s.hiddens, s.hiddens, s.layers, dropout),
+      std::make_shared<nn::Seq2SeqAttentionDecoder>(s.tgt_vocab, s.hiddens, s.hiddens, s.layers, dropout));
+}
+
+// One step on a random batch: source ids (B, T) with lengths in [3, T],
+// target ids Y (B, T); the decoder reads Y shifted right behind bos (id 1),
+// teacher forcing; the loss is the cross-entropy averaged over all B·T
+// target tokens; then clip_grad_norm_(1.0) and Adam (lr 0.005). The batch
+// is drawn off the clock.
+Row train(const TrainSpec& s) {
+  const int64_t B = s.batch, T = s.steps, V = s.tgt_vocab, bos = 1;
+  auto model = make_model(s);
+  model->train();
+  std::vector<Tensor> params = model->parameters();
+  optim::Adam opt(params, 0.005f);
+  Generator gen(0);
+  auto once = [&] {
+    IntTensor X = randint(0, s.src_vocab, {B, T}, gen), Y = randint(0, V, {B, T}, gen);
+    IntTensor X_len = randint(3, T + 1, {B}, gen), dec_X = IntTensor::empty({B, T});
+    for (int64_t b = 0; b < B; ++b) {
+      dec_X.data()[b * T] = bos;
+      for (int64_t t = 1; t < T; ++t) dec_X.data()[b * T + t] = Y.data()[b * T + t - 1];
+    }
+    return seconds([&] {
+      opt.zero_grad();
+      Tensor logits = model->forward(X, dec_X, X_len);                               // (B, T, V)
+      Tensor loss = cross_entropy(reshape(logits, {B * T, V}), Y.reshape({B * T}));  // mean over B·T tokens
+      loss.backward();
+      optim::clip_grad_norm_(params, 1.0f);
+      opt.step();
+    });
+  };
+  Row row;
+  row.times = repeat(once, steps(s.reps));
+  row.tokens = static_cast<double>(B * T);
+  return row;
+}
+
+// --- the cases -------------------------------------------------------------------------
+
+struct Case {
+  std::string name;
+  std::function<Row()> run;
+};
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases{{"peak/fma", fma_peak}};
+  for (int64_t n : {64, 128, 256, 512, 1024})
+    cases.push_back({fmt::format("gemm/{}x{}x{}", n, n, n), [n] { return gemm(n, n, n); }});
+  // Linear layers of the lessons: 64·10 tokens through 32 -> 96 and the
+  // 32 -> 201 output layer; the large Transformer's FFN (32·32 tokens,
+  // 256 -> 1024) and the same at 2,560 tokens.
+  for (auto [M, K, N] :
+       {std::tuple<int64_t, int64_t, int64_t>{640, 32, 96}, {640, 32, 201}, {1024, 256, 1024}, {2560, 256, 1024}})
+    cases.push_back({fmt::format("gemm/{}x{}x{}", M, K, N), [M, K, N] { return gemm(M, K, N); }});
+  // Attention scores Q·Kᵀ, (B·H, T, d)·(B·H, d, T): the lessons' 64 × 4
+  // heads of 8 over 10 steps, and 8 × 4 heads of 64 over 128 and 512 steps.
+  for (auto [B, T, d] : {std::tuple<int64_t, int64_t, int64_t>{256, 10, 8}, {32, 128, 64}, {32, 512, 64}})
+    cases.push_back({fmt::format("bmm/{}x{}x{}x{}", B, T, d, T), [B, T, d] { return batched_gemm(B, T, d, T); }});
+  cases.push_back({"overhead/add_chain_forward", [] { return add_chain(false); }});
+  cases.push_back({"overhead/add_chain_forward_backward", [] { return add_chain(true); }});
+  for (int64_t T : {128, 512, 1024}) cases.push_back({fmt::format("sdpa/T{}", T), [T] { return attention(T); }});
+  cases.push_back({"train/bahdanau_gru", [] { return train({false, 184, 201, 32, 0, 0, 2, 64, 10, 20}); }});
+  cases.push_back({"train/transformer_d32", [] { return train({true, 184, 201, 32, 64, 4, 2, 64, 10, 20}); }});
+  cases.push_back({"train/transformer_d256", [] { return train({true, 1000, 1000, 256, 1024, 4, 2, 32, 32, 10}); }});
+  return cases;
+}
+
+// --- printing ----------------------------------------------------------------------------
+
+bool is_gemm(const std::string& name) { return name.rfind("gemm/", 0) == 0 || name.rfind("bmm/", 0) == 0; }
+
+// Milliseconds to 4 significant digits (0.006123, 33.76, 3476.7): the
+// cases span six orders of magnitude.
+std::string ms(double x) {
+  int decimals = x > 0 ? std::clamp(3 - static_cast<int>(std::floor(std::log10(x))), 1, 6) : 1;
+  return fmt::format("{:.{}f}", x, decimals);
+}
+
+void print_table_header() {
+  fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8}\n", "case", "thr", "median ms", "min–max ms", "rate", "peak MB");
+}
+
+void print_table_row(const json& row) {
+  std::string rate;
+  if (row.contains("gflops")) {
+    rate = fmt::format("{:.1f} GFLOP/s", row["gflops"].get<double>());
+    if (row.contains("peak_share")) rate += fmt::format(" ({:.0f}% of peak)", 100 * row["peak_share"].get<double>());
+  } else if (row.contains("tokens_per_s")) {
+    rate = fmt::format("{:.0f} tokens/s", row["tokens_per_s"].get<double>());
+  } else if (row.contains("us_per_op")) {
+    rate = fmt::format("{:.2f} µs/op", row["us_per_op"].get<double>());
+  }
+  std::string spread = ms(row["min_ms"].get<double>()) + "–" + ms(row["max_ms"].get<double>());
+  std::string memory = row.contains("peak_rss_mb") ? fmt::format("{:.1f}", row["peak_rss_mb"].get<double>()) : "";
+  fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8}\n", row["case"].get<std::string>(), row["threads"].get<int>(),
+             ms(row["median_ms"].get<double>()), spread, rate, memory);
+  std::fflush(stdout);
+}
+
+// Runs `name` in a process of its own (this program with --case) and
+// returns the JSON row it prints.
+json run_in_own_process(const std::string& name, int threads) {
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string command = fmt::format("'{}' --case '{}' --threads {}", self, name, threads);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) fail("bench: cannot run {}", command);
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  if (int status = pclose(pipe); status != 0) fail("bench: case {} failed (exit status {})", name, status);
+  return json::parse(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"qkv's benchmark: one row per case (tools/bench_torch.py prints the same for PyTorch)"};
+  bool as_json = false, list = false;
+  std::vector<std::string> filters;
+  std::string one_case;
+  int threads = 1;
+  app.add_flag("--json", as_json, "print the rows as JSON lines instead of a table");
+  app.add_option("--filter", filters, "run only the cases whose name contains this (may repeat: any of them)");
+  app.add_option("--threads", threads, "threads to run on (qkv runs on one)");
+  app.add_flag("--list", list, "print the case names and exit");
+  app.add_option("--case", one_case, "run this one case here and print its JSON row (each case runs so)");
+  CLI11_PARSE(app, argc, argv);
+  if (threads != 1) {
+    fmt::print(stderr, "bench: --threads {}: qkv runs on one thread, so only --threads 1\n", threads);
+    return 2;
+  }
+
+  std::vector<Case> cases = all_cases();
+  if (!one_case.empty()) {  // a case in its own process: its one row, with its own peak memory
+    auto it = std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.name == one_case; });
+    if (it == cases.end()) {
+      fmt::print(stderr, "bench: no case named '{}' (--list names them)\n", one_case);
+      return 2;
+    }
+    reset_peak_rss();
+    double before = status_mb("VmRSS:");
+    try {
+      json row = to_json(it->name, it->run(), threads);
+      row["peak_rss_mb"] = status_mb("VmHWM:") - before;
+      fmt::print("{}\n", row.dump());
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "bench: case {}: {}\n", one_case, e.what());
+      return 1;
+    }
+    return 0;
+  }
+
+  std::vector<std::string> selected;
+  for (const Case& c : cases)
+    if (filters.empty() || std::any_of(filters.begin(), filters.end(),
+                                       [&](const std::string& f) { return c.name.find(f) != std::string::npos; }))
+      selected.push_back(c.name);
+  if (list) {
+    for (const Case& c : cases) fmt::print("{}\n", c.name);
+    return 0;
+  }
+  if (selected.empty()) {
+    fmt::print(stderr, "bench: no case matches the filter (--list names them)\n");
+    return 2;
+  }
+  // GEMM rows give their share of the FMA peak, so the peak is measured first.
+  bool any_gemm = std::any_of(selected.begin(), selected.end(), is_gemm);
+  if (any_gemm && std::find(selected.begin(), selected.end(), "peak/fma") == selected.end())
+    selected.insert(selected.begin(), "peak/fma");
+
+  json meta = {{"impl", "qkv"},
+               {"cpu", cpu_model()},
+               {"cpu_simd", cpu_simd()},
+               {"compiled_simd", compiled_simd()},
+               {"vector_floats", kernels::W},
+               {"threads", threads},
+               {"load_average", load_average()}};
+  if (as_json) {
+    fmt::print("{}\n", json{{"meta", meta}}.dump());
+  } else {
+    fmt::print("qkv bench on {} (CPU has: {}), compiled for {} ({} floats a vector), {} thread\n", cpu_model(),
+               cpu_simd(), compiled_simd(), kernels::W, threads);
+    fmt::print("load average {} (1, 5, 15 min; well above 0, other work shares the CPU and the times are noisy)\n\n",
+               load_average());
+    print_table_header();
+  }
+  double peak_gflops = 0;
+  int failures = 0;
+  for (const std::string& name : selected) {
+    json row;
+    try {
+      row = run_in_own_process(name, threads);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "{}\n", e.what());
+      ++failures;
+      continue;
+    }
+    if (name == "peak/fma") peak_gflops = row["gflops"].get<double>();
+    if (is_gemm(name) && peak_gflops > 0) row["peak_share"] = row["gflops"].get<double>() / peak_gflops;
+    if (as_json) {
+      fmt::print("{}\n", row.dump());
+      std::fflush(stdout);
+    } else {
+      print_table_row(row);
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
