@@ -6,6 +6,7 @@
 //   ops     the functional ops, each forward with its backward beside it
 //   nn      Module and the layers;  optim  the optimizers;  data  corpora and batches
 //   io      checkpoints (reads nn modules and optimizers: the one sideways arrow)
+//   viz     pictures of tensors: heatmaps, line plots, the autograd graph (reads core only)
 #pragma once
 #include <qkv/core.hpp>
 #include <qkv/data.hpp>
@@ -13,3 +14,4 @@
 #include <qkv/nn.hpp>
 #include <qkv/ops.hpp>
 #include <qkv/optim.hpp>
+#include <qkv/viz.hpp>

@@ -1,0 +1,119 @@
+// graph_dot and save_graph: the autograd graph behind a tensor, as Graphviz DOT.
+//
+// The graph is the one backward() walks (autograd.hpp): a tensor made by an
+// op holds a Node with the op's name and its inputs. Walking it breadth-first
+// from the root gives every tensor once; a tensor becomes an op node (the
+// op's name and the output's shape) when an op made it, a leaf node (its
+// shape; filled when it requires grad) when none did. An input used twice
+// (x * x) gets two edges.
+#include <qkv/core/autograd.hpp>
+#include <qkv/core/error.hpp>
+#include <qkv/viz/graph.hpp>
+
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "viz/common.hpp"
+
+extern char** environ;  // POSIX: the environment the dot process inherits
+
+namespace qkv::viz {
+
+namespace {
+
+// A DOT string literal's contents: backslash and quote escaped (labels hold \n on purpose, added after).
+std::string dot_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+// The full path of `program` in a folder of $PATH, or empty when it is in none.
+std::string find_on_path(std::string_view program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  std::string_view folders = path;
+  while (true) {
+    size_t colon = folders.find(':');
+    std::string folder(folders.substr(0, colon));
+    std::string candidate = (folder.empty() ? "." : folder) + "/" + std::string(program);
+    struct stat info {};
+    if (stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (colon == std::string_view::npos) return "";
+    folders.remove_prefix(colon + 1);
+  }
+}
+
+}  // namespace
+
+std::string graph_dot(const Tensor& root) {
+  if (!root.defined()) fail("graph_dot: undefined tensor");
+  std::unordered_map<const TensorImpl*, size_t> id;  // tensor -> its node number, in order of discovery
+  std::vector<const TensorImpl*> tensors;
+  std::vector<std::pair<size_t, size_t>> edges;  // (input, op)
+  auto visit = [&](const TensorImpl* t) {
+    auto [it, fresh] = id.try_emplace(t, tensors.size());
+    if (fresh) tensors.push_back(t);
+    return it->second;
+  };
+  visit(root.impl().get());
+  for (size_t i = 0; i < tensors.size(); ++i) {  // breadth-first: `tensors` grows as the walk finds inputs
+    if (!tensors[i]->grad_fn) continue;
+    for (const Tensor& input : tensors[i]->grad_fn->inputs)
+      if (input.defined()) edges.emplace_back(visit(input.impl().get()), i);
+  }
+
+  std::string out = "digraph autograd {\n  rankdir=LR;\n  node [fontname=\"sans-serif\", fontsize=11];\n";
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorImpl& t = *tensors[i];
+    std::string shape = dot_escape(t.shape.str());
+    std::string root_mark = i == 0 ? ", peripheries=2" : "";
+    if (t.grad_fn)
+      out += fmt::format("  t{} [label=\"{}\\n{}\", shape=ellipse{}];\n", i, dot_escape(t.grad_fn->name), shape, root_mark);
+    else if (t.requires_grad)
+      out += fmt::format("  t{} [label=\"leaf {}\\nrequires_grad\", shape=box, style=filled, fillcolor=\"#cfe2f3\"{}];\n",
+                         i, shape, root_mark);
+    else
+      out += fmt::format("  t{} [label=\"leaf {}\", shape=box{}];\n", i, shape, root_mark);
+  }
+  for (auto [from, to] : edges) out += fmt::format("  t{} -> t{};\n", from, to);
+  return out + "}\n";
+}
+
+GraphFiles save_graph(const std::filesystem::path& stem, const Tensor& root) {
+  const char* op = "save_graph";
+  GraphFiles files;
+  files.dot = stem;
+  files.dot += ".dot";
+  detail::write_file(files.dot, graph_dot(root), op);
+
+  std::string dot = find_on_path("dot");
+  if (dot.empty()) return files;  // no Graphviz: the .dot file is all there is
+  std::filesystem::path svg = stem;
+  svg += ".svg";
+  // Run dot directly, without a shell, so no path needs quoting.
+  std::string in = files.dot.string(), out = svg.string();
+  std::vector<char*> argv{dot.data(), const_cast<char*>("-Tsvg"), in.data(), const_cast<char*>("-o"), out.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, dot.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
+    fail("{}: cannot run {} to render {}", op, dot, in);
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail("{}: `dot -Tsvg {} -o {}` failed (status {})", op, in, out, status);
+  files.svg = svg;
+  return files;
+}
+
+}  // namespace qkv::viz

@@ -1,0 +1,236 @@
+// save_heatmap_svg and save_heatmap_grid_svg: matrices as SVG files.
+//
+// A heatmap is square cells, row 0 at the top and column 0 at the left (as
+// matplotlib's imshow and d2l's show_heatmaps), row labels on the left,
+// column labels below (turned upright when they do not fit a cell), the
+// axis labels, and a colour bar on the right. Every cell carries a <title>
+// (row, column and value), which a browser shows on hover. Masked cells are
+// grey, NaN/Inf cells white with a red cross; the notes under the picture
+// count them.
+#include <qkv/core/error.hpp>
+#include <qkv/viz/heatmap.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "viz/common.hpp"
+#include "viz/svg.hpp"
+
+namespace qkv::viz {
+
+using detail::Kind;
+
+namespace {
+
+constexpr double MARGIN = 10, LABEL_SIZE = 11, GAP = 16;
+constexpr int64_t SVG_MAX_CELLS = 256;  // per side; larger matrices are pooled
+constexpr int64_t LABEL_WIDTH = 16;     // characters of a token label
+
+// The axis labels of one matrix and the room they take.
+struct Labels {
+  std::vector<std::string> rows, cols;
+  int64_t row_step = 1, col_step = 1;  // label every row_step-th row (small cells cannot hold every label)
+  bool upright = false;                // column labels turned to read upwards
+  double row_width = 0, col_height = 0;
+};
+
+Labels make_labels(const HeatmapOptions& opt, const detail::Matrix& full, const detail::Pooled& p, double cell) {
+  Labels l;
+  l.rows = detail::axis_labels(opt.row_labels, full.rows, p.block_rows);
+  l.cols = detail::axis_labels(opt.col_labels, full.cols, p.block_cols);
+  double widest_col = 0;
+  for (std::string& r : l.rows) {
+    r = detail::truncate(r, LABEL_WIDTH);
+    l.row_width = std::max(l.row_width, detail::text_extent(r, LABEL_SIZE));
+  }
+  for (std::string& c : l.cols) {
+    c = detail::truncate(c, LABEL_WIDTH);
+    widest_col = std::max(widest_col, detail::text_extent(c, LABEL_SIZE));
+  }
+  l.row_step = l.col_step = static_cast<int64_t>(std::ceil(12.0 / cell));
+  l.upright = widest_col > cell - 2;
+  if (!l.upright) l.col_step = 1;
+  l.col_height = l.upright ? widest_col + 6 : 16;
+  return l;
+}
+
+std::string cell_markup(float v, float masked_below, const detail::Scale& scale, double x, double y, double cell,
+                        const std::string& tip) {
+  std::string rect = fmt::format("x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"", x, y, cell, cell);
+  std::string title = fmt::format("<title>{}</title>", detail::xml_escape(tip));
+  switch (detail::kind_of(v, masked_below)) {
+    case Kind::Value: return fmt::format("<rect class=\"cell\" {} fill=\"{}\">{}</rect>\n", rect, to_hex(viridis(scale.t(v))), title);
+    case Kind::Masked: return fmt::format("<rect class=\"cell masked\" {} fill=\"#d9d9d9\">{}</rect>\n", rect, title);
+    case Kind::NaN:
+    case Kind::Inf: break;
+  }
+  // NaN/Inf: a crossed cell
+  return fmt::format(
+      "<g class=\"cell nonfinite\"><rect {} fill=\"white\" stroke=\"#d62728\">{}</rect>"
+      "<path d=\"M{:.1f},{:.1f}L{:.1f},{:.1f}M{:.1f},{:.1f}L{:.1f},{:.1f}\" stroke=\"#d62728\"/></g>\n",
+      rect, title, x, y, x + cell, y + cell, x + cell, y, x, y + cell);
+}
+
+// The cells of one (pooled) matrix with its top-left corner at (x0, y0), and
+// its row/column labels when asked for.
+std::string matrix_markup(const detail::Matrix& shown, const Labels& l, const detail::Scale& scale, float masked_below,
+                          double x0, double y0, double cell, bool row_labels, bool col_labels) {
+  std::string out;
+  for (int64_t r = 0; r < shown.rows; ++r) {
+    for (int64_t c = 0; c < shown.cols; ++c) {
+      float v = shown.at(r, c);
+      std::string tip = fmt::format("{}, {}: {}", l.rows[static_cast<size_t>(r)], l.cols[static_cast<size_t>(c)],
+                                    std::isnan(v) ? "NaN" : detail::num(v));
+      out += cell_markup(v, masked_below, scale, x0 + static_cast<double>(c) * cell, y0 + static_cast<double>(r) * cell,
+                         cell, tip);
+    }
+  }
+  const double bottom = y0 + static_cast<double>(shown.rows) * cell;
+  if (row_labels)
+    for (int64_t r = 0; r < shown.rows; r += l.row_step)
+      out += detail::svg_text(x0 - 4, y0 + (static_cast<double>(r) + 0.5) * cell + 4, l.rows[static_cast<size_t>(r)],
+                              {.anchor = "end", .size = LABEL_SIZE, .cls = "row-label"});
+  if (col_labels) {
+    for (int64_t c = 0; c < shown.cols; c += l.col_step) {
+      double x = x0 + (static_cast<double>(c) + 0.5) * cell;
+      const std::string& label = l.cols[static_cast<size_t>(c)];
+      out += l.upright ? detail::svg_text(x + 4, bottom + 4, label,
+                                          {.anchor = "end", .size = LABEL_SIZE, .rotate = -90, .cls = "col-label"})
+                       : detail::svg_text(x, bottom + 13, label, {.size = LABEL_SIZE, .cls = "col-label"});
+    }
+  }
+  return out;
+}
+
+// What the picture cannot show by colour alone; `pooling` is empty when nothing was pooled.
+std::vector<std::string> notes(const detail::Scale& scale, const HeatmapOptions& opt, const std::string& pooling) {
+  std::vector<std::string> out;
+  if (scale.constant) out.push_back(detail::constant_note(scale.lo));
+  if (scale.empty) out.push_back("no colour scale: every entry is masked, NaN or Inf");
+  if (!pooling.empty()) out.push_back(pooling);
+  if (scale.masked > 0) out.push_back(detail::masked_note(scale.masked, opt.masked_below) + ", drawn grey");
+  if (scale.nonfinite > 0) out.push_back(detail::nonfinite_note(scale.nonfinite) + ", drawn crossed");
+  return out;
+}
+
+// The notes under a picture, from y on; returns the widest.
+double notes_markup(std::string& out, const std::vector<std::string>& lines, double y) {
+  double widest = 0;
+  for (const std::string& s : lines) {
+    y += 16;
+    out += detail::svg_text(MARGIN, y, s, {.anchor = "start", .size = LABEL_SIZE, .cls = "note"});
+    widest = std::max(widest, detail::text_extent(s, LABEL_SIZE));
+  }
+  return widest;
+}
+
+double cell_size(int64_t rows, int64_t cols, double room, double largest) {
+  return std::clamp(std::floor(room / static_cast<double>(std::max(rows, cols))), 2.0, largest);
+}
+
+}  // namespace
+
+void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const HeatmapOptions& opt) {
+  const char* op = "save_heatmap_svg";
+  detail::Matrix full = detail::read_matrix(m, op);
+  detail::check_labels(opt.row_labels, full.rows, "row_labels", op, m.shape());
+  detail::check_labels(opt.col_labels, full.cols, "col_labels", op, m.shape());
+  detail::Scale scale = detail::make_scale(full.values, opt, op);
+  detail::Pooled pooled = detail::pool(full, SVG_MAX_CELLS, SVG_MAX_CELLS, opt.masked_below);
+  const detail::Matrix& shown = pooled.m;
+  const double cell = cell_size(shown.rows, shown.cols, 480, 40);
+  Labels labels = make_labels(opt, full, pooled, cell);
+
+  const double x0 = MARGIN + (opt.ylabel.empty() ? 0 : 22) + labels.row_width + 6;
+  const double y0 = MARGIN + (opt.title.empty() ? 0 : 26);
+  const double width = static_cast<double>(shown.cols) * cell, height = static_cast<double>(shown.rows) * cell;
+
+  std::string body = matrix_markup(shown, labels, scale, opt.masked_below, x0, y0, cell, true, true);
+  double bar_width = 0;
+  body += detail::svg_colorbar(scale, x0 + width + 20, y0, height, bar_width);
+  if (!opt.ylabel.empty())
+    body += detail::svg_text(MARGIN + 14, y0 + height / 2, opt.ylabel, {.rotate = -90, .cls = "ylabel"});
+  double y = y0 + height + labels.col_height;
+  if (!opt.xlabel.empty()) {
+    y += 18;
+    body += detail::svg_text(x0 + width / 2, y, opt.xlabel, {.cls = "xlabel"});
+  }
+  std::vector<std::string> lines = notes(scale, opt, pooled.pooled() ? detail::pool_note(full, pooled) : "");
+  double widest_note = notes_markup(body, lines, y);
+  y += 16 * static_cast<double>(lines.size());
+
+  double total_width = std::max({x0 + width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN,
+                                 detail::text_extent(opt.title, 16) + 2 * MARGIN});
+  std::string svg = detail::svg_begin(total_width, y + MARGIN);
+  if (!opt.title.empty()) svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
+  detail::write_file(file, svg + body + detail::svg_end(), op);
+}
+
+void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, const GridOptions& opt) {
+  const char* op = "save_heatmap_grid_svg";
+  if (!m.defined()) fail("{}: undefined tensor", op);
+  if (m.dim() != 4) fail("{}: expected a 4-D tensor (rows, cols, H, W), got shape {}", op, m.shape());
+  if (m.numel() == 0) fail("{}: empty tensor of shape {}", op, m.shape());
+  const int64_t R = m.size(0), C = m.size(1), H = m.size(2), W = m.size(3);
+  detail::check_labels(opt.row_titles, R, "row_titles", op, m.shape());
+  detail::check_labels(opt.col_titles, C, "col_titles", op, m.shape());
+  detail::check_labels(opt.cell.row_labels, H, "cell.row_labels", op, m.shape());
+  detail::check_labels(opt.cell.col_labels, W, "cell.col_labels", op, m.shape());
+  const std::vector<float> values = m.to_vector();
+  detail::Scale scale = detail::make_scale(values, opt.cell, op);  // one scale shared by every subplot
+
+  // Each subplot, pooled as needed: (H, W) -> (Hp, Wp)
+  std::vector<detail::Pooled> subplots;
+  detail::Matrix first;
+  for (int64_t k = 0; k < R * C; ++k) {
+    auto begin = values.begin() + k * H * W;
+    detail::Matrix one{H, W, std::vector<float>(begin, begin + H * W)};
+    subplots.push_back(detail::pool(one, SVG_MAX_CELLS / 2, SVG_MAX_CELLS / 2, opt.cell.masked_below));
+    if (k == 0) first = one;
+  }
+  const detail::Matrix& shape = subplots[0].m;
+  const double cell = cell_size(shape.rows, shape.cols, 160, 24);
+  Labels labels = make_labels(opt.cell, first, subplots[0], cell);
+  const double pw = static_cast<double>(shape.cols) * cell, ph = static_cast<double>(shape.rows) * cell;
+
+  const double x0 = MARGIN + (opt.row_titles.empty() ? 0 : 22) + (opt.cell.ylabel.empty() ? 0 : 22) + labels.row_width + 6;
+  const double y0 = MARGIN + (opt.title.empty() ? 0 : 26) + (opt.col_titles.empty() ? 0 : 20);
+  const double grid_width = static_cast<double>(C) * pw + static_cast<double>(C - 1) * GAP;
+  const double grid_height = static_cast<double>(R) * ph + static_cast<double>(R - 1) * GAP;
+
+  std::string body;
+  for (int64_t i = 0; i < R; ++i) {
+    for (int64_t j = 0; j < C; ++j) {
+      double x = x0 + static_cast<double>(j) * (pw + GAP), y = y0 + static_cast<double>(i) * (ph + GAP);
+      body += "<g class=\"subplot\">\n";
+      body += matrix_markup(subplots[static_cast<size_t>(i * C + j)].m, labels, scale, opt.cell.masked_below, x, y,
+                            cell, /*row_labels=*/j == 0, /*col_labels=*/i == R - 1);
+      body += "</g>\n";
+      if (i == 0 && !opt.col_titles.empty())
+        body += detail::svg_text(x + pw / 2, y0 - 8, opt.col_titles[static_cast<size_t>(j)], {.cls = "col-title"});
+      if (j == 0 && !opt.cell.ylabel.empty())
+        body += detail::svg_text(x0 - labels.row_width - 12, y + ph / 2, opt.cell.ylabel, {.rotate = -90, .cls = "ylabel"});
+      if (j == 0 && !opt.row_titles.empty())
+        body += detail::svg_text(MARGIN + 14, y + ph / 2, opt.row_titles[static_cast<size_t>(i)],
+                                 {.rotate = -90, .cls = "row-title"});
+      if (i == R - 1 && !opt.cell.xlabel.empty())
+        body += detail::svg_text(x + pw / 2, y + ph + labels.col_height + 18, opt.cell.xlabel, {.cls = "xlabel"});
+    }
+  }
+  double bar_width = 0;
+  body += detail::svg_colorbar(scale, x0 + grid_width + 20, y0, grid_height, bar_width);
+
+  double y = y0 + grid_height + labels.col_height + (opt.cell.xlabel.empty() ? 0 : 18);
+  std::vector<std::string> lines =
+      notes(scale, opt.cell, subplots[0].pooled() ? detail::pool_note(first, subplots[0]) + " in each subplot" : "");
+  double widest_note = notes_markup(body, lines, y);
+  y += 16 * static_cast<double>(lines.size());
+
+  double total_width = std::max({x0 + grid_width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN,
+                                 detail::text_extent(opt.title, 16) + 2 * MARGIN});
+  std::string svg = detail::svg_begin(total_width, y + MARGIN);
+  if (!opt.title.empty()) svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
+  detail::write_file(file, svg + body + detail::svg_end(), op);
+}
+
+}  // namespace qkv::viz

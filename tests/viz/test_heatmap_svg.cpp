@@ -1,0 +1,195 @@
+// Tests for src/viz/heatmap_svg.cpp: heatmaps and grids of heatmaps as SVG.
+// Every file is parsed back with pugixml; colours are checked against
+// matplotlib's viridis (#440154 at 0, #fde725 at 1, #21918c at 0.5),
+// positions against the layout (column to the right, row downwards).
+#include <doctest/doctest.h>
+#include <qkv/qkv.hpp>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "viz/viz_test_util.hpp"
+
+using namespace qkv;
+using namespace qkv::viz;
+
+namespace {
+
+const float NaN = std::numeric_limits<float>::quiet_NaN();
+
+// The cells of a heatmap by their tooltip ("row, col: value").
+std::map<std::string, pugi::xml_node> cells_by_title(const pugi::xml_document& doc) {
+  std::map<std::string, pugi::xml_node> out;
+  for (pugi::xml_node cell : test::with_class(doc, "cell")) out[cell.child_value("title")] = cell;
+  return out;
+}
+
+double attr(pugi::xml_node n, const char* name) { return n.attribute(name).as_double(); }
+
+std::string note_containing(const pugi::xml_document& doc, const std::string& part) {
+  for (pugi::xml_node n : test::with_class(doc, "note"))
+    if (std::string(n.child_value()).find(part) != std::string::npos) return n.child_value();
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("viz/save_heatmap_svg colours, positions and labels") {
+  test::TempDir dir("viz_heatmap");
+  Tensor m = tensor({0, 1, 2, 3}, {2, 2});
+  HeatmapOptions opt{.title = "attention & <weights>",
+                     .xlabel = "keys",
+                     .ylabel = "queries",
+                     .row_labels = {"je", "\"suis\""},
+                     .col_labels = {"<eos>", "a&b"}};
+  save_heatmap_svg(dir / "m.svg", m, opt);
+  pugi::xml_document doc = test::load_svg(dir / "m.svg");
+
+  auto cells = cells_by_title(doc);
+  REQUIRE(cells.size() == 4);
+  pugi::xml_node c00 = cells.at("je, <eos>: 0"), c01 = cells.at("je, a&b: 1");
+  pugi::xml_node c10 = cells.at("\"suis\", <eos>: 2"), c11 = cells.at("\"suis\", a&b: 3");
+  CHECK(std::string(c00.attribute("fill").value()) == "#440154");  // the minimum: viridis(0)
+  CHECK(std::string(c11.attribute("fill").value()) == "#fde725");  // the maximum: viridis(1)
+  // 1 and 2 are a third and two thirds of the way: entries 85 and 170 of
+  // matplotlib's 256-colour viridis (matplotlib.cm.viridis(85) and (170)).
+  CHECK(std::string(c01.attribute("fill").value()) == "#31688e");
+  CHECK(std::string(c10.attribute("fill").value()) == "#35b779");
+  CHECK(attr(c01, "x") > attr(c00, "x"));  // columns go right
+  CHECK(attr(c01, "y") == attr(c00, "y"));
+  CHECK(attr(c10, "y") > attr(c00, "y"));  // rows go down
+  CHECK(attr(c10, "x") == attr(c00, "x"));
+  CHECK(attr(c00, "width") == attr(c00, "height"));  // square cells
+
+  // Text: title, axis labels and tokens, escaped in the file and read back as written.
+  CHECK(test::with_class(doc, "title").at(0).child_value() == std::string("attention & <weights>"));
+  CHECK(test::with_class(doc, "xlabel").at(0).child_value() == std::string("keys"));
+  CHECK(test::with_class(doc, "ylabel").at(0).child_value() == std::string("queries"));
+  CHECK(test::has_text(doc, "je"));
+  CHECK(test::has_text(doc, "\"suis\""));
+  CHECK(test::has_text(doc, "<eos>"));
+  CHECK(test::has_text(doc, "a&b"));
+  // "<eos>" (5 characters at 11 px, about 33 px) fits a cell of 40 px: the labels stay level.
+  for (pugi::xml_node label : test::with_class(doc, "col-label")) CHECK_FALSE(label.attribute("transform"));
+
+  // One colour bar, its ends labelled with the limits.
+  auto bars = test::with_class(doc, "colorbar");
+  REQUIRE(bars.size() == 1);
+  std::vector<std::string> ticks;
+  for (pugi::xml_node t : bars[0].children("text")) ticks.push_back(t.child_value());
+  CHECK(ticks == std::vector<std::string>{"0", "0.75", "1.5", "2.25", "3"});
+}
+
+TEST_CASE("viz/save_heatmap_svg long column labels are turned upright") {
+  test::TempDir dir("viz_upright");
+  save_heatmap_svg(dir / "m.svg", zeros({2, 2}) + arange(2), {.col_labels = {"attention", "weights"}});
+  pugi::xml_document doc = test::load_svg(dir / "m.svg");
+  auto labels = test::with_class(doc, "col-label");
+  REQUIRE(labels.size() == 2);
+  for (pugi::xml_node label : labels) CHECK(std::string(label.attribute("transform").value()).find("rotate(-90") == 0);
+}
+
+TEST_CASE("viz/save_heatmap_svg edge cases") {
+  test::TempDir dir("viz_edges");
+  SUBCASE("constant") {
+    save_heatmap_svg(dir / "c.svg", full({2, 3}, 0.25f));
+    pugi::xml_document doc = test::load_svg(dir / "c.svg");
+    auto cells = test::with_class(doc, "cell");
+    REQUIRE(cells.size() == 6);
+    for (pugi::xml_node c : cells) CHECK(std::string(c.attribute("fill").value()) == "#21918c");  // viridis(0.5)
+    CHECK(note_containing(doc, "constant: every entry is 0.25") != "");
+  }
+  SUBCASE("NaN and Inf") {
+    save_heatmap_svg(dir / "n.svg", tensor({0, NaN, std::numeric_limits<float>::infinity(), 1}, {2, 2}));
+    pugi::xml_document doc = test::load_svg(dir / "n.svg");
+    CHECK(test::with_class(doc, "cell").size() == 2);
+    CHECK(test::with_class(doc, "cell nonfinite").size() == 2);
+    CHECK(note_containing(doc, "2 entries are NaN/Inf") != "");
+    auto cells = cells_by_title(doc);
+    CHECK(std::string(cells.at("0, 0: 0").attribute("fill").value()) == "#440154");  // 0 and 1 keep the scale
+    CHECK(std::string(cells.at("1, 1: 1").attribute("fill").value()) == "#fde725");
+  }
+  SUBCASE("masked scores") {
+    // Scores masked as d2l does (-1e6), causally: 6 of the 12 entries.
+    Tensor m = tensor({1, -1e6f, -1e6f, -1e6f,  //
+                       2, 3, -1e6f, -1e6f,      //
+                       4, 5, 6, -1e6f},
+                      {3, 4});
+    save_heatmap_svg(dir / "m.svg", m);
+    pugi::xml_document doc = test::load_svg(dir / "m.svg");
+    CHECK(test::with_class(doc, "cell masked").size() == 6);
+    CHECK(note_containing(doc, "6 masked entries (<= -1e5)") != "");
+    auto cells = cells_by_title(doc);
+    CHECK(std::string(cells.at("0, 0: 1").attribute("fill").value()) == "#440154");  // the scale is [1, 6]
+    CHECK(std::string(cells.at("2, 2: 6").attribute("fill").value()) == "#fde725");
+  }
+  SUBCASE("pooled") {
+    save_heatmap_svg(dir / "p.svg", zeros({300, 2}) + arange(2));
+    pugi::xml_document doc = test::load_svg(dir / "p.svg");
+    // 300 rows into 256: blocks of 2 rows -> 150 x 2 cells
+    CHECK(test::with_class(doc, "cell").size() == 300);
+    CHECK(note_containing(doc, "mean over 2x1 blocks: 300 x 2 -> 150 x 2") != "");
+  }
+  SUBCASE("missing folders are created") {
+    std::filesystem::path file = dir / "a/b/c.svg";
+    save_heatmap_svg(file, eye(3));
+    test::load_svg(file);
+  }
+  SUBCASE("an unwritable path is an Error naming it") {
+    test::write_bytes(dir / "file", "x");  // a file where a folder should be
+    std::string path = (dir / "file/m.svg").string();
+    CHECK_THROWS_WITH_AS(save_heatmap_svg(path, eye(2)), doctest::Contains(path.c_str()), Error);
+  }
+  SUBCASE("bad tensors and labels") {
+    CHECK_THROWS_WITH_AS(save_heatmap_svg(dir / "x.svg", zeros({2, 2, 2})),
+                         doctest::Contains("save_heatmap_svg: expected a 2-D tensor (rows, cols), got shape (2, 2, 2)"), Error);
+    CHECK_THROWS_WITH_AS(save_heatmap_svg(dir / "x.svg", zeros({3, 0})), doctest::Contains("empty tensor of shape (3, 0)"), Error);
+    CHECK_THROWS_WITH_AS(save_heatmap_svg(dir / "x.svg", zeros({2, 2}), {.col_labels = {"a", "b", "c"}}),
+                         doctest::Contains("3 col_labels for a tensor of shape (2, 2), which needs 2"), Error);
+    CHECK_FALSE(std::filesystem::exists(dir / "x.svg"));
+  }
+}
+
+TEST_CASE("viz/save_heatmap_grid_svg") {
+  test::TempDir dir("viz_grid");
+  // (rows, cols, H, W) = (2, 3, 4, 5): 6 subplots sharing one scale over 0 … 119.
+  Tensor m = reshape(arange(120), {2, 3, 4, 5});
+  GridOptions opt{.title = "attention weights",
+                  .row_titles = {"block 0", "block 1"},
+                  .col_titles = {"head 0", "head 1", "head 2"},
+                  .cell = {.xlabel = "keys", .ylabel = "queries", .col_labels = {"a", "b", "c", "d", "<eos>"}}};
+  save_heatmap_grid_svg(dir / "grid.svg", m, opt);
+  pugi::xml_document doc = test::load_svg(dir / "grid.svg");
+
+  auto subplots = test::with_class(doc, "subplot");
+  CHECK(subplots.size() == 6);
+  CHECK(test::with_class(doc, "colorbar").size() == 1);
+  CHECK(test::with_class(doc, "cell").size() == 120);
+  CHECK(test::with_class(doc, "col-title").size() == 3);
+  CHECK(test::with_class(doc, "row-title").size() == 2);
+  CHECK(test::with_class(doc, "title").at(0).child_value() == std::string("attention weights"));
+  CHECK(test::has_text(doc, "head 2"));
+  CHECK(test::has_text(doc, "block 1"));
+  CHECK(test::has_text(doc, "<eos>"));
+  // The shared scale: the first entry of the first subplot is the minimum,
+  // the last of the last the maximum.
+  auto first = subplots.front().children("rect").begin(), last = subplots.back().children("rect").begin();
+  for (int i = 0; i < 19; ++i) ++last;
+  CHECK(std::string(first->attribute("fill").value()) == "#440154");
+  CHECK(std::string(last->attribute("fill").value()) == "#fde725");
+  // Tokens along the columns only under the bottom row (5 labels x 3 subplots),
+  // row labels only left of the first column (4 x 2).
+  CHECK(test::with_class(doc, "col-label").size() == 15);
+  CHECK(test::with_class(doc, "row-label").size() == 8);
+
+  CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", zeros({2, 3})),
+                       doctest::Contains("save_heatmap_grid_svg: expected a 4-D tensor (rows, cols, H, W), got shape (2, 3)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", zeros({2, 0, 3, 3})), doctest::Contains("empty tensor of shape (2, 0, 3, 3)"), Error);
+  CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", m, {.col_titles = {"head 0"}}),
+                       doctest::Contains("1 col_titles for a tensor of shape (2, 3, 4, 5), which needs 3"), Error);
+  CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", m, {.cell = {.row_labels = {"a"}}}),
+                       doctest::Contains("1 cell.row_labels for a tensor of shape (2, 3, 4, 5), which needs 4"), Error);
+}
