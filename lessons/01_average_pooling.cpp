@@ -53,6 +53,12 @@ int main(int argc, char** argv) {
   // measured against f(x_test), not against noisy test labels.
   Tensor mse = mse_loss(y_hat, data.y_truth);  // (50,) x (50,) -> ()
   lesson.print("test MSE against the noiseless truth f(x_test): {:.4f}\n", mse.item());
+  lesson.line_plot("prediction.svg",
+                   {{"truth f(x)", data.x_test.to_vector(), data.y_truth.to_vector()},
+                    {"average pooling", data.x_test.to_vector(), y_hat.to_vector()},
+                    {"training points", data.x_train.to_vector(), data.y_train.to_vector(), /*points=*/true}},
+                   {.title = "Average pooling: the prediction against the truth", .xlabel = "x", .ylabel = "y"});
+
   lesson.result("n_train", n_train);
   lesson.result("test_mse", static_cast<double>(mse.item()));
   lesson.result("prediction", y_hat);

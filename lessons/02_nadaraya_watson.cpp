@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   lesson.print("weights of query x = {:.1f} over the first 8 keys: {}\n", data.x_test.at({25}),
                slice(slice(weights, 0, 25, 26), 1, 0, 8));
   lesson.print("row sums (first 5): {}\n", slice(sum(weights, 1), 0, 0, 5));
+  lesson.heatmap("attention_weights.svg", weights,
+                 {.title = "Nadaraya–Watson attention weights",
+                  .xlabel = "training inputs x_i (keys, sorted)",
+                  .ylabel = "test inputs x (queries)"});
 
   lesson.section("The prediction: f(x) = Σᵢ α(x, xᵢ) yᵢ");
   Tensor y_hat = matmul(weights, data.y_train);  // (50, n) x (n,) -> (50,)
@@ -54,6 +58,12 @@ int main(int argc, char** argv) {
   lesson.print("test MSE against the noiseless truth f(x_test):\n");
   lesson.print("  average pooling (lesson 01)    {:.4f}\n", average_mse.item());
   lesson.print("  Nadaraya–Watson (this lesson)  {:.4f}\n", mse.item());
+
+  lesson.line_plot("prediction.svg",
+                   {{"truth f(x)", data.x_test.to_vector(), data.y_truth.to_vector()},
+                    {"Nadaraya–Watson", data.x_test.to_vector(), y_hat.to_vector()},
+                    {"training points", data.x_train.to_vector(), data.y_train.to_vector(), /*points=*/true}},
+                   {.title = "Nadaraya–Watson: the prediction against the truth", .xlabel = "x", .ylabel = "y"});
 
   lesson.result("test_mse", static_cast<double>(mse.item()));
   lesson.result("average_pooling_test_mse", static_cast<double>(average_mse.item()));

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   lesson.option("--epochs", epochs, "passes of gradient descent over the training set");
   lesson.option("--lr", lr, "SGD learning rate");
   lesson.start();
+  if (epochs < 1) fail("03_parametric_pooling: --epochs must be at least 1, got {}", epochs);
 
   Generator gen(lesson.seed());
   lesson::ToyData data = lesson::toy_data(n_train, gen);  // the data of lessons 01 and 02
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   lesson.section("Training w by gradient descent");
   Tensor w = rand({1}, gen).requires_grad_();  // d2l: torch.rand((1,), requires_grad=True)
   lesson.print("w starts at {:.4f} (drawn from U[0, 1))\n", w.item());
-  lesson.print("loss = Σᵢ (f(xᵢ) - yᵢ)², the squared error summed over the {} training points (d2l's\n", n_train);
+  lesson.print("loss = Σᵢ (ŷᵢ - yᵢ)², the squared error summed over the {} training points (d2l's\n", n_train);
   lesson.print("MSELoss(reduction='none') followed by .sum()); SGD with lr {}, {} epochs.\n", lr, epochs);
   optim::SGD sgd({w}, lr);
   std::vector<double> losses;
@@ -86,6 +87,9 @@ int main(int argc, char** argv) {
     sgd.zero_grad();
     Pooled fit = nw_kernel_regression(data.x_train, keys, values, w);  // (n,)
     Tensor loss = mse_loss(fit.y_hat, data.y_train, Reduction::Sum);   // (n,) x (n,) -> ()
+    if (epoch == 0) {  // the graph backward() is about to walk, drawn before it runs
+      lesson.graph("loss_graph", loss, "the computation graph of the loss");
+    }
     loss.backward();
     sgd.step();
     losses.push_back(loss.item());
@@ -93,6 +97,10 @@ int main(int argc, char** argv) {
   }
   progress.finish();
   lesson.print("learned w = {:.4f}\n", w.item());
+  std::vector<float> epoch_numbers;
+  for (int64_t e = 1; e <= epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
+  lesson.line_plot("loss.svg", {{"loss", epoch_numbers, std::vector<float>(losses.begin(), losses.end())}},
+                   {.title = "Training loss per epoch", .xlabel = "epoch", .ylabel = "summed squared error"});
 
   lesson.section("The attention weights: learned w against lesson 02's w = 1");
   // Test time: every query looks at all n training points.
@@ -107,12 +115,22 @@ int main(int argc, char** argv) {
                std::log(static_cast<double>(n_train)));
   lesson.print("  lesson 02, w = 1          {:.4f}\n", entropy_fixed);
   lesson.print("  this lesson, w = {:<8.4f} {:.4f}\n", learned_w.item(), entropy_learned);
+  lesson.heatmap("attention_weights.svg", learned.weights,
+                 {.title = fmt::format("Parametric attention weights (learned w = {:.2f})", learned_w.item()),
+                  .xlabel = "training inputs x_i (keys, sorted)",
+                  .ylabel = "test inputs x (queries)"});
 
   lesson.section("The prediction");
   double mse_learned = mse_loss(learned.y_hat, data.y_truth).item();
   double mse_fixed = mse_loss(fixed.y_hat, data.y_truth).item();
   lesson.print("test MSE against the noiseless truth f(x_test): w = 1: {:.4f}, learned w: {:.4f}\n", mse_fixed,
                mse_learned);
+  lesson.line_plot("prediction.svg",
+                   {{"truth f(x)", data.x_test.to_vector(), data.y_truth.to_vector()},
+                    {"w = 1 (lesson 02)", data.x_test.to_vector(), fixed.y_hat.to_vector()},
+                    {"learned w", data.x_test.to_vector(), learned.y_hat.to_vector()},
+                    {"training points", data.x_train.to_vector(), data.y_train.to_vector(), /*points=*/true}},
+                   {.title = "Parametric attention pooling: the prediction", .xlabel = "x", .ylabel = "y"});
   lesson.print(
       "As the notes say, the curve is less smooth where the weights are large: the narrow kernel follows\n"
       "the noise of the nearest training points.\n");

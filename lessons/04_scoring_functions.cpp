@@ -56,6 +56,12 @@ int main(int argc, char** argv) {
   Tensor weights = softmax(scores, -1);       // (3, 3): each row sums to 1
   Tensor pooled = matmul(weights, values);    // (3, 3) x (3, 2) -> (3, 2): Σᵢ aᵢ · Valueᵢ
   lesson.print("weights (rows: dot, cosine, MLP; columns: keys 0, 1, 2)\n{}\n", weights);
+  lesson.heatmap("similarity_weights.svg", weights,
+                 {.title = "Softmax weights of three similarities",
+                  .xlabel = "keys",
+                  .ylabel = "similarity",
+                  .row_labels = {"dot", "cosine", "MLP"},
+                  .col_labels = {"0", "1", "2"}});
   lesson.print("Attention(Query, Source) = Σᵢ aᵢ · Valueᵢ, one row per similarity:\n{}\n", pooled);
   lesson.result("similarity_dot", dot);
   lesson.result("similarity_scaled_dot", scaled);
@@ -72,6 +78,11 @@ int main(int argc, char** argv) {
   lesson.print("X {} =\n{}\n", X.shape(), X);
   lesson.print("valid lengths [2, 3] (one per batch):\n{}\n", masked_1d);
   lesson.print("valid lengths [[1, 3], [2, 4]] (one per query row):\n{}\n", masked_2d);
+  lesson.heatmap_grid("masked_softmax.svg", stack({masked_1d, masked_2d}),  // 2 × (2, 2, 4) -> (2, 2, 2, 4)
+                      {.title = "Masked softmax",
+                       .row_titles = {"valid lens [2, 3]", "valid lens [[1, 3], [2, 4]]"},
+                       .col_titles = {"batch 0", "batch 1"},
+                       .cell = {.xlabel = "keys", .ylabel = "queries"}});
   lesson.result("masked_softmax_1d", masked_1d);
   lesson.result("masked_softmax_2d", masked_2d);
 
@@ -87,6 +98,12 @@ int main(int argc, char** argv) {
   lesson.print("queries {}, keys {}, values {}, valid_lens [2, 6] -> output {}\n{}\n", queries.shape(),
                equal_keys.shape(), arange_values.shape(), additive_out.shape(), additive_out);
   lesson.print("attention weights {}:\n{}\n", additive.attention_weights.shape(), additive.attention_weights);
+  lesson.heatmap("additive_attention_weights.svg",
+                 reshape(additive.attention_weights, {2, 10}),  // (2, 1, 10) -> (2, 10)
+                 {.title = "Additive attention weights (valid lens 2 and 6)",
+                  .xlabel = "keys",
+                  .ylabel = "queries",
+                  .row_labels = {"batch 0", "batch 1"}});
   lesson.result("additive_output", additive_out);
   lesson.result("additive_weights", additive.attention_weights);
 
@@ -97,6 +114,11 @@ int main(int argc, char** argv) {
   Tensor dot_out = dot_product(queries_2, equal_keys, arange_values, valid_lens);  // -> (2, 1, 4)
   lesson.print("queries {} -> output {}\n{}\n", queries_2.shape(), dot_out.shape(), dot_out);
   lesson.print("attention weights {}:\n{}\n", dot_product.attention_weights.shape(), dot_product.attention_weights);
+  lesson.heatmap("dot_product_attention_weights.svg", reshape(dot_product.attention_weights, {2, 10}),
+                 {.title = "Scaled dot-product attention weights (valid lens 2 and 6)",
+                  .xlabel = "keys",
+                  .ylabel = "queries",
+                  .row_labels = {"batch 0", "batch 1"}});
   lesson.result("dot_product_output", dot_out);
   lesson.result("dot_product_weights", dot_product.attention_weights);
   lesson.print(

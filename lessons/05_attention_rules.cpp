@@ -72,6 +72,14 @@ int main(int argc, char** argv) {
   lesson.print("weights\n{}\n", weights3);
   lesson.print("No parameters: the query and key sizes must agree (Dq = Dk = {}).\n", Dk);
 
+  lesson.section("The three rules' weights side by side");
+  Tensor all_weights = reshape(cat({weights1, weights2, weights3}, 0), {3 * B, T});  // 3 × (B, 1, T) -> (3B, T)
+  lesson.heatmap("attention_weights.svg", all_weights,
+                 {.title = "Attention weights of the three rules",
+                  .xlabel = "keys (value rows)",
+                  .ylabel = "rule r, example ex",
+                  .row_labels = {"r1 ex0", "r1 ex1", "r2 ex0", "r2 ex1", "r3 ex0", "r3 ex1"}});
+
   lesson.section("BMM: (b, n, m) · (b, m, p) -> (b, n, p)");
   Tensor input = randn({10, 3, 4}, gen);  // the notes' torch.randn(10, 3, 4)
   Tensor mat2 = randn({10, 4, 5}, gen);   // torch.randn(10, 4, 5)

@@ -90,6 +90,8 @@ int main(int argc, char** argv) {
                weights.shape());
   lesson.print("weights sum to {:.4f}; the largest is {:.4f} (on value row {})\n", sum(weights).item(),
                max(weights).item(), argmax(weights).item());
+  lesson.heatmap("attention_weights.svg", weights,
+                 {.title = "Attn: rule 1's weights over the 32 value rows", .xlabel = "value rows", .ylabel = "query"});
   lesson.print("output[0, 0, :8] = {}\n", slice(reshape(output, {64}), 0, 0, 8));
 
   lesson.result("output_shape", output.shape());

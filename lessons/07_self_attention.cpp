@@ -79,7 +79,14 @@ int main(int argc, char** argv) {
   double asymmetry = max(abs(free_scores - transpose(free_scores, 1, 2))).item();
   Tensor diagonal = sum(free_scores * eye(T), -1);  // (B, T, T) ⊙ (T, T) -> (B, T): the entries xᵢ·xᵢ
   lesson.print("largest |S - Sᵀ| = {:.2e} (symmetric: xᵢ·xⱼ = xⱼ·xᵢ)\n", asymmetry);
-  lesson.print("diagonal {} (xᵢ·xᵢ = ‖xᵢ‖² = 1: the cosine similarity of a unit vector with itself)\n", diagonal);
+  lesson.print("diagonal xᵢ·xᵢ = ‖xᵢ‖² = 1, the cosine similarity of a unit vector with itself:\n{}\n", diagonal);
+  std::vector<std::string> tokens = {"x0", "x1", "x2", "x3"};
+  lesson.heatmap_grid("attention_weights.svg",
+                      stack({model.probs.detach(), free_probs}),  // 2 × (B, T, T) -> (2, B, T, T)
+                      {.title = "Self-attention probabilities",
+                       .row_titles = {"with QueryW, KeyW", "projection-free"},
+                       .col_titles = {"sentence 0", "sentence 1"},
+                       .cell = {.xlabel = "keys", .ylabel = "queries", .row_labels = tokens, .col_labels = tokens}});
   lesson.erratum(
       "002 prints a symmetric score matrix with 1.0000 on the diagonal under its SelfAttention module,\n"
       "but with QueryW and KeyW in between, Q Kᵀ is neither symmetric nor 1 on the diagonal (see the\n"

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <fstream>
@@ -151,6 +152,12 @@ void Lesson::start() {
   print("Output folder: {}   (seed {})\n", out_.string(), seed_);
 }
 
+viz::TextOptions Lesson::text_options() const {
+  viz::TextOptions text;
+  text.color = color_ == "always" ? viz::Color::Always : color_ == "never" ? viz::Color::Never : viz::Color::Auto;
+  return text;
+}
+
 void Lesson::section(const std::string& title) {
   ++sections_;
   std::string line = fmt::format("== {}. {} ==", sections_, title);
@@ -173,6 +180,44 @@ void Lesson::result(const std::string& key, const Tensor& value) {
 std::filesystem::path Lesson::picture(const std::string& file, const std::string& shows) {
   impl_->pictures.push_back({{"file", file}, {"shows", shows}});
   return out_ / file;
+}
+
+void Lesson::heatmap(const std::string& file, const Tensor& m, const viz::HeatmapOptions& opt) {
+  print("{}\n", viz::heatmap_text(m, opt, text_options()));
+  viz::save_heatmap_svg(picture(file, opt.title), m, opt);
+}
+
+void Lesson::heatmap_grid(const std::string& file, const Tensor& m, const viz::GridOptions& opt) {
+  if (m.dim() != 4) fail("lesson: heatmap_grid wants (rows, cols, H, W), got {}", m.shape());
+  for (int64_t r = 0; r < m.size(0); ++r)
+    for (int64_t c = 0; c < m.size(1); ++c) {
+      viz::HeatmapOptions cell = opt.cell;
+      std::vector<std::string> parts = {opt.title};
+      if (static_cast<size_t>(r) < opt.row_titles.size()) parts.push_back(opt.row_titles[static_cast<size_t>(r)]);
+      if (static_cast<size_t>(c) < opt.col_titles.size()) parts.push_back(opt.col_titles[static_cast<size_t>(c)]);
+      cell.title = fmt::format("{}", fmt::join(parts, ", "));
+      Tensor one = reshape(slice(slice(m, 0, r, r + 1), 1, c, c + 1), {m.size(2), m.size(3)});  // (H, W)
+      print("{}\n", viz::heatmap_text(one, cell, text_options()));
+    }
+  viz::save_heatmap_grid_svg(picture(file, opt.title), m, opt);
+}
+
+void Lesson::line_plot(const std::string& file, const std::vector<viz::Series>& series, const viz::PlotOptions& opt) {
+  print("{}\n", viz::line_plot_text(series, opt, text_options()));
+  viz::save_line_plot_svg(picture(file, opt.title), series, opt);
+}
+
+void Lesson::graph(const std::string& stem, const Tensor& root, const std::string& shows) {
+  viz::GraphFiles files = viz::save_graph(out_ / stem, root);
+  impl_->pictures.push_back({{"file", files.dot.filename().string()}, {"shows", shows + " (Graphviz DOT)"}});
+  if (!files.svg.empty()) {
+    impl_->pictures.push_back({{"file", files.svg.filename().string()}, {"shows", shows}});
+    print("{}: {} and {}\n", shows, files.dot.string(), files.svg.string());
+  } else {
+    print("{}: {}\nGraphviz's `dot` is not on the PATH, so there is no SVG. To draw it:\n", shows, files.dot.string());
+    print("  apt-get install graphviz\n  dot -Tsvg {} -o {}\n", files.dot.string(),
+          files.dot.parent_path().string() + "/" + stem + ".svg");
+  }
 }
 
 int Lesson::finish(const std::string& summary) {

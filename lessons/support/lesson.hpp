@@ -22,6 +22,7 @@
 // which the tests read instead of the prose.
 #pragma once
 #include <qkv/qkv.hpp>
+#include <qkv/viz.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -96,6 +97,8 @@ class Lesson {
   uint64_t seed() const { return seed_; }
   const std::filesystem::path& out() const { return out_; }
   const std::filesystem::path& data() const { return data_; }
+  // How the terminal pictures are drawn (--color auto|always|never).
+  viz::TextOptions text_options() const;
 
   // --- printing -----------------------------------------------------------
   template <class... Args>
@@ -120,6 +123,16 @@ class Lesson {
   // The path of picture `file` in the output folder, recorded for the
   // summary and results.json with what it shows.
   std::filesystem::path picture(const std::string& file, const std::string& shows);
+
+  // --- pictures, each shown twice: in the terminal and as an SVG file --------
+  // A heatmap of the 2-D `m`, titled opt.title (which also says what the file shows).
+  void heatmap(const std::string& file, const Tensor& m, const viz::HeatmapOptions& opt);
+  // A grid of heatmaps, m (rows, cols, H, W): one SVG, and each cell in the terminal.
+  void heatmap_grid(const std::string& file, const Tensor& m, const viz::GridOptions& opt);
+  void line_plot(const std::string& file, const std::vector<viz::Series>& series, const viz::PlotOptions& opt);
+  // The autograd graph that made `root`: <stem>.dot, and <stem>.svg when Graphviz's
+  // `dot` is on the PATH (otherwise the lesson says how to render the DOT file).
+  void graph(const std::string& stem, const Tensor& root, const std::string& shows);
 
   // The closing summary (what was shown, where the pictures are); writes
   // results.json. Returns main's exit code.

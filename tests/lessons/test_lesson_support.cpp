@@ -140,3 +140,15 @@ TEST_CASE("lesson support/--help lists the flags; a bad flag fails") {
   qkv::lesson_test::Run bad_color = qkv::lesson_test::run_program("01_average_pooling", "--color sometimes", dir.path);
   CHECK(bad_color.status != 0);
 }
+
+TEST_CASE("lesson support/--color always colours the terminal, never the transcript") {
+  TempDir dir("lesson_color");
+  qkv::lesson_test::Run r = qkv::lesson_test::run_program(
+      "02_nadaraya_watson", fmt::format("--color always --out '{}'", (dir.path / "out").string()), dir.path);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find('\x1b') != std::string::npos);
+  std::string transcript = read_text(dir.path / "out" / "transcript.txt");
+  CHECK(transcript.find('\x1b') == std::string::npos);
+  CHECK(transcript.find("Nadaraya–Watson attention weights") != std::string::npos);
+}

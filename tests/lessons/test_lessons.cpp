@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <pugixml.hpp>
 
 #include "run_lesson.hpp"
 
@@ -13,8 +14,10 @@ using qkv::lesson_test::LessonRun;
 namespace {
 
 // The run finished, and its transcript and results exist; the transcript is
-// plain text holding every section title the lesson printed and `titles`.
-void check_ran(const LessonRun& r, const std::vector<std::string>& titles) {
+// plain text holding every section title the lesson printed and `titles`;
+// every picture it lists exists (each SVG parses as XML with an <svg> root),
+// and `pictures` are among them.
+void check_ran(const LessonRun& r, const std::vector<std::string>& titles, const std::vector<std::string>& pictures) {
   INFO(r.run.output);
   REQUIRE(r.run.status == 0);
   REQUIRE(r.json.is_object());
@@ -27,6 +30,23 @@ void check_ran(const LessonRun& r, const std::vector<std::string>& titles) {
     CHECK(transcript.find(t) != std::string::npos);
   }
   CHECK(transcript.find("== Summary ==") != std::string::npos);
+  std::vector<std::string> listed;
+  for (const auto& p : r.json.at("pictures")) listed.push_back(p.at("file").get<std::string>());
+  for (const std::string& file : listed) {
+    INFO(file);
+    REQUIRE(std::filesystem::exists(r.out / file));
+    if (file.ends_with(".svg")) {
+      pugi::xml_document svg;
+      pugi::xml_parse_result parsed = svg.load_file((r.out / file).c_str());
+      INFO(parsed.description());
+      CHECK(parsed);
+      CHECK(std::string(svg.document_element().name()) == "svg");
+    }
+  }
+  for (const std::string& file : pictures) {
+    INFO(file);
+    CHECK(std::find(listed.begin(), listed.end(), file) != listed.end());
+  }
 }
 
 // Each row of the (rows, n) matrix `m` sums to 1: softmax weights.
@@ -45,7 +65,7 @@ double f(double x) { return 2 * std::sin(x) + std::pow(x, 0.8); }  // d2l's toy 
 
 TEST_CASE("lessons/01_average_pooling") {
   LessonRun r("01_average_pooling");
-  check_ran(r, {"1、平均汇聚", "注意力提示"});
+  check_ran(r, {"1、平均汇聚", "注意力提示"}, {"prediction.svg"});
   // Average pooling predicts the mean of the training y everywhere (001 1、平均汇聚: f(x) = (1/n) Σ yᵢ),
   // and its MSE is measured against the noiseless f at x = 0, 0.1, …, 4.9: recomputed here.
   std::vector<float> y = r.values("y_train"), prediction = r.values("prediction");
@@ -66,7 +86,7 @@ TEST_CASE("lessons/01_average_pooling") {
 
 TEST_CASE("lessons/02_nadaraya_watson") {
   LessonRun r("02_nadaraya_watson"), r1("01_average_pooling");
-  check_ran(r, {"2、非参数注意力汇聚"});
+  check_ran(r, {"2、非参数注意力汇聚"}, {"attention_weights.svg", "prediction.svg"});
   REQUIRE(r1.run.status == 0);
   // Attention pooling with a Gaussian kernel fits the curve better than the flat mean of lesson 01.
   double nw = r.results().at("test_mse").get<double>(), average = r1.results().at("test_mse").get<double>();
@@ -77,7 +97,7 @@ TEST_CASE("lessons/02_nadaraya_watson") {
 
 TEST_CASE("lessons/03_parametric_pooling") {
   LessonRun r("03_parametric_pooling"), r2("02_nadaraya_watson");
-  check_ran(r, {"3、带参数注意力汇聚"});
+  check_ran(r, {"3、带参数注意力汇聚"}, {"attention_weights.svg", "prediction.svg", "loss.svg", "loss_graph.dot"});
   REQUIRE(r2.run.status == 0);
   // d2l trains w for 5 epochs; its loss falls each epoch.
   std::vector<double> losses = r.results().at("losses").get<std::vector<double>>();
@@ -94,11 +114,16 @@ TEST_CASE("lessons/03_parametric_pooling") {
   for (float p : w02) h -= p > 0 ? p * std::log(static_cast<double>(p)) : 0;
   CHECK(entropy_02 == doctest::Approx(h / 50).epsilon(1e-3));
   check_rows_sum_to_one(r.values("weights"), 50);
+  // The loss graph was drawn before backward(): it holds the ops of the forward pass.
+  std::string dot = qkv::lesson_test::read_text(r.out / "loss_graph.dot");
+  for (const char* op : {"SoftmaxBackward", "BmmBackward", "MulBackward"}) CHECK(dot.find(op) != std::string::npos);
 }
 
 TEST_CASE("lessons/04_scoring_functions") {
   LessonRun r("04_scoring_functions");
-  check_ran(r, {"屏蔽 softmax", "加性注意力", "缩放点积注意力", "注意力的输出", "计算过程"});
+  check_ran(r, {"Erratum: 004 2.1", "屏蔽 softmax", "加性注意力", "缩放点积注意力", "注意力的输出", "计算过程"},
+            {"similarity_weights.svg", "masked_softmax.svg", "additive_attention_weights.svg",
+             "dot_product_attention_weights.svg"});
   // d2l's example: all keys equal, so the weights are uniform over the valid keys and each output is
   // the mean of the first valid_len rows of arange(40) as (10, 4): rows 0–1 -> [2, 3, 4, 5],
   // rows 0–5 -> [10, 11, 12, 13].
@@ -141,7 +166,7 @@ TEST_CASE("lessons/04_scoring_functions") {
 
 TEST_CASE("lessons/05_attention_rules") {
   LessonRun r("05_attention_rules");
-  check_ran(r, {"Rule 1", "Rule 2", "Rule 3", "BMM"});
+  check_ran(r, {"Rule 1", "Rule 2", "Rule 3", "BMM"}, {"attention_weights.svg"});
   for (const char* key : {"rule1_output_shape", "rule2_output_shape", "rule3_output_shape"}) {
     INFO(key);
     CHECK(r.shape(key) == std::vector<int64_t>{2, 1, 3});  // (B, 1, Dv)
@@ -153,7 +178,8 @@ TEST_CASE("lessons/05_attention_rules") {
 
 TEST_CASE("lessons/06_attn_module") {
   LessonRun r("06_attn_module");
-  check_ran(r, {"3.3.注意力机制的实现步骤", "4.注意力机制的代码分析", "解码器端"});
+  check_ran(r, {"3.3.注意力机制的实现步骤", "4.注意力机制的代码分析", "Erratum: 000 3.2", "解码器端"},
+            {"attention_weights.svg"});
   CHECK(r.shape("output_shape") == std::vector<int64_t>{1, 1, 64});
   CHECK(r.shape("weights_shape") == std::vector<int64_t>{1, 32});
   check_rows_sum_to_one(r.values("weights"), 32);
@@ -163,7 +189,7 @@ TEST_CASE("lessons/06_attn_module") {
 
 TEST_CASE("lessons/07_self_attention") {
   LessonRun r("07_self_attention");
-  check_ran(r, {"Attention核心思想", "Without projections"});
+  check_ran(r, {"Attention核心思想", "Without projections", "Erratum: 002"}, {"attention_weights.svg"});
   CHECK(r.shape("output_shape") == std::vector<int64_t>{2, 4, 10});
   check_rows_sum_to_one(r.values("probs"), 4);
   check_rows_sum_to_one(r.values("free_probs"), 4);
@@ -182,4 +208,25 @@ TEST_CASE("lessons/07_self_attention") {
     }
   // The erratum: with random projections Q Kᵀ is not symmetric, so the notes' printed matrix is X Xᵀ.
   CHECK(asymmetry_projected > 1e-3);
+}
+
+TEST_CASE("lessons/the README's excerpt of lesson 07 is what lesson 07 prints") {
+  LessonRun r("07_self_attention");
+  REQUIRE(r.run.status == 0);
+  std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
+  std::string readme = qkv::lesson_test::read_text(std::filesystem::path(QKV_DATA_DIR) / ".." / "README.md");
+  size_t start = readme.find("```text\n== 3. Without projections");
+  REQUIRE(start != std::string::npos);
+  start += 8;
+  std::string excerpt = readme.substr(start, readme.find("```", start) - start);
+  // Each run of lines between the "…" marks appears in the transcript as it stands.
+  size_t from = 0;
+  while (from < excerpt.size()) {
+    size_t mark = excerpt.find("…\n", from);
+    std::string block = excerpt.substr(from, mark == std::string::npos ? std::string::npos : mark - from);
+    INFO(block);
+    CHECK(transcript.find(block) != std::string::npos);
+    if (mark == std::string::npos) break;
+    from = mark + std::string("…\n").size();
+  }
 }
