@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -105,6 +106,21 @@ struct Lesson::Impl {
 
 Lesson::Lesson(int argc, char** argv, int number)
     : impl_(std::make_unique<Impl>()), argc_(argc), argv_(argv), start_(std::chrono::steady_clock::now()) {
+  // A lesson is a straight script with no try/catch: an error it does not catch
+  // (a bad flag value, a qkv::Error) ends it with the message and exit status 1.
+  std::set_terminate([] {
+    if (std::exception_ptr error = std::current_exception()) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "error: {}\n", e.what());
+      } catch (...) {
+        fmt::print(stderr, "error: an unknown exception\n");
+      }
+    }
+    std::fflush(stdout);
+    std::_Exit(1);
+  });
   std::optional<CatalogEntry> entry = find_lesson(number);
   if (!entry) fail("lesson: the catalogue has no lesson {}", number);
   entry_ = *entry;

@@ -46,10 +46,12 @@ struct Run {
   std::string output;  // what it printed (stdout and stderr)
 };
 
-// Run <lessons dir>/<program> <args> with its output captured in `dir`.
-inline Run run_program(const std::string& program, const std::string& args, const std::filesystem::path& dir) {
+// Run <lessons dir>/<program> <args> with its output captured in `dir`;
+// `env` ("NAME=value", optional) is set for the program alone.
+inline Run run_program(const std::string& program, const std::string& args, const std::filesystem::path& dir,
+                       const std::string& env = "") {
   std::filesystem::path log = dir / (program + ".log");
-  std::string command = fmt::format("'{}/{}' {} > '{}' 2>&1", QKV_LESSONS_DIR, program, args, log.string());
+  std::string command = fmt::format("{} '{}/{}' {} > '{}' 2>&1", env, QKV_LESSONS_DIR, program, args, log.string());
   int raw = std::system(command.c_str());
   int status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
   return {status, read_text(log)};

@@ -152,3 +152,11 @@ TEST_CASE("lesson support/--color always colours the terminal, never the transcr
   CHECK(transcript.find('\x1b') == std::string::npos);
   CHECK(transcript.find("Nadaraya–Watson attention weights") != std::string::npos);
 }
+
+TEST_CASE("lesson support/an error ends a lesson with its message and exit status 1") {
+  TempDir dir("lesson_error");
+  qkv::lesson_test::Run r = qkv::lesson_test::run_program(
+      "03_parametric_pooling", fmt::format("--epochs 0 --out '{}'", (dir.path / "out").string()), dir.path);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("error: 03_parametric_pooling: --epochs must be at least 1, got 0") != std::string::npos);
+}

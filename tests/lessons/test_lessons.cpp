@@ -230,3 +230,17 @@ TEST_CASE("lessons/the README's excerpt of lesson 07 is what lesson 07 prints") 
     from = mark + std::string("…\n").size();
   }
 }
+
+TEST_CASE("lessons/03_parametric_pooling without Graphviz says how to draw its graph") {
+  qkv::lesson_test::TempDir dir("lesson03_no_dot");
+  // An empty PATH: the lesson is run by its full path, but `dot` cannot be found.
+  qkv::lesson_test::Run r = qkv::lesson_test::run_program(
+      "03_parametric_pooling", fmt::format("--out '{}'", (dir.path / "out").string()), dir.path, "PATH=/nonexistent");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(std::filesystem::exists(dir.path / "out" / "loss_graph.dot"));
+  CHECK(!std::filesystem::exists(dir.path / "out" / "loss_graph.svg"));
+  std::string transcript = qkv::lesson_test::read_text(dir.path / "out" / "transcript.txt");
+  CHECK(transcript.find("apt-get install graphviz") != std::string::npos);
+  CHECK(transcript.find("dot -Tsvg") != std::string::npos);
+}
