@@ -2,11 +2,31 @@
 // single lesson, a range, and refuses what is not a lesson.
 #include <doctest/doctest.h>
 
+#include <cctype>
+
 #include "catalog.hpp"
 #include "run_lesson.hpp"
 
 using qkv::lesson_test::run_program;
 using qkv::lesson_test::TempDir;
+
+TEST_CASE("lessons runner/the catalogue and the built programs agree") {
+  // A lesson marked written is built beside the runner; one not yet written is not.
+  for (const auto& e : qkv::lesson::catalog) {
+    INFO(e.program);
+    CHECK(std::filesystem::exists(std::filesystem::path(QKV_LESSONS_DIR) / std::string(e.program)) == e.written);
+  }
+  // Every lesson program in the folder is in the catalogue.
+  for (const auto& file : std::filesystem::directory_iterator(QKV_LESSONS_DIR)) {
+    std::string name = file.path().filename().string();
+    if (name.size() < 3 || !std::isdigit(static_cast<unsigned char>(name[0])) || name[2] != '_') continue;
+    if (!file.is_regular_file()) continue;
+    INFO(name);
+    bool listed = false;
+    for (const auto& e : qkv::lesson::catalog) listed = listed || e.program == name;
+    CHECK(listed);
+  }
+}
 
 TEST_CASE("lessons runner/--list names every lesson of the catalogue") {
   TempDir dir("runner_list");
