@@ -21,6 +21,7 @@ using namespace qkv;
 //   attn_combine  Linear(query_size + value_size2, output_size): the final projection
 // Q (1, 1, query_size), K (1, 1, key_size), V (1, value_size1, value_size2)
 //   -> output (1, 1, output_size), weights (1, value_size1)
+// In the shape comments: Dq, Dk, Dv = query_size, key_size, value_size2; V1 = value_size1.
 class Attn : public nn::Module {
  public:
   Attn(int64_t query_size, int64_t key_size, int64_t value_size1, int64_t value_size2, int64_t output_size,
@@ -39,9 +40,8 @@ class Attn : public nn::Module {
     // Step 1 (3.3 第一步): apply a rule of 2.注意力计算规则 to Q, K, V. Here rule 1: join Q and K,
     // a Linear gives one score per value row, softmax makes them weights, bmm applies them to V.
     Tensor q = select0(Q), k = select0(K);                      // (1, 1, D) -> (1, D): PyTorch's Q[0]
-    Tensor attn_weights = softmax((*attn)(cat({q, k}, 1)), 1);  // (1, Dq+Dk) -> (1, value_size1)
-    Tensor attn_applied =
-        bmm(unsqueeze(attn_weights, 0), V);  // (1, 1, value_size1) x (1, value_size1, Dv) -> (1, 1, Dv)
+    Tensor attn_weights = softmax((*attn)(cat({q, k}, 1)), 1);  // (1, Dq+Dk) -> (1, V1)
+    Tensor attn_applied = bmm(unsqueeze(attn_weights, 0), V);   // (1, 1, V1) x (1, V1, Dv) -> (1, 1, Dv)
     // Step 2 (第二步): rule 1 joined Q and K, so join Q to step 1's result as well.
     Tensor output = cat({q, select0(attn_applied)}, 1);  // (1, Dq) ++ (1, Dv) -> (1, Dq+Dv)
     // Step 3 (第三步): a Linear gives the output the size asked for: the attention representation of Q.
