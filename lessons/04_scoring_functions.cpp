@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   Generator gen(lesson.seed());
 
   lesson.section("快速了解 · 计算过程 step 1: three similarities of one query to three keys");
+  lesson.print(
+      "本质思想: attention picks the few important values out of many; the weight says how important a\n"
+      "value is. 计算过程: (1) score the query against each key, (2) softmax the scores into weights,\n"
+      "(3) sum the values with those weights. In 003's notation (相关数学表达) a(q, k) is the score\n"
+      "(注意力评分函数) and α(q, k) = softmax of the scores, the weight.\n");
   const int64_t d = 4;
   Tensor query = randn({d}, gen);                      // (4,)
   Tensor keys = randn({3, d}, gen);                    // (3, 4): three keys
