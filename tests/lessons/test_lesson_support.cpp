@@ -160,3 +160,27 @@ TEST_CASE("lesson support/an error ends a lesson with its message and exit statu
   CHECK(r.status == 1);
   CHECK(r.output.find("error: 03_parametric_pooling: --epochs must be at least 1, got 0") != std::string::npos);
 }
+
+TEST_CASE("lesson support/--data defaults to the repository's data/ folder") {
+  TempDir dir("lesson_data");
+  std::string out = (dir.path / "out").string();
+  auto make_argv = [](std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return argv;
+  };
+  std::vector<std::string> plain = {"01_average_pooling", "--out", out};
+  std::vector<char*> plain_argv = make_argv(plain);
+  lesson::Lesson by_default(static_cast<int>(plain.size()), plain_argv.data(), 1);
+  by_default.data_option();
+  by_default.start();
+  CHECK(by_default.data() == std::filesystem::path(QKV_DATA_DIR));
+
+  std::vector<std::string> given = {"01_average_pooling", "--out", out, "--data", "/somewhere/else"};
+  std::vector<char*> given_argv = make_argv(given);
+  lesson::Lesson elsewhere(static_cast<int>(given.size()), given_argv.data(), 1);
+  elsewhere.data_option();
+  elsewhere.start();
+  CHECK(elsewhere.data() == std::filesystem::path("/somewhere/else"));
+}
