@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # qkv's one entry point: install what is missing, build, run.
 #
-#   ./qkv.sh lessons    install Debian packages if missing, build (Release), run every lesson
+#   ./qkv.sh lessons    install Debian packages if missing, build (Release), run every lesson (out/lessons/)
 #   ./qkv.sh test       install Debian packages if missing, build (Release), run the whole test suite
 #   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
 #   ./qkv.sh bench      build and run the benchmark (build/release/bench; arguments go to it)
@@ -43,15 +43,11 @@ build() {  # build <preset>
 
 case "${1:-}" in
   lessons)
+    # The `lessons` runner runs every lesson written so far and prints a table of their times;
+    # each writes its pictures, transcript.txt and results.json into out/lessons/NN_name/.
     install_missing
     build release
-    shopt -s nullglob
-    lessons=(build/release/lessons/[0-9][0-9]_*)
-    [ ${#lessons[@]} -gt 0 ] || echo "qkv: no lessons yet (lessons/ is empty)"
-    for lesson in "${lessons[@]}"; do
-      echo; echo "=== $(basename "$lesson") ==="
-      (cd build/release/lessons && "./$(basename "$lesson")")
-    done
+    build/release/lessons/lessons all "${@:2}"
     ;;
   test)
     install_missing

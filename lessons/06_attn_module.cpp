@@ -1,0 +1,105 @@
+// Lesson 06 · the Attn module
+//
+// Walks through:
+//   000 3.注意力机制: 3.1.注意力机制, 3.2.注意力机制的作用, 3.3.注意力机制的实现步骤
+//   000 4.注意力机制的代码分析      the Attn class, whose forward the notes cut off
+//
+// The learner sees the notes' Attn class written as a qkv module, its forward
+// completed as 3.3 describes it, in three labelled steps; its printed
+// structure; and one call: Q (1,1,32), K (1,1,32), V (1,32,64) -> output
+// (1,1,64) and attention weights (1,32), with the weights drawn.
+//
+// Run: build/release/lessons/06_attn_module [--seed S] [--out DIR]
+#include <qkv/qkv.hpp>
+
+#include "lesson.hpp"
+
+using namespace qkv;
+
+// The notes' Attn (000 §4), a module with two Linear layers:
+//   attn          Linear(query_size + key_size, value_size1): rule 1's scores, one per value
+//   attn_combine  Linear(query_size + value_size2, output_size): the final projection
+// Q (1, 1, query_size), K (1, 1, key_size), V (1, value_size1, value_size2)
+//   -> output (1, 1, output_size), weights (1, value_size1)
+// In the shape comments: Dq, Dk, Dv = query_size, key_size, value_size2; V1 = value_size1.
+class Attn : public nn::Module {
+ public:
+  Attn(int64_t query_size, int64_t key_size, int64_t value_size1, int64_t value_size2, int64_t output_size,
+       Generator& gen)
+      : query_size(query_size),
+        key_size(key_size),
+        value_size1(value_size1),
+        value_size2(value_size2),
+        output_size(output_size) {
+    attn = register_module("attn", std::make_shared<nn::Linear>(query_size + key_size, value_size1, true, gen));
+    attn_combine =
+        register_module("attn_combine", std::make_shared<nn::Linear>(query_size + value_size2, output_size, true, gen));
+  }
+
+  std::pair<Tensor, Tensor> forward(const Tensor& Q, const Tensor& K, const Tensor& V) const {
+    // Step 1 (3.3 第一步): apply a rule of 2.注意力计算规则 to Q, K, V. Here rule 1: join Q and K,
+    // a Linear gives one score per value row, softmax makes them weights, bmm applies them to V.
+    Tensor q = select0(Q), k = select0(K);                      // (1, 1, D) -> (1, D): PyTorch's Q[0]
+    Tensor attn_weights = softmax((*attn)(cat({q, k}, 1)), 1);  // (1, Dq+Dk) -> (1, V1)
+    Tensor attn_applied = bmm(unsqueeze(attn_weights, 0), V);   // (1, 1, V1) x (1, V1, Dv) -> (1, 1, Dv)
+    // Step 2 (第二步): rule 1 joined Q and K, so join Q to step 1's result as well.
+    Tensor output = cat({q, select0(attn_applied)}, 1);  // (1, Dq) ++ (1, Dv) -> (1, Dq+Dv)
+    // Step 3 (第三步): a Linear gives the output the size asked for: the attention representation of Q.
+    output = unsqueeze((*attn_combine)(output), 0);  // (1, Dq+Dv) -> (1, output_size) -> (1, 1, output_size)
+    return {output, attn_weights};
+  }
+
+  std::string type_name() const override { return "Attn"; }
+  int64_t query_size, key_size, value_size1, value_size2, output_size;
+  std::shared_ptr<nn::Linear> attn, attn_combine;
+
+ private:
+  static Tensor select0(const Tensor& x) { return squeeze(slice(x, 0, 0, 1), 0); }  // x[0]: drop the batch dim
+};
+
+int main(int argc, char** argv) {
+  lesson::Lesson lesson(argc, argv, 6);
+  lesson.start();
+  Generator gen(lesson.seed());
+
+  lesson.section("3.1.注意力机制 and 3.2.注意力机制的作用");
+  lesson.print(
+      "A rule of 000 §2 becomes a mechanism once it sits in a network with the Linear layers and tensor\n"
+      "reshaping around it. In seq2seq it works on two sides: on the decoder side it lets each output step\n"
+      "focus on the encoder's outputs (instead of one fixed-length vector); on the encoder side it is\n"
+      "self-attention, a way to extract features of the input.\n");
+  lesson.erratum(
+      "000 3.2 writes \"在加码器端\" (a typo: 加码器 is no such thing). The sentence describes the\n"
+      "decoder side, 解码器端: attention over the encoder's outputs, used as the decoder's input.");
+
+  lesson.section("3.3.注意力机制的实现步骤 and 4.注意力机制的代码分析: the Attn module");
+  lesson.print(
+      "The notes' forward is cut off after `def forward(self, Q, K, V):`. Written as 3.3 says:\n"
+      "  1. apply a rule to Q, K, V (rule 1: softmax(Linear(cat(Q, K))) then bmm with V)\n"
+      "  2. rule 1 joins, so join Q with step 1's result\n"
+      "  3. a Linear maps that to output_size\n");
+  Attn attn(/*query_size=*/32, /*key_size=*/32, /*value_size1=*/32, /*value_size2=*/64, /*output_size=*/64, gen);
+  lesson.print("{}\n", attn.repr());
+
+  lesson.section("One call: Q (1,1,32), K (1,1,32), V (1,32,64)");
+  Tensor Q = randn({1, 1, 32}, gen);
+  Tensor K = randn({1, 1, 32}, gen);
+  Tensor V = randn({1, 32, 64}, gen);
+  auto [output, weights] = attn.forward(Q, K, V);
+  lesson.print("Q {}, K {}, V {} -> output {}, attention weights {}\n", Q.shape(), K.shape(), V.shape(), output.shape(),
+               weights.shape());
+  lesson.print("weights sum to {:.4f}; the largest is {:.4f} (on value row {})\n", sum(weights).item(),
+               max(weights).item(), argmax(weights).item());
+  lesson.heatmap("attention_weights.svg", weights,
+                 {.title = "Attn: rule 1's weights over the 32 value rows", .xlabel = "value rows", .ylabel = "query"});
+  lesson.print("output[0, 0, :8] = {}\n", slice(reshape(output, {64}), 0, 0, 8));
+
+  lesson.result("output_shape", output.shape());
+  lesson.result("weights_shape", weights.shape());
+  lesson.result("weights", weights);
+  lesson.result("num_parameters", attn.num_parameters());
+
+  return lesson.finish(
+      "The notes' Attn, completed: rule 1's weights (1, 32) over the 32 value rows, their bmm with V, Q\n"
+      "joined to it, and attn_combine to the output size: Q (1,1,32), K (1,1,32), V (1,32,64) -> (1,1,64).");
+}

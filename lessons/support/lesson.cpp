@@ -1,0 +1,258 @@
+// The lessons' shared machinery (lesson.hpp): flags through CLI11, the
+// transcript, results.json through nlohmann-json, the progress line.
+#include "lesson.hpp"
+
+#include <unistd.h>
+
+#include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#ifndef QKV_DATA_DIR
+#error "the build passes QKV_DATA_DIR, the repository's data/ folder"
+#endif
+
+namespace qkv::lesson {
+
+// --- transcript ----------------------------------------------------------------
+
+std::string strip_escape_codes(std::string_view text) {
+  // An ANSI escape sequence is ESC '[' parameters, ending in a byte in '@'…'~' (the 'm' of a colour).
+  std::string plain;
+  plain.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      i += 2;
+      while (i < text.size() && !(text[i] >= '@' && text[i] <= '~')) ++i;
+      continue;  // skips the final byte too
+    }
+    plain += text[i];
+  }
+  return plain;
+}
+
+Transcript::Transcript(std::FILE* terminal, bool is_tty) : terminal_(terminal), is_tty_(is_tty) {}
+
+Transcript::~Transcript() {
+  end_in_place();
+  if (copy_) std::fclose(copy_);
+}
+
+void Transcript::open(const std::filesystem::path& file) {
+  if (copy_) std::fclose(copy_);
+  copy_ = std::fopen(file.c_str(), "w");
+  if (!copy_) fail("lesson: cannot write the transcript {}", file.string());
+}
+
+void Transcript::write(std::string_view text) {
+  end_in_place();
+  std::fwrite(text.data(), 1, text.size(), terminal_);
+  std::fflush(terminal_);
+  if (copy_) {
+    std::string plain = strip_escape_codes(text);
+    std::fwrite(plain.data(), 1, plain.size(), copy_);
+    std::fflush(copy_);
+  }
+}
+
+void Transcript::write_in_place(std::string_view line) {
+  if (!is_tty_) {
+    write(std::string(line) + "\n");
+    return;
+  }
+  // "\r" back to the line's start, the new text, ESC[K clears what the old line had beyond it.
+  fmt::print(terminal_, "\r{}\x1b[K", line);
+  std::fflush(terminal_);
+  last_in_place_ = line;
+}
+
+void Transcript::end_in_place() {
+  if (last_in_place_.empty()) return;
+  std::string line = std::move(last_in_place_);
+  last_in_place_.clear();
+  std::fputc('\n', terminal_);
+  if (copy_) fmt::print(copy_, "{}\n", strip_escape_codes(line));
+}
+
+// --- progress --------------------------------------------------------------------
+
+Progress::Progress(Transcript& out, std::string unit, int64_t total)
+    : out_(out), unit_(std::move(unit)), total_(total), start_(std::chrono::steady_clock::now()) {}
+
+void Progress::update(int64_t done, const std::vector<std::pair<std::string, double>>& values) {
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::string line = fmt::format("{} {}/{}", unit_, done, total_);
+  for (const auto& [name, value] : values) line += fmt::format("  {} {:.4f}", name, value);
+  if (done > 0 && seconds > 0) {
+    double rate = static_cast<double>(done) / seconds;  // steps per second
+    line += fmt::format("  {:.1f} {}/s  {:.1f} s left", rate, unit_, static_cast<double>(total_ - done) / rate);
+  }
+  out_.write_in_place(line);
+}
+
+void Progress::finish() { out_.end_in_place(); }
+
+// --- lesson ------------------------------------------------------------------------
+
+struct Lesson::Impl {
+  CLI::App app;
+  nlohmann::json results = nlohmann::json::object();
+  nlohmann::json pictures = nlohmann::json::array();
+  nlohmann::json sections = nlohmann::json::array();
+};
+
+Lesson::Lesson(int argc, char** argv, int number)
+    : impl_(std::make_unique<Impl>()), argc_(argc), argv_(argv), start_(std::chrono::steady_clock::now()) {
+  // A lesson is a straight script with no try/catch: an error it does not catch
+  // (a bad flag value, a qkv::Error) ends it with the message and exit status 1.
+  std::set_terminate([] {
+    if (std::exception_ptr error = std::current_exception()) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "error: {}\n", e.what());
+      } catch (...) {
+        fmt::print(stderr, "error: an unknown exception\n");
+      }
+    }
+    std::fflush(stdout);
+    std::_Exit(1);
+  });
+  std::optional<CatalogEntry> entry = find_lesson(number);
+  if (!entry) fail("lesson: the catalogue has no lesson {}", number);
+  entry_ = *entry;
+  out_ = std::filesystem::path("out") / "lessons" / std::string(entry_.program);
+  CLI::App& app = impl_->app;
+  app.description(fmt::format("Lesson {:02d}: {}\n  ({})", entry_.number, entry_.title, entry_.sections));
+  app.name(std::string(entry_.program));
+  app.add_option("--out", out_, "folder for the pictures, transcript.txt and results.json")->capture_default_str();
+  app.add_option("--seed", seed_, "seed of the random numbers (same seed, same numbers)")->capture_default_str();
+  app.add_option("--color", color_, "colour in the terminal pictures")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+}
+
+Lesson::~Lesson() = default;
+
+void Lesson::option(const std::string& flag, int64_t& value, const std::string& help) {
+  impl_->app.add_option(flag, value, help)->capture_default_str();
+}
+void Lesson::option(const std::string& flag, float& value, const std::string& help) {
+  impl_->app.add_option(flag, value, help)->capture_default_str();
+}
+void Lesson::option(const std::string& flag, std::filesystem::path& value, const std::string& help) {
+  impl_->app.add_option(flag, value, help)->capture_default_str();
+}
+void Lesson::data_option() {
+  data_ = QKV_DATA_DIR;
+  option("--data", data_, "folder the lesson reads its files from");
+}
+
+void Lesson::start() {
+  try {
+    impl_->app.parse(argc_, argv_);
+  } catch (const CLI::ParseError& e) {
+    std::exit(impl_->app.exit(e));  // --help prints and exits 0; a bad flag says why and exits non-zero
+  }
+  std::filesystem::create_directories(out_);
+  transcript_ = std::make_unique<Transcript>(stdout, isatty(fileno(stdout)) != 0);
+  transcript_->open(out_ / "transcript.txt");
+  std::string title = fmt::format("Lesson {:02d} · {}", entry_.number, entry_.title);
+  size_t width = 0;  // characters, not bytes: count the bytes that start a UTF-8 character
+  for (char c : title) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  print("{}\n{}\n", title, std::string(width, '='));
+  print("Sections of the notes: {}\n", entry_.sections);
+  print("Output folder: {}   (seed {})\n", out_.string(), seed_);
+}
+
+viz::TextOptions Lesson::text_options() const {
+  viz::TextOptions text;
+  text.color = color_ == "always" ? viz::Color::Always : color_ == "never" ? viz::Color::Never : viz::Color::Auto;
+  return text;
+}
+
+void Lesson::section(const std::string& title) {
+  ++sections_;
+  std::string line = fmt::format("== {}. {} ==", sections_, title);
+  print("\n{}\n", line);
+  impl_->sections.push_back(line);
+}
+
+void Lesson::erratum(const std::string& text) { print("Erratum: {}\n", text); }
+
+void Lesson::result(const std::string& key, double value) { impl_->results[key] = value; }
+void Lesson::result(const std::string& key, int64_t value) { impl_->results[key] = value; }
+void Lesson::result(const std::string& key, bool value) { impl_->results[key] = value; }
+void Lesson::result(const std::string& key, const std::string& value) { impl_->results[key] = value; }
+void Lesson::result(const std::string& key, const std::vector<double>& values) { impl_->results[key] = values; }
+void Lesson::result(const std::string& key, const Shape& shape) { impl_->results[key] = shape.dims(); }
+void Lesson::result(const std::string& key, const Tensor& value) {
+  impl_->results[key] = {{"shape", value.shape().dims()}, {"values", value.to_vector()}};
+}
+
+std::filesystem::path Lesson::picture(const std::string& file, const std::string& shows) {
+  impl_->pictures.push_back({{"file", file}, {"shows", shows}});
+  return out_ / file;
+}
+
+void Lesson::heatmap(const std::string& file, const Tensor& m, const viz::HeatmapOptions& opt) {
+  print("{}\n", viz::heatmap_text(m, opt, text_options()));
+  viz::save_heatmap_svg(picture(file, opt.title), m, opt);
+}
+
+void Lesson::heatmap_grid(const std::string& file, const Tensor& m, const viz::GridOptions& opt) {
+  if (m.dim() != 4) fail("lesson: heatmap_grid wants (rows, cols, H, W), got {}", m.shape());
+  for (int64_t r = 0; r < m.size(0); ++r)
+    for (int64_t c = 0; c < m.size(1); ++c) {
+      viz::HeatmapOptions cell = opt.cell;
+      std::vector<std::string> parts = {opt.title};
+      if (static_cast<size_t>(r) < opt.row_titles.size()) parts.push_back(opt.row_titles[static_cast<size_t>(r)]);
+      if (static_cast<size_t>(c) < opt.col_titles.size()) parts.push_back(opt.col_titles[static_cast<size_t>(c)]);
+      cell.title = fmt::format("{}", fmt::join(parts, ", "));
+      Tensor one = reshape(slice(slice(m, 0, r, r + 1), 1, c, c + 1), {m.size(2), m.size(3)});  // (H, W)
+      print("{}\n", viz::heatmap_text(one, cell, text_options()));
+    }
+  viz::save_heatmap_grid_svg(picture(file, opt.title), m, opt);
+}
+
+void Lesson::line_plot(const std::string& file, const std::vector<viz::Series>& series, const viz::PlotOptions& opt) {
+  print("{}\n", viz::line_plot_text(series, opt, text_options()));
+  viz::save_line_plot_svg(picture(file, opt.title), series, opt);
+}
+
+void Lesson::graph(const std::string& stem, const Tensor& root, const std::string& shows) {
+  viz::GraphFiles files = viz::save_graph(out_ / stem, root);
+  impl_->pictures.push_back({{"file", files.dot.filename().string()}, {"shows", shows + " (Graphviz DOT)"}});
+  if (!files.svg.empty()) {
+    impl_->pictures.push_back({{"file", files.svg.filename().string()}, {"shows", shows}});
+    print("{}: {} and {}\n", shows, files.dot.string(), files.svg.string());
+  } else {
+    print("{}: {}\nGraphviz's `dot` is not on the PATH, so there is no SVG. To draw it:\n", shows, files.dot.string());
+    print("  apt-get install graphviz\n  dot -Tsvg {} -o {}\n", files.dot.string(),
+          files.dot.parent_path().string() + "/" + stem + ".svg");
+  }
+}
+
+int Lesson::finish(const std::string& summary) {
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  print("\n== Summary ==\n{}\n", summary);
+  if (!impl_->pictures.empty()) {
+    print("\nPictures, in {}:\n", out_.string());
+    for (const auto& p : impl_->pictures)
+      print("  {:<28} {}\n", p["file"].get<std::string>(), p["shows"].get<std::string>());
+  }
+  print("Transcript: {}   Results: {}   ({:.2f} s)\n", (out_ / "transcript.txt").string(),
+        (out_ / "results.json").string(), seconds);
+  nlohmann::json doc = {
+      {"lesson", entry_.number},   {"program", entry_.program},   {"title", entry_.title},      {"seed", seed_},
+      {"results", impl_->results}, {"pictures", impl_->pictures}, {"sections", impl_->sections}};
+  std::ofstream file(out_ / "results.json");
+  file << doc.dump(2) << "\n";
+  if (!file) fail("lesson: cannot write {}", (out_ / "results.json").string());
+  return 0;
+}
+
+}  // namespace qkv::lesson

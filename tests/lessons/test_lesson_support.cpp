@@ -1,0 +1,186 @@
+// The lessons' support library: flags, transcript, results.json, progress.
+#include <doctest/doctest.h>
+
+#include "lesson.hpp"
+#include "run_lesson.hpp"
+
+using namespace qkv;
+using qkv::lesson_test::read_text;
+using qkv::lesson_test::TempDir;
+
+namespace {
+
+// Everything written so far into a tmpfile.
+std::string contents(std::FILE* file) {
+  std::fflush(file);
+  std::rewind(file);
+  std::string text;
+  for (int c; (c = std::fgetc(file)) != EOF;) text += static_cast<char>(c);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("lesson support/strip_escape_codes keeps the text and drops colour codes") {
+  CHECK(lesson::strip_escape_codes("plain") == "plain");
+  CHECK(lesson::strip_escape_codes("\x1b[38;5;196m█\x1b[0m x") == "█ x");
+  CHECK(lesson::strip_escape_codes("a\x1b[Kb") == "ab");
+}
+
+TEST_CASE("lesson support/transcript copies what is printed, without escape codes") {
+  TempDir dir("transcript");
+  std::FILE* terminal = std::tmpfile();
+  {
+    lesson::Transcript out(terminal, /*is_tty=*/false);
+    out.open(dir.path / "transcript.txt");
+    out.write("\x1b[1mbold\x1b[0m text\n");
+  }
+  CHECK(contents(terminal) == "\x1b[1mbold\x1b[0m text\n");  // the terminal gets the codes
+  CHECK(read_text(dir.path / "transcript.txt") == "bold text\n");
+  std::fclose(terminal);
+}
+
+TEST_CASE("lesson support/progress prints plain lines when not a terminal") {
+  TempDir dir("progress_pipe");
+  std::FILE* terminal = std::tmpfile();
+  {
+    lesson::Transcript out(terminal, /*is_tty=*/false);
+    out.open(dir.path / "transcript.txt");
+    lesson::Progress progress(out, "epoch", 3);
+    for (int64_t e = 1; e <= 3; ++e) progress.update(e, {{"loss", 1.0 / static_cast<double>(e)}});
+    progress.finish();
+  }
+  std::string printed = contents(terminal);
+  CHECK(printed.find('\r') == std::string::npos);
+  CHECK(printed.find('\x1b') == std::string::npos);
+  CHECK(printed.find("epoch 1/3  loss 1.0000") != std::string::npos);
+  CHECK(printed.find("epoch 2/3  loss 0.5000") != std::string::npos);
+  CHECK(printed.find("epoch 3/3  loss 0.3333") != std::string::npos);
+  CHECK(std::count(printed.begin(), printed.end(), '\n') == 3);  // one line per update
+  CHECK(read_text(dir.path / "transcript.txt") == printed);
+  std::fclose(terminal);
+}
+
+TEST_CASE("lesson support/progress updates one line in place on a terminal") {
+  TempDir dir("progress_tty");
+  std::FILE* terminal = std::tmpfile();
+  {
+    lesson::Transcript out(terminal, /*is_tty=*/true);
+    out.open(dir.path / "transcript.txt");
+    lesson::Progress progress(out, "epoch", 2);
+    progress.update(1, {{"loss", 2.0}});
+    progress.update(2, {{"loss", 1.0}});
+    progress.finish();
+    out.write("after\n");
+  }
+  std::string printed = contents(terminal);
+  CHECK(std::count(printed.begin(), printed.end(), '\r') == 2);
+  CHECK(std::count(printed.begin(), printed.end(), '\n') == 2);  // the finished progress line, then "after"
+  // The transcript keeps only the last state of the line.
+  std::string copy = read_text(dir.path / "transcript.txt");
+  CHECK(copy.find("epoch 1/2") == std::string::npos);
+  CHECK(copy.find("epoch 2/2  loss 1.0000") == 0);
+  CHECK(copy.find("\nafter\n") != std::string::npos);
+  std::fclose(terminal);
+}
+
+TEST_CASE("lesson support/flags, transcript and results.json") {
+  TempDir dir("lesson_flags");
+  std::string out = (dir.path / "out").string();
+  std::vector<std::string> args = {"01_average_pooling", "--out", out, "--seed", "7", "--n-train", "12"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  lesson::Lesson l(static_cast<int>(args.size()), argv.data(), 1);
+  int64_t n_train = 50;
+  l.option("--n-train", n_train, "training points");
+  l.start();
+  CHECK(l.seed() == 7);
+  CHECK(n_train == 12);
+  CHECK(l.out() == dir.path / "out");
+  l.section("A title");
+  l.print("the answer is {}\n", 42);
+  l.result("answer", int64_t{42});
+  l.result("mse", 0.25);
+  l.result("t", tensor({1, 2, 3, 4, 5, 6}, {2, 3}));
+  CHECK(l.picture("p.svg", "a picture") == dir.path / "out" / "p.svg");
+  CHECK(l.finish("done") == 0);
+
+  std::string transcript = read_text(dir.path / "out" / "transcript.txt");
+  CHECK(transcript.find("Lesson 01") != std::string::npos);
+  CHECK(transcript.find("== 1. A title ==") != std::string::npos);
+  CHECK(transcript.find("the answer is 42") != std::string::npos);
+  CHECK(transcript.find("p.svg") != std::string::npos);  // the summary lists the pictures
+
+  std::ifstream in(dir.path / "out" / "results.json");
+  nlohmann::json json = nlohmann::json::parse(in);
+  CHECK(json.at("lesson") == 1);
+  CHECK(json.at("program") == "01_average_pooling");
+  CHECK(json.at("seed") == 7);
+  CHECK(json.at("results").at("answer") == 42);
+  CHECK(json.at("results").at("mse") == 0.25);
+  CHECK(json.at("results").at("t").at("shape") == nlohmann::json({2, 3}));
+  CHECK(json.at("results").at("t").at("values") == nlohmann::json({1, 2, 3, 4, 5, 6}));
+  CHECK(json.at("pictures").at(0).at("file") == "p.svg");
+  CHECK(json.at("sections").at(0) == "== 1. A title ==");
+}
+
+TEST_CASE("lesson support/--help lists the flags; a bad flag fails") {
+  TempDir dir("lesson_help");
+  qkv::lesson_test::Run help = qkv::lesson_test::run_program("03_parametric_pooling", "--help", dir.path);
+  INFO(help.output);
+  CHECK(help.status == 0);
+  for (const char* flag : {"--out", "--seed", "--color", "--epochs", "--lr", "--n-train"})
+    CHECK(help.output.find(flag) != std::string::npos);
+  CHECK(!std::filesystem::exists(dir.path / "out"));
+
+  qkv::lesson_test::Run bad = qkv::lesson_test::run_program("01_average_pooling", "--no-such-flag", dir.path);
+  CHECK(bad.status != 0);
+  qkv::lesson_test::Run bad_color = qkv::lesson_test::run_program("01_average_pooling", "--color sometimes", dir.path);
+  CHECK(bad_color.status != 0);
+}
+
+TEST_CASE("lesson support/--color always colours the terminal, never the transcript") {
+  TempDir dir("lesson_color");
+  qkv::lesson_test::Run r = qkv::lesson_test::run_program(
+      "02_nadaraya_watson", fmt::format("--color always --out '{}'", (dir.path / "out").string()), dir.path);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find('\x1b') != std::string::npos);
+  std::string transcript = read_text(dir.path / "out" / "transcript.txt");
+  CHECK(transcript.find('\x1b') == std::string::npos);
+  CHECK(transcript.find("Nadaraya–Watson attention weights") != std::string::npos);
+}
+
+TEST_CASE("lesson support/an error ends a lesson with its message and exit status 1") {
+  TempDir dir("lesson_error");
+  qkv::lesson_test::Run r = qkv::lesson_test::run_program(
+      "03_parametric_pooling", fmt::format("--epochs 0 --out '{}'", (dir.path / "out").string()), dir.path);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("error: 03_parametric_pooling: --epochs must be at least 1, got 0") != std::string::npos);
+}
+
+TEST_CASE("lesson support/--data defaults to the repository's data/ folder") {
+  TempDir dir("lesson_data");
+  std::string out = (dir.path / "out").string();
+  auto make_argv = [](std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return argv;
+  };
+  std::vector<std::string> plain = {"01_average_pooling", "--out", out};
+  std::vector<char*> plain_argv = make_argv(plain);
+  lesson::Lesson by_default(static_cast<int>(plain.size()), plain_argv.data(), 1);
+  by_default.data_option();
+  by_default.start();
+  CHECK(by_default.data() == std::filesystem::path(QKV_DATA_DIR));
+
+  std::vector<std::string> given = {"01_average_pooling", "--out", out, "--data", "/somewhere/else"};
+  std::vector<char*> given_argv = make_argv(given);
+  lesson::Lesson elsewhere(static_cast<int>(given.size()), given_argv.data(), 1);
+  elsewhere.data_option();
+  elsewhere.start();
+  CHECK(elsewhere.data() == std::filesystem::path("/somewhere/else"));
+}
