@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
                slice(data.y_train, 0, 0, 5));
 
   lesson.section("1、平均汇聚: f(x) = (1/n) Σᵢ yᵢ");
-  Tensor y_mean = mean(data.y_train);                    // (n,) -> ()
-  Tensor y_hat = expand(y_mean, {data.x_test.size(0)});  // () -> (50,): the same answer for every query
+  Tensor y_mean = data.y_train.mean();                  // (n,) -> ()
+  Tensor y_hat = y_mean.expand({data.x_test.size(0)});  // () -> (50,): the same answer for every query
   lesson.print("mean of the training y: {:.4f}\n", y_mean.item());
   lesson.print("prediction y_hat {}: every entry {:.4f}, whatever the query x is\n", y_hat.shape(), y_mean.item());
 

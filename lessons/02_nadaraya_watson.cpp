@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   const int64_t n_test = data.x_test.size(0);
 
   lesson.section("1、平均汇聚, again: the number to beat");
-  Tensor average = expand(mean(data.y_train), {n_test});  // (n,) -> () -> (50,)
+  Tensor average = data.y_train.mean().expand({n_test});  // (n,) -> () -> (50,)
   Tensor average_mse = mse_loss(average, data.y_truth);   // (50,) x (50,) -> ()
   lesson.print("average pooling (lesson 01): test MSE {:.4f}\n", average_mse.item());
 
@@ -37,23 +37,23 @@ int main(int argc, char** argv) {
       "Nadaraya and Watson weight each value yᵢ by how close its key xᵢ is to the query x:\n"
       "  α(x, xᵢ) = K(x - xᵢ) / Σⱼ K(x - xⱼ),  and with K Gaussian,  α(x, ·) = softmax(-(x - xᵢ)²/2)\n"
       "(the 1/√(2π) of K cancels between numerator and denominator). Nothing here is learned.\n");
-  Tensor queries = reshape(data.x_test, {n_test, 1});  // (50,) -> (50, 1)
-  Tensor keys = reshape(data.x_train, {1, n_train});   // (n,) -> (1, n)
-  Tensor diff = queries - keys;                        // (50, 1) - (1, n) -> (50, n), broadcast
-  Tensor weights = softmax(-(diff * diff) / 2, -1);    // (50, n), each row sums to 1
+  Tensor queries = data.x_test.reshape({n_test, 1});  // (50,) -> (50, 1)
+  Tensor keys = data.x_train.reshape({1, n_train});   // (n,) -> (1, n)
+  Tensor diff = queries - keys;                       // (50, 1) - (1, n) -> (50, n), broadcast
+  Tensor weights = (-(diff * diff) / 2).softmax(-1);  // (50, n), each row sums to 1
   lesson.print("queries {} - keys {} -> differences {} -> weights {}\n", queries.shape(), keys.shape(), diff.shape(),
                weights.shape());
   lesson.print("weights of query x = {:.1f} over the first 8 keys: {}\n", data.x_test.at({25}),
                slice(slice(weights, 0, 25, 26), 1, 0, 8));
-  lesson.print("row sums (first 5): {}\n", slice(sum(weights, 1), 0, 0, 5));
+  lesson.print("row sums (first 5): {}\n", weights.sum(1).slice(0, 0, 5));
   lesson.heatmap("attention_weights.svg", weights,
                  {.title = "Nadaraya–Watson attention weights",
                   .xlabel = "training inputs x_i (keys, sorted)",
                   .ylabel = "test inputs x (queries)"});
 
   lesson.section("The prediction: f(x) = Σᵢ α(x, xᵢ) yᵢ");
-  Tensor y_hat = matmul(weights, data.y_train);  // (50, n) x (n,) -> (50,)
-  Tensor mse = mse_loss(y_hat, data.y_truth);    // (50,) x (50,) -> ()
+  Tensor y_hat = weights.matmul(data.y_train);  // (50, n) x (n,) -> (50,)
+  Tensor mse = mse_loss(y_hat, data.y_truth);   // (50,) x (50,) -> ()
   lesson.print("y_hat {}\n", y_hat.shape());
   lesson.print("test MSE against the noiseless truth f(x_test):\n");
   lesson.print("  average pooling (lesson 01)    {:.4f}\n", average_mse.item());

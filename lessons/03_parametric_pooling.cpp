@@ -29,18 +29,18 @@ struct Pooled {
 };
 Pooled nw_kernel_regression(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& w) {
   const int64_t n = keys.size(0), m = keys.size(1);
-  Tensor q = expand(reshape(queries, {n, 1}), {n, m});           // (n,) -> (n, m): each query repeated m times
-  Tensor d = (q - keys) * w;                                     // (n, m) ⊙ (1) -> (n, m)
-  Tensor weights = softmax(-(d * d) / 2, 1);                     // (n, m), rows sum to 1
-  Tensor y = bmm(unsqueeze(weights, 1), unsqueeze(values, -1));  // (n, 1, m) x (n, m, 1) -> (n, 1, 1)
-  return {reshape(y, {n}), weights};                             // (n, 1, 1) -> (n,)
+  Tensor q = queries.reshape({n, 1}).expand({n, m});          // (n,) -> (n, m): each query repeated m times
+  Tensor d = (q - keys) * w;                                  // (n, m) ⊙ (1) -> (n, m)
+  Tensor weights = (-(d * d) / 2).softmax(1);                 // (n, m), rows sum to 1
+  Tensor y = weights.unsqueeze(1).bmm(values.unsqueeze(-1));  // (n, 1, m) x (n, m, 1) -> (n, 1, 1)
+  return {y.reshape({n}), weights};                           // (n, 1, 1) -> (n,)
 }
 
 // The mean over rows of -Σⱼ pⱼ log pⱼ: 0 when each row puts all its weight on
 // one key, log(m) when it spreads evenly over m keys.
 double mean_row_entropy(const Tensor& weights) {
   Tensor p_log_p = weights * log(weights + 1e-30f);  // a weight of 0 adds 0·log(1e-30) = 0, not 0·(-inf)
-  return -static_cast<double>(mean(sum(p_log_p, 1)).item());
+  return -static_cast<double>(p_log_p.sum(1).mean().item());
 }
 
 int main(int argc, char** argv) {
@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
 
   lesson.section("The attention weights: learned w against lesson 02's w = 1");
   // Test time: every query looks at all n training points.
-  Tensor test_keys = expand(reshape(data.x_train, {1, n_train}), {n_test, n_train});    // (50, n)
-  Tensor test_values = expand(reshape(data.y_train, {1, n_train}), {n_test, n_train});  // (50, n)
+  Tensor test_keys = data.x_train.reshape({1, n_train}).expand({n_test, n_train});    // (50, n)
+  Tensor test_values = data.y_train.reshape({1, n_train}).expand({n_test, n_train});  // (50, n)
   Tensor learned_w = w.detach();
   Pooled learned = nw_kernel_regression(data.x_test, test_keys, test_values, learned_w);
   Pooled fixed = nw_kernel_regression(data.x_test, test_keys, test_values, ones({1}));  // lesson 02's kernel

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   Tensor keys = randn({3, d}, gen);                    // (3, 4): three keys
   Tensor values = tensor({1, 0, 0, 1, 1, 1}, {3, 2});  // (3, 2): one value per key
   lesson.print("query {}  = {}\nkeys {} =\n{}\n", query.shape(), query, keys.shape(), keys);
-  Tensor dot = matmul(keys, query);                                    // (3, 4) x (4,) -> (3,): Query·Keyᵢ
+  Tensor dot = keys.matmul(query);                                     // (3, 4) x (4,) -> (3,): Query·Keyᵢ
   Tensor scaled = dot / std::sqrt(static_cast<float>(d));              // (3,): Query·Keyᵢ / √d
   Tensor cosine = cosine_similarity(keys, reshape(query, {1, d}), 1);  // (3, 4), (1, 4) -> (3,)
   // MLP(Query, Keyᵢ): d2l's additive score w_vᵀ tanh(W_q q + W_k k), with 8 hidden units.
@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
 
   lesson.section("快速了解 · 计算过程 steps 2 and 3: softmax weights and the weighted sum");
   Tensor scores = stack({dot, cosine, mlp});  // 3 × (3,) -> (3 rules, 3 keys)
-  Tensor weights = softmax(scores, -1);       // (3, 3): each row sums to 1
-  Tensor pooled = matmul(weights, values);    // (3, 3) x (3, 2) -> (3, 2): Σᵢ aᵢ · Valueᵢ
+  Tensor weights = scores.softmax(-1);        // (3, 3): each row sums to 1
+  Tensor pooled = weights.matmul(values);     // (3, 3) x (3, 2) -> (3, 2): Σᵢ aᵢ · Valueᵢ
   lesson.print("weights (rows: dot, cosine, MLP; columns: keys 0, 1, 2)\n{}\n", weights);
   lesson.heatmap("similarity_weights.svg", weights,
                  {.title = "Softmax weights of three similarities",
@@ -93,10 +93,10 @@ int main(int argc, char** argv) {
 
   lesson.section("打分函数 · 加性注意力 (additive attention), d2l's example");
   // Queries and keys of different sizes (20 and 2); every key is the same vector of ones.
-  Tensor queries = randn({2, 1, 20}, gen);                                    // (B=2, Q=1, 20)
-  Tensor equal_keys = ones({2, 10, 2});                                       // (2, K=10, 2)
-  Tensor arange_values = repeat(reshape(arange(40), {1, 10, 4}), {2, 1, 1});  // (1, 10, 4) -> (2, 10, 4)
-  IntTensor valid_lens = int_tensor({2, 6});                                  // batch 0 sees 2 keys, batch 1 sees 6
+  Tensor queries = randn({2, 1, 20}, gen);                                  // (B=2, Q=1, 20)
+  Tensor equal_keys = ones({2, 10, 2});                                     // (2, K=10, 2)
+  Tensor arange_values = arange(40).reshape({1, 10, 4}).repeat({2, 1, 1});  // (1, 10, 4) -> (2, 10, 4)
+  IntTensor valid_lens = int_tensor({2, 6});                                // batch 0 sees 2 keys, batch 1 sees 6
   nn::AdditiveAttention additive(/*key_size=*/2, /*query_size=*/20, /*num_hiddens=*/8, /*dropout=*/0.1f, gen);
   additive.eval();  // dropout off: the weights are used as computed
   Tensor additive_out = additive(queries, equal_keys, arange_values, valid_lens);  // -> (2, 1, 4)

@@ -64,9 +64,9 @@ int main(int argc, char** argv) {
 
   lesson.section("Rule 3: softmax(Q·Kᵀ / √d_k) · V");
   // (B, 1, Dk) x (B, Dk, T) -> (B, 1, T), then scaled by 1/√Dk
-  Tensor scores3 = bmm(Q, transpose(K, 1, 2)) / std::sqrt(static_cast<float>(Dk));
-  Tensor weights3 = softmax(scores3, -1);  // (B, 1, T)
-  Tensor out3 = bmm(weights3, V);          // (B, 1, T) x (B, T, Dv) -> (B, 1, Dv)
+  Tensor scores3 = Q.bmm(K.transpose(1, 2)) / std::sqrt(static_cast<float>(Dk));
+  Tensor weights3 = scores3.softmax(-1);  // (B, 1, T)
+  Tensor out3 = bmm(weights3, V);         // (B, 1, T) x (B, T, Dv) -> (B, 1, Dv)
   lesson.print("Q {} · Kᵀ {} / √{} -> {} -> softmax -> bmm with V -> {}\n", Q.shape(), transpose(K, 1, 2).shape(), Dk,
                scores3.shape(), out3.shape());
   lesson.print("weights\n{}\n", weights3);

@@ -39,9 +39,9 @@ class Attn : public nn::Module {
   std::pair<Tensor, Tensor> forward(const Tensor& Q, const Tensor& K, const Tensor& V) const {
     // Step 1 (3.3 第一步): apply a rule of 2.注意力计算规则 to Q, K, V. Here rule 1: join Q and K,
     // a Linear gives one score per value row, softmax makes them weights, bmm applies them to V.
-    Tensor q = select0(Q), k = select0(K);                      // (1, 1, D) -> (1, D): PyTorch's Q[0]
-    Tensor attn_weights = softmax((*attn)(cat({q, k}, 1)), 1);  // (1, Dq+Dk) -> (1, V1)
-    Tensor attn_applied = bmm(unsqueeze(attn_weights, 0), V);   // (1, 1, V1) x (1, V1, Dv) -> (1, 1, Dv)
+    Tensor q = select0(Q), k = select0(K);                     // (1, 1, D) -> (1, D): PyTorch's Q[0]
+    Tensor attn_weights = (*attn)(cat({q, k}, 1)).softmax(1);  // (1, Dq+Dk) -> (1, V1)
+    Tensor attn_applied = attn_weights.unsqueeze(0).bmm(V);    // (1, 1, V1) x (1, V1, Dv) -> (1, 1, Dv)
     // Step 2 (第二步): rule 1 joined Q and K, so join Q to step 1's result as well.
     Tensor output = cat({q, select0(attn_applied)}, 1);  // (1, Dq) ++ (1, Dv) -> (1, Dq+Dv)
     // Step 3 (第三步): a Linear gives the output the size asked for: the attention representation of Q.

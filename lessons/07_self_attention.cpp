@@ -33,13 +33,13 @@ class SelfAttention : public nn::Module {
   }
 
   Tensor forward(const Tensor& sents) {
-    Tensor Q = (*QueryW)(sents);               // (B, T, D)
-    Tensor K = (*KeyW)(sents);                 // (B, T, D)
-    Tensor V = (*ValueW)(sents);               // (B, T, D)
-    Tensor S = matmul(Q, transpose(K, 1, 2));  // (B, T, D) x (B, D, T) -> (B, T, T)
-    probs = softmax(S, -1);                    // (B, T, T): the notes' Score2Prob
+    Tensor Q = (*QueryW)(sents);             // (B, T, D)
+    Tensor K = (*KeyW)(sents);               // (B, T, D)
+    Tensor V = (*ValueW)(sents);             // (B, T, D)
+    Tensor S = Q.matmul(K.transpose(1, 2));  // (B, T, D) x (B, D, T) -> (B, T, T)
+    probs = S.softmax(-1);                   // (B, T, T): the notes' Score2Prob
     scores = S.detach();
-    return matmul(probs, V);  // (B, T, T) x (B, T, D) -> (B, T, D)
+    return probs.matmul(V);  // (B, T, T) x (B, T, D) -> (B, T, D)
   }
 
   std::string type_name() const override { return "SelfAttention"; }
@@ -66,14 +66,14 @@ int main(int argc, char** argv) {
   Tensor out = model.forward(sents);
   lesson.print("scores = Q Kᵀ {}\n{}\n", model.scores.shape(), model.scores);
   lesson.print("probabilities = softmax(scores, -1) {}\n{}\n", model.probs.shape(), model.probs);
-  Tensor row_sums = sum(model.probs, -1);  // (B, T, T) -> (B, T): each 1
+  Tensor row_sums = model.probs.sum(-1);  // (B, T, T) -> (B, T): each 1
   lesson.print("row sums {}\n", row_sums);
   lesson.print("Out {}\n", out.shape());
 
   lesson.section("Without projections: Q = K = V = X");
-  Tensor free_scores = matmul(sents, transpose(sents, 1, 2));  // (B, T, D) x (B, D, T) -> (B, T, T)
-  Tensor free_probs = softmax(free_scores, -1);                // (B, T, T)
-  Tensor free_out = matmul(free_probs, sents);                 // (B, T, D)
+  Tensor free_scores = sents.matmul(sents.transpose(1, 2));  // (B, T, D) x (B, D, T) -> (B, T, T)
+  Tensor free_probs = free_scores.softmax(-1);               // (B, T, T)
+  Tensor free_out = matmul(free_probs, sents);               // (B, T, D)
   lesson.print("scores = X Xᵀ {}\n{}\n", free_scores.shape(), free_scores);
   lesson.print("probabilities\n{}\n", free_probs);
   double asymmetry = max(abs(free_scores - transpose(free_scores, 1, 2))).item();
