@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 
 namespace qkv::nn {
 
@@ -62,28 +61,17 @@ StateDict Module::state_dict() const {
   return state;
 }
 
+StateSpec Module::state_spec() const {
+  StateSpec spec;
+  for (auto& [name, p] : named_parameters()) spec.push_back({name, p.shape()});
+  return spec;
+}
+
 void Module::load_state_dict(const StateDict& state) {
   // Check everything first, so a bad state dict changes nothing.
-  auto params = named_parameters();
-  std::vector<std::string> missing, unexpected;
-  for (auto& [name, p] : params) {
-    auto it = state.find(name);
-    if (it == state.end()) {
-      missing.push_back(name);
-    } else if (!it->second.defined() || it->second.shape() != p.shape()) {
-      fail("load_state_dict: {}: '{}' has shape {} in the state dict, {} in the model", type_name(), name,
-           it->second.defined() ? it->second.shape().str() : "undefined", p.shape());
-    }
-  }
-  for (auto& [name, t] : state) {
-    bool known = std::any_of(params.begin(), params.end(), [&](auto& np) { return np.first == name; });
-    if (!known) unexpected.push_back(name);
-  }
-  if (!missing.empty() || !unexpected.empty())
-    fail("load_state_dict: {}: missing keys [{}], unexpected keys [{}]", type_name(), fmt::join(missing, ", "),
-         fmt::join(unexpected, ", "));
-  for (auto& [name, p] : params) {
-    const Tensor& src = state.at(name);
+  validate_state_dict(state, state_spec(), /*strict=*/true, "load_state_dict: " + type_name(), "model");
+  for (auto& [name, p] : named_parameters()) {
+    const Tensor& src = state.find(name)->second;               // there: validated above
     std::copy(src.data(), src.data() + src.numel(), p.data());  // in place: every holder sees it
   }
 }

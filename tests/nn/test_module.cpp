@@ -75,7 +75,7 @@ TEST_CASE("nn/module: state_dict round trip and refusals") {
   Generator g1(1), g2(2);
   nn::Linear a(3, 2, true, g1), b(3, 2, true, g2);
   REQUIRE(a.weight.to_vector() != b.weight.to_vector());
-  nn::StateDict state = a.state_dict();
+  StateDict state = a.state_dict();
   CHECK(state.size() == 2);
   CHECK(state.count("weight") == 1);
   b.load_state_dict(state);
@@ -85,18 +85,28 @@ TEST_CASE("nn/module: state_dict round trip and refusals") {
   SUBCASE("a refused state dict changes nothing") {
     nn::Linear c(3, 2, true, g2);
     std::vector<float> before = c.weight.to_vector();
-    nn::StateDict missing = state;
+    StateDict missing = state;
     missing.erase("bias");
     CHECK_THROWS_WITH_AS(c.load_state_dict(missing),
                          doctest::Contains("load_state_dict: Linear: missing keys [bias], unexpected keys []"), Error);
-    nn::StateDict extra = state;
+    StateDict extra = state;
     extra["W_q.weight"] = zeros({2});
     CHECK_THROWS_WITH_AS(c.load_state_dict(extra), doctest::Contains("unexpected keys [W_q.weight]"), Error);
-    nn::StateDict misshaped = state;
+    StateDict misshaped = state;
     misshaped["weight"] = zeros({3, 2});
     CHECK_THROWS_WITH_AS(
         c.load_state_dict(misshaped),
         doctest::Contains("load_state_dict: Linear: 'weight' has shape (3, 2) in the state dict, (2, 3) in the model"),
+        Error);
+    CHECK(c.weight.to_vector() == before);
+    // Every mis-shaped entry is named in one message, an undefined one too.
+    StateDict two_bad = state;
+    two_bad["weight"] = zeros({3, 2});
+    two_bad["bias"] = Tensor();
+    CHECK_THROWS_WITH_AS(
+        c.load_state_dict(two_bad),
+        doctest::Contains("load_state_dict: Linear: 'weight' has shape (3, 2) in the state dict, (2, 3) "
+                          "in the model; 'bias' has shape undefined in the state dict, (2) in the model"),
         Error);
     CHECK(c.weight.to_vector() == before);
   }

@@ -24,18 +24,15 @@
 // virtual forward: a Linear takes one tensor, attention takes four), so the
 // only virtual functions are for printing.
 #pragma once
+#include <qkv/core/state_dict.hpp>
 #include <qkv/core/tensor.hpp>
 
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace qkv::nn {
-
-// Parameter name -> tensor, as PyTorch's state_dict.
-using StateDict = std::map<std::string, Tensor>;
 
 class Module {
  public:
@@ -60,8 +57,12 @@ class Module {
 
   // The parameters by dotted name. The tensors share storage with the model.
   StateDict state_dict() const;
+  // What load_state_dict expects: every parameter's dotted name and shape,
+  // in named_parameters() order.
+  StateSpec state_spec() const;
   // Copy every entry into the parameter of that name. Refuses (qkv::Error,
-  // changing nothing) a missing, unexpected or mis-shaped entry.
+  // changing nothing) a missing, unexpected or mis-shaped entry
+  // (validate_state_dict, core/state_dict.hpp).
   void load_state_dict(const StateDict& state);
 
   // PyTorch's print(model), with each module's parameter count.
