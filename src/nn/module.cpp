@@ -67,13 +67,16 @@ StateSpec Module::state_spec() const {
   return spec;
 }
 
-void Module::load_state_dict(const StateDict& state) {
+IncompatibleKeys Module::load_state_dict(const StateDict& state, bool strict) {
   // Check everything first, so a bad state dict changes nothing.
-  validate_state_dict(state, state_spec(), /*strict=*/true, "load_state_dict: " + type_name(), "model");
+  IncompatibleKeys keys = validate_state_dict(state, state_spec(), strict, "load_state_dict: " + type_name(), "model");
   for (auto& [name, p] : named_parameters()) {
-    const Tensor& src = state.find(name)->second;               // there: validated above
+    auto it = state.find(name);
+    if (it == state.end()) continue;  // missing, allowed when not strict: the parameter keeps its values
+    const Tensor& src = it->second;   // validated above: p's shape
     std::copy(src.data(), src.data() + src.numel(), p.data());  // in place: every holder sees it
   }
+  return keys;
 }
 
 std::string Module::repr() const { return repr(0) + fmt::format("\nTotal parameters: {}", num_parameters()); }

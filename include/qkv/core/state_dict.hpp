@@ -54,7 +54,6 @@ struct IncompatibleKeys {
 //     followed by `hint` (what the owner keeps) when given.
 // A wrong shape is an error even when not strict, as in PyTorch.
 IncompatibleKeys validate_state_dict(const StateDict& state, const StateSpec& spec, bool strict,
-                                     const std::string& where, const std::string& owner,
-                                     const std::string& hint = "");
+                                     const std::string& where, const std::string& owner, const std::string& hint = "");
 
 }  // namespace qkv

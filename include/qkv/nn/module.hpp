@@ -60,10 +60,15 @@ class Module {
   // What load_state_dict expects: every parameter's dotted name and shape,
   // in named_parameters() order.
   StateSpec state_spec() const;
-  // Copy every entry into the parameter of that name. Refuses (qkv::Error,
-  // changing nothing) a missing, unexpected or mis-shaped entry
-  // (validate_state_dict, core/state_dict.hpp).
-  void load_state_dict(const StateDict& state);
+  // Copy every entry into the parameter of that name, as PyTorch's
+  // load_state_dict(state_dict, strict):
+  //   strict (the default): refuses (qkv::Error, changing nothing) a missing,
+  //     unexpected or mis-shaped entry;
+  //   not strict: loads the entries whose names match, leaves the other
+  //     parameters as they are, and returns the missing and unexpected keys.
+  // A matching name with another shape is an error either way, and changes
+  // nothing (validate_state_dict, core/state_dict.hpp).
+  IncompatibleKeys load_state_dict(const StateDict& state, bool strict = true);
 
   // PyTorch's print(model), with each module's parameter count.
   std::string repr() const;
