@@ -4,7 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 
 namespace qkv::nn {
 
@@ -100,6 +104,20 @@ std::string Module::repr(size_t indent) const {
 
 void ModuleList::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(size()), std::move(module));
+}
+
+const std::shared_ptr<Module>& ModuleList::operator[](size_t i) const {
+  if (i >= size()) fail("ModuleList: index {} is out of range for a list of {} modules", i, size());
+  return named_children()[i].second;
+}
+
+// "qkv::nn::Linear" for typeid(nn::Linear), where typeid's own name is "N3qkv2nn6LinearE".
+void ModuleList::wrong_type(size_t i, const std::type_info& requested) const {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(requested.name(), nullptr, nullptr, &status),
+                                                  std::free);
+  fail("ModuleList::at: module {} is a {}, not a {}", i, (*this)[i]->type_name(),
+       status == 0 && readable ? readable.get() : requested.name());
 }
 
 }  // namespace qkv::nn

@@ -207,6 +207,17 @@ TEST_CASE("nn/module: d2l's own Transformer weights, saved by PyTorch, load and 
   test::check_close(decoder->forward(c.ints_at("tgt"), state), c.tensor("logits"), "decoder logits");  // (2, 5, 18)
 }
 
+TEST_CASE("nn/module: ModuleList::at checks the type and the index") {
+  Model model;
+  CHECK(model.layers->at<Block>(1)->W_q->in_features == 4);
+  CHECK(model.layers->at<nn::Module>(0) != nullptr);  // any base of the module's type
+  CHECK_THROWS_WITH_AS(model.layers->at<nn::Linear>(1),
+                       doctest::Contains("ModuleList::at: module 1 is a Block, not a qkv::nn::Linear"), Error);
+  CHECK_THROWS_WITH_AS(model.layers->at<Block>(2),
+                       doctest::Contains("ModuleList: index 2 is out of range for a list of 2 modules"), Error);
+  CHECK_THROWS_WITH_AS((*model.layers)[5], doctest::Contains("index 5 is out of range for a list of 2 modules"), Error);
+}
+
 TEST_CASE("nn/module: printing") {
   Model model;
   std::string expected =

@@ -29,6 +29,7 @@
 
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -98,12 +99,20 @@ class ModuleList : public Module {
  public:
   void push_back(std::shared_ptr<Module> module);
   size_t size() const { return named_children().size(); }
-  const std::shared_ptr<Module>& operator[](size_t i) const { return named_children().at(i).second; }
+  // Module i; throws qkv::Error past the end.
+  const std::shared_ptr<Module>& operator[](size_t i) const;
+  // Module i as the layer type it is: blks->at<TransformerEncoderBlock>(0).
+  // Throws qkv::Error naming i, the module's type and M when it is not an M.
   template <class M>
   std::shared_ptr<M> at(size_t i) const {
-    return std::dynamic_pointer_cast<M>((*this)[i]);
+    std::shared_ptr<M> m = std::dynamic_pointer_cast<M>((*this)[i]);
+    if (!m) wrong_type(i, typeid(M));
+    return m;
   }
   std::string type_name() const override { return "ModuleList"; }
+
+ private:
+  [[noreturn]] void wrong_type(size_t i, const std::type_info& requested) const;
 };
 
 }  // namespace qkv::nn
