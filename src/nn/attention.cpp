@@ -35,12 +35,11 @@ void check_inputs(const char* layer, const Tensor& queries, const Tensor& keys, 
          queries.shape(), B, B, Q);
 }
 
-// `size_name` names the layer's own setting the size comes from ("query_size"), when there is one.
-void check_last_dim(const char* layer, const char* what, const Tensor& x, int64_t expected,
-                    const char* size_name = nullptr) {
-  if (x.size(-1) == expected) return;
-  if (size_name != nullptr) fail("{}: {} {}: expected last dim {} ({})", layer, what, x.shape(), expected, size_name);
-  fail("{}: {} {}: expected last dim {}", layer, what, x.shape(), expected);
+// The layer's own check of an input against one of its sizes, named in the
+// message ("query_size"). (The Linear that projects x would refuse it too,
+// but could not say which of the layer's sizes it broke.)
+void check_last_dim(const char* layer, const char* what, const Tensor& x, int64_t expected, const char* size_name) {
+  if (x.size(-1) != expected) fail("{}: {} {}: expected last dim {} ({})", layer, what, x.shape(), expected, size_name);
 }
 
 // torch.repeat_interleave(lens, h, dim=0): every row of lens h times in a
@@ -95,7 +94,7 @@ DotProductAttention::DotProductAttention(float dropout, Generator& gen) {
 Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                     const IntTensor& valid_lens) {
   check_inputs("DotProductAttention", queries, keys, values, valid_lens);
-  check_last_dim("DotProductAttention", "keys", keys, queries.size(-1));
+  // queries and keys must have one size d: bmm checks it (its inner sizes) and names both shapes.
   const float d = static_cast<float>(queries.size(-1));
   Tensor scores = bmm(queries, transpose(keys, 1, 2)) / std::sqrt(d);  // (B, Q, d) x (B, d, K) -> (B, Q, K)
   Tensor weights = masked_softmax(scores, valid_lens);                 // (B, Q, K), rows sum to 1

@@ -55,8 +55,7 @@ PositionWiseFFN::PositionWiseFFN(int64_t ffn_num_input, int64_t ffn_num_hiddens,
 }
 
 Tensor PositionWiseFFN::forward(const Tensor& X) const {
-  if (X.dim() == 0 || X.size(-1) != dense1->in_features)
-    fail("PositionWiseFFN: X {}: expected last dim {}", X.shape(), dense1->in_features);
+  // X's last dim is checked by dense1's linear op, which names both shapes.
   return (*dense2)(relu((*dense1)(X)));  // (B, T, D) -> (B, T, F) -> (B, T, Dout)
 }
 
