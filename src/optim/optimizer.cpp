@@ -124,12 +124,12 @@ std::map<std::string, float> Optimizer::checked_hyperparameters(const StateDict&
 
   // Names and shapes: every hyperparameter, and nothing this optimizer does not keep.
   const std::vector<std::string> buffers = buffer_names();
-  std::vector<std::string> hyper_keys;
+  std::vector<std::string> hyper_keys, per_parameter{"state.<i>.step"};
   for (const auto& [name, value] : hyperparameters()) hyper_keys.push_back(type + "." + name);
   hyper_keys.push_back(type + ".num_params");
-  const std::string hint =
-      fmt::format("{} keeps {}, and for each parameter i in 0 … {}: state.<i>.step, state.<i>.{}", type,
-                  fmt::join(hyper_keys, ", "), params_.size() - 1, fmt::join(buffers, ", state.<i>."));
+  for (const std::string& buffer : buffers) per_parameter.push_back("state.<i>." + buffer);
+  const std::string hint = fmt::format("{} keeps {}, and for each parameter i in 0 … {}: {}", type,
+                                       fmt::join(hyper_keys, ", "), params_.size() - 1, fmt::join(per_parameter, ", "));
   validate_state_dict(state, state_spec(), /*strict=*/true, where, "optimizer", hint);
 
   // Values: the hyperparameters' ranges, whole steps, and whole states.
