@@ -323,8 +323,8 @@ TEST_CASE("optim/state_dict: refusals change nothing") {
                   "'state.0.exp_avg' has shape (4, 3) in the state dict, (3, 4) in the optimizer");
   }
   SUBCASE("malformed state dicts are a qkv::Error, never another exception") {
-    // Each of these once could reach a std::map::at or read a tensor that is
-    // not there; CHECK_THROWS_AS fails on any exception type but Error.
+    // Whatever is wrong, the refusal is a qkv::Error: CHECK_THROWS_AS fails on
+    // any other exception (a std::out_of_range from a map::at, say).
     std::vector<std::pair<std::string, StateDict>> cases;
     cases.emplace_back("empty", StateDict{});
     cases.emplace_back("only the count", StateDict{{"Adam.num_params", full({1}, 2.0f)}});
