@@ -141,7 +141,7 @@ void check_module_against_torch(const std::string& group, const std::string& nam
                                 const ModuleFn& fn, float rtol, float atol) {
   INFO("reference case " << group << ":" << name);
   const RefCase& c = reference(group, name);
-  nn::StateDict state;
+  StateDict state;
   for (const auto& [key, t] : c.floats)
     if (key.rfind("p.", 0) == 0) state[key.substr(2)] = c.tensor(key);
   module.load_state_dict(state);

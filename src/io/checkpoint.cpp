@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <string>
-#include <vector>
 
 namespace qkv::io {
 
@@ -17,32 +16,10 @@ const std::string kPrefix = "optimizer.";
 
 bool is_optimizer_key(const std::string& key) { return key.rfind(kPrefix, 0) == 0; }
 
-// Module::load_state_dict's checks, without its writes: the file's model
-// keys must be the model's names, with the model's shapes.
-void check_model_state(const nn::Module& model, const TensorMap& state, const std::string& where) {
-  auto params = model.named_parameters();
-  std::vector<std::string> missing, unexpected;
-  std::map<std::string, Shape> shapes;
-  for (const auto& [name, p] : params) shapes.emplace(name, p.shape());
-  for (const auto& [name, shape] : shapes) {
-    auto it = state.find(name);
-    if (it == state.end())
-      missing.push_back(name);
-    else if (it->second.shape() != shape)
-      fail("{}: '{}' has shape {} in the file, {} in the {}", where, name, it->second.shape(), shape,
-           model.type_name());
-  }
-  for (const auto& [name, t] : state)
-    if (shapes.count(name) == 0) unexpected.push_back(name);
-  if (!missing.empty() || !unexpected.empty())
-    fail("{}: not a checkpoint of this {}: missing keys [{}], unexpected keys [{}]", where, model.type_name(),
-         fmt::join(missing, ", "), fmt::join(unexpected, ", "));
-}
-
 }  // namespace
 
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, const optim::Optimizer* optimizer) {
-  TensorMap all = model.state_dict();
+  StateDict all = model.state_dict();
   Metadata metadata{{"format", "pt"}};
   for (const auto& [name, t] : all)
     if (is_optimizer_key(name))
@@ -57,9 +34,9 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
 
 void load_checkpoint(const std::filesystem::path& path, nn::Module& model, optim::Optimizer* optimizer) {
   const std::string where = fmt::format("load_checkpoint: '{}'", path.string());
-  const TensorMap all = load_safetensors(path);  // 1. the file, checked whole
+  const StateDict all = load_safetensors(path);  // 1. the file, checked whole
 
-  TensorMap model_state, optimizer_state;
+  StateDict model_state, optimizer_state;
   for (const auto& [name, t] : all) {
     if (is_optimizer_key(name))
       optimizer_state.emplace(name.substr(kPrefix.size()), t);
@@ -68,7 +45,9 @@ void load_checkpoint(const std::filesystem::path& path, nn::Module& model, optim
   }
 
   // 2. Check both parts before writing either, so no failure leaves a half-loaded model.
-  check_model_state(model, model_state, where);
+  // The model's part gets load_state_dict's own check (core/state_dict.hpp).
+  validate_state_dict(model_state, model.state_spec(), /*strict=*/true,
+                      fmt::format("{}: not a checkpoint of this {}", where, model.type_name()), "model");
   if (optimizer != nullptr) {
     if (optimizer_state.empty()) fail("{}: the file holds no optimizer state (saved without an optimizer?)", where);
     try {

@@ -37,7 +37,7 @@ constexpr const char* kMetadataKey = "__metadata__";
 // {"__metadata__":{…},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},…}
 // padded with spaces to a multiple of 8, so the data that follows starts
 // 8-byte aligned (any tensor can then be used straight from a memory map).
-std::string make_header(const TensorMap& tensors, const Metadata& metadata, const std::string& where) {
+std::string make_header(const StateDict& tensors, const Metadata& metadata, const std::string& where) {
   ordered_json header = ordered_json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   uint64_t offset = 0;
@@ -59,7 +59,7 @@ std::string make_header(const TensorMap& tensors, const Metadata& metadata, cons
 }
 
 // Write header and tensors to `<path>.tmp`, flush it to disk, rename it over `path`.
-void write_atomically(const std::filesystem::path& path, const std::string& header, const TensorMap& tensors,
+void write_atomically(const std::filesystem::path& path, const std::string& header, const StateDict& tensors,
                       const std::string& where) {
   std::filesystem::path tmp = path;
   tmp += ".tmp";
@@ -177,12 +177,12 @@ json parse_header(std::string_view text, const std::string& where) {
 
 }  // namespace
 
-void save_safetensors(const std::filesystem::path& path, const TensorMap& tensors, const Metadata& metadata) {
+void save_safetensors(const std::filesystem::path& path, const StateDict& tensors, const Metadata& metadata) {
   const std::string where = fmt::format("save_safetensors: '{}'", path.string());
   write_atomically(path, make_header(tensors, metadata, where), tensors, where);
 }
 
-TensorMap load_safetensors(const std::filesystem::path& path, Metadata* metadata) {
+StateDict load_safetensors(const std::filesystem::path& path, Metadata* metadata) {
   const std::string where = fmt::format("load_safetensors: '{}'", path.string());
   const std::string bytes = read_file(path, where);
   const uint64_t size = bytes.size();
@@ -242,7 +242,7 @@ TensorMap load_safetensors(const std::filesystem::path& path, Metadata* metadata
     fail("{}: {} trailing bytes: the tensors end at {}, the data is {} bytes", where, data_size - at, at, data_size);
 
   // 4. Everything checked: copy the numbers out.
-  TensorMap out;
+  StateDict out;
   const char* data = bytes.data() + 8 + n;
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(Shape(e.shape));

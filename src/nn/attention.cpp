@@ -35,8 +35,11 @@ void check_inputs(const char* layer, const Tensor& queries, const Tensor& keys, 
          queries.shape(), B, B, Q);
 }
 
-void check_last_dim(const char* layer, const char* what, const Tensor& x, int64_t expected) {
-  if (x.size(-1) != expected) fail("{}: {} {}: expected last dim {}", layer, what, x.shape(), expected);
+// The layer's own check of an input against one of its sizes, named in the
+// message ("query_size"). (The Linear that projects x would refuse it too,
+// but could not say which of the layer's sizes it broke.)
+void check_last_dim(const char* layer, const char* what, const Tensor& x, int64_t expected, const char* size_name) {
+  if (x.size(-1) != expected) fail("{}: {} {}: expected last dim {} ({})", layer, what, x.shape(), expected, size_name);
 }
 
 // torch.repeat_interleave(lens, h, dim=0): every row of lens h times in a
@@ -70,8 +73,8 @@ AdditiveAttention::AdditiveAttention(int64_t key_size, int64_t query_size, int64
 Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                   const IntTensor& valid_lens) {
   check_inputs("AdditiveAttention", queries, keys, values, valid_lens);
-  check_last_dim("AdditiveAttention", "queries", queries, W_q->in_features);
-  check_last_dim("AdditiveAttention", "keys", keys, W_k->in_features);
+  check_last_dim("AdditiveAttention", "queries", queries, W_q->in_features, "query_size");
+  check_last_dim("AdditiveAttention", "keys", keys, W_k->in_features, "key_size");
   Tensor q = (*W_q)(queries);  // (B, Q, Dq) -> (B, Q, H)
   Tensor k = (*W_k)(keys);     // (B, K, Dk) -> (B, K, H)
   // Every query meets every key by broadcasting the sum:
@@ -91,7 +94,7 @@ DotProductAttention::DotProductAttention(float dropout, Generator& gen) {
 Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                     const IntTensor& valid_lens) {
   check_inputs("DotProductAttention", queries, keys, values, valid_lens);
-  check_last_dim("DotProductAttention", "keys", keys, queries.size(-1));
+  // queries and keys must have one size d: bmm checks it (its inner sizes) and names both shapes.
   const float d = static_cast<float>(queries.size(-1));
   Tensor scores = queries.bmm(keys.transpose(1, 2)) / std::sqrt(d);  // (B, Q, d) x (B, d, K) -> (B, Q, K)
   Tensor weights = masked_softmax(scores, valid_lens);               // (B, Q, K), rows sum to 1
@@ -120,26 +123,38 @@ Tensor transpose_output(const Tensor& X, int64_t num_heads) {
   return reshape(Y, {B, T, num_heads * Dh});     // (B, T, H)
 }
 
-MultiHeadAttention::MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, float dropout, bool bias, Generator& gen)
-    : num_hiddens(num_hiddens), num_heads(num_heads) {
+MultiHeadAttention::MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size, int64_t num_hiddens,
+                                       int64_t num_heads, float dropout, bool bias, Generator& gen)
+    : key_size(key_size),
+      query_size(query_size),
+      value_size(value_size),
+      num_hiddens(num_hiddens),
+      num_heads(num_heads) {
   if (num_hiddens <= 0 || num_heads <= 0 || num_hiddens % num_heads != 0)
     fail("MultiHeadAttention: num_hiddens {} must be a positive multiple of num_heads {}", num_hiddens, num_heads);
+  if (key_size <= 0 || query_size <= 0 || value_size <= 0)
+    fail("MultiHeadAttention: key_size {}, query_size {}, value_size {} must be positive", key_size, query_size,
+         value_size);
+  // Registered (and initialised from gen) in d2l's order, so a d2l state dict lists the same names.
   attention = register_module("attention", std::make_shared<DotProductAttention>(dropout, gen));
-  W_q = register_module("W_q", std::make_shared<Linear>(num_hiddens, num_hiddens, bias, gen));
-  W_k = register_module("W_k", std::make_shared<Linear>(num_hiddens, num_hiddens, bias, gen));
-  W_v = register_module("W_v", std::make_shared<Linear>(num_hiddens, num_hiddens, bias, gen));
+  W_q = register_module("W_q", std::make_shared<Linear>(query_size, num_hiddens, bias, gen));
+  W_k = register_module("W_k", std::make_shared<Linear>(key_size, num_hiddens, bias, gen));
+  W_v = register_module("W_v", std::make_shared<Linear>(value_size, num_hiddens, bias, gen));
   W_o = register_module("W_o", std::make_shared<Linear>(num_hiddens, num_hiddens, bias, gen));
 }
+
+MultiHeadAttention::MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, float dropout, bool bias, Generator& gen)
+    : MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens, num_hiddens, num_heads, dropout, bias, gen) {}
 
 Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                    const IntTensor& valid_lens) {
   check_inputs("MultiHeadAttention", queries, keys, values, valid_lens);
-  check_last_dim("MultiHeadAttention", "queries", queries, num_hiddens);
-  check_last_dim("MultiHeadAttention", "keys", keys, num_hiddens);
-  check_last_dim("MultiHeadAttention", "values", values, num_hiddens);
-  Tensor q = transpose_qkv((*W_q)(queries), num_heads);  // (B, Q, H) -> (B·h, Q, H/h)
-  Tensor k = transpose_qkv((*W_k)(keys), num_heads);     // (B, K, H) -> (B·h, K, H/h)
-  Tensor v = transpose_qkv((*W_v)(values), num_heads);   // (B, K, H) -> (B·h, K, H/h)
+  check_last_dim("MultiHeadAttention", "queries", queries, query_size, "query_size");
+  check_last_dim("MultiHeadAttention", "keys", keys, key_size, "key_size");
+  check_last_dim("MultiHeadAttention", "values", values, value_size, "value_size");
+  Tensor q = transpose_qkv((*W_q)(queries), num_heads);  // (B, Q, Dq) -> (B, Q, H) -> (B·h, Q, H/h)
+  Tensor k = transpose_qkv((*W_k)(keys), num_heads);     // (B, K, Dk) -> (B, K, H) -> (B·h, K, H/h)
+  Tensor v = transpose_qkv((*W_v)(values), num_heads);   // (B, K, Dv) -> (B, K, H) -> (B·h, K, H/h)
   // Every head of example b sees b's valid lengths: (B) -> (B·h), (B, Q) -> (B·h, Q).
   IntTensor lens = valid_lens.defined() ? repeat_interleave(valid_lens, num_heads) : IntTensor();
   Tensor out = (*attention)(q, k, v, lens);         // (B·h, Q, H/h): all heads in one bmm

@@ -18,12 +18,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& g
 
 Tensor Embedding::forward(const IntTensor& ids) const {
   if (!ids.defined()) fail("Embedding: ids is an undefined IntTensor");
-  // Checked here too, so the message speaks of ids and a vocabulary, not rows.
-  const int64_t* id = ids.data();
-  for (int64_t k = 0; k < ids.numel(); ++k)
-    if (id[k] < 0 || id[k] >= num_embeddings)
-      fail("Embedding: id {} out of range for a vocabulary of size {} (ids must be in [0, {}))", id[k], num_embeddings,
-           num_embeddings);
+  // The op checks every id against the weight's rows (num_embeddings) and names the id.
   return embedding(ids, weight);  // (…) -> (…, D)
 }
 

@@ -24,7 +24,8 @@ Tensor masked_softmax_cross_entropy(const Tensor& pred, const IntTensor& label, 
       fail("masked_softmax_cross_entropy: label[{}, {}] = {} is not a token id in [0, {})", i / S, i % S, id, V);
   }
   // Every position's loss, padding included (d2l: reduction='none').
-  Tensor unweighted = cross_entropy(reshape(pred, {B * S, V}), label.reshape({B * S}), Reduction::None);  // (B·S)
+  Tensor unweighted = cross_entropy(reshape(pred, {B * S, V}), label.reshape({B * S}), /*weight=*/Tensor(),
+                                    /*ignore_index=*/-100, Reduction::None);  // (B·S)
   // Weights 1 for real tokens, 0 past valid_len: a sequence_mask of ones.
   Tensor weights = sequence_mask(ones({B, S}), valid_len);  // (B, S)
   return mean(reshape(unweighted, {B, S}) * weights, 1);    // (B, S) -> (B)

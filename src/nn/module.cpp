@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <cxxabi.h>
+
 #include <algorithm>
-#include <functional>
+#include <cstdlib>
+#include <memory>
 
 namespace qkv::nn {
 
@@ -62,30 +65,22 @@ StateDict Module::state_dict() const {
   return state;
 }
 
-void Module::load_state_dict(const StateDict& state) {
+StateSpec Module::state_spec() const {
+  StateSpec spec;
+  for (auto& [name, p] : named_parameters()) spec.push_back({name, p.shape()});
+  return spec;
+}
+
+IncompatibleKeys Module::load_state_dict(const StateDict& state, bool strict) {
   // Check everything first, so a bad state dict changes nothing.
-  auto params = named_parameters();
-  std::vector<std::string> missing, unexpected;
-  for (auto& [name, p] : params) {
+  IncompatibleKeys keys = validate_state_dict(state, state_spec(), strict, "load_state_dict: " + type_name(), "model");
+  for (auto& [name, p] : named_parameters()) {
     auto it = state.find(name);
-    if (it == state.end()) {
-      missing.push_back(name);
-    } else if (!it->second.defined() || it->second.shape() != p.shape()) {
-      fail("load_state_dict: {}: '{}' has shape {} in the state dict, {} in the model", type_name(), name,
-           it->second.defined() ? it->second.shape().str() : "undefined", p.shape());
-    }
-  }
-  for (auto& [name, t] : state) {
-    bool known = std::any_of(params.begin(), params.end(), [&](auto& np) { return np.first == name; });
-    if (!known) unexpected.push_back(name);
-  }
-  if (!missing.empty() || !unexpected.empty())
-    fail("load_state_dict: {}: missing keys [{}], unexpected keys [{}]", type_name(), fmt::join(missing, ", "),
-         fmt::join(unexpected, ", "));
-  for (auto& [name, p] : params) {
-    const Tensor& src = state.at(name);
+    if (it == state.end()) continue;  // missing, allowed when not strict: the parameter keeps its values
+    const Tensor& src = it->second;   // validated above: p's shape
     std::copy(src.data(), src.data() + src.numel(), p.data());  // in place: every holder sees it
   }
+  return keys;
 }
 
 std::string Module::repr() const { return repr(0) + fmt::format("\nTotal parameters: {}", num_parameters()); }
@@ -109,6 +104,20 @@ std::string Module::repr(size_t indent) const {
 
 void ModuleList::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(size()), std::move(module));
+}
+
+const std::shared_ptr<Module>& ModuleList::operator[](size_t i) const {
+  if (i >= size()) fail("ModuleList: index {} is out of range for a list of {} modules", i, size());
+  return named_children()[i].second;
+}
+
+// "qkv::nn::Linear" for typeid(nn::Linear), where typeid's own name is "N3qkv2nn6LinearE".
+void ModuleList::wrong_type(size_t i, const std::type_info& requested) const {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(requested.name(), nullptr, nullptr, &status),
+                                                  std::free);
+  fail("ModuleList::at: module {} is a {}, not a {}", i, (*this)[i]->type_name(),
+       status == 0 && readable ? readable.get() : requested.name());
 }
 
 }  // namespace qkv::nn

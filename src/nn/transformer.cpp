@@ -10,6 +10,9 @@
 #include <qkv/ops/shape_ops.hpp>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace qkv::nn {
 
@@ -53,8 +56,7 @@ PositionWiseFFN::PositionWiseFFN(int64_t ffn_num_input, int64_t ffn_num_hiddens,
 }
 
 Tensor PositionWiseFFN::forward(const Tensor& X) const {
-  if (X.dim() == 0 || X.size(-1) != dense1->in_features)
-    fail("PositionWiseFFN: X {}: expected last dim {}", X.shape(), dense1->in_features);
+  // X's last dim is checked by dense1's linear op, which names both shapes.
   return (*dense2)(relu((*dense1)(X)));  // (B, T, D) -> (B, T, F) -> (B, T, Dout)
 }
 
@@ -210,6 +212,45 @@ std::vector<Tensor> TransformerDecoder::self_attention_weights() const {
     weights.push_back(
         blks->at<TransformerDecoderBlock>(i)->attention1->attention_weights_per_head());  // (B, h, S, c+S)
   return weights;
+}
+
+// --- loading d2l's weights ---------------------------------------------------------
+
+namespace {
+
+// "block12" -> "12"; "" when `part` is not "block" followed by digits only.
+std::string d2l_block_index(const std::string& part) {
+  const std::string prefix = "block";
+  if (part.size() <= prefix.size() || part.compare(0, prefix.size(), prefix) != 0) return "";
+  for (size_t k = prefix.size(); k < part.size(); ++k)
+    if (part[k] < '0' || part[k] > '9') return "";
+  return part.substr(prefix.size());
+}
+
+}  // namespace
+
+StateDict from_d2l_names(const StateDict& state) {
+  StateDict out;
+  std::map<std::string, std::string> source;  // qkv name -> the d2l name it came from
+  for (const auto& [name, t] : state) {
+    // Split on dots, rename "block<N>" after "blks", join again.
+    std::vector<std::string> parts;
+    for (size_t begin = 0;;) {
+      const size_t dot = name.find('.', begin);
+      parts.push_back(name.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin));
+      if (dot == std::string::npos) break;
+      begin = dot + 1;
+    }
+    std::string renamed;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const std::string index = k > 0 && parts[k - 1] == "blks" ? d2l_block_index(parts[k]) : "";
+      renamed += (k > 0 ? "." : "") + (index.empty() ? parts[k] : index);
+    }
+    auto [it, fresh] = source.emplace(renamed, name);
+    if (!fresh) fail("from_d2l_names: '{}' and '{}' both become '{}'", it->second, name, renamed);
+    out.emplace(renamed, t);
+  }
+  return out;
 }
 
 }  // namespace qkv::nn

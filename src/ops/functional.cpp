@@ -12,6 +12,7 @@
 #include <qkv/ops.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "ops/util.hpp"
 
@@ -92,19 +93,30 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 // --- losses --------------------------------------------------------------------
 
-// loss[n, …] = -log_softmax(logits, 1)[n, target[n, …], …]
+// loss[n, …] = (1-ε) · nll[n, …] + ε/C · smooth[n, …]                 (PyTorch 1.13's definition)
+//   nll[n, …]    = -w[t] · logp[n, t, …]          t = target[n, …], logp = log_softmax(logits, 1)
+//   smooth[n, …] = -Σ_c w[c] · logp[n, c, …]      the loss against the uniform distribution
+// w is `weight` (1 for every class when undefined). Targets equal to
+// ignore_index get 0 in both terms, and Mean divides the sum of both by
+// Σ w[t] over the targets that count.
 // Built as log_softmax (which subtracts the max, so logits of ±1e4 stay
 // finite), then index_select of each target's entry from the flattened
 // log-probabilities: O(N) work on top of the softmax, and the backward
-// scatters each gradient back to its one entry. Targets equal to
-// ignore_index are filled with 0 and get no gradient.
-Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction reduction, int64_t ignore_index) {
+// scatters each gradient back to its one entry. The smoothing term is one
+// more mul and sum over C, made only when ε > 0.
+Tensor cross_entropy(const Tensor& logits, const IntTensor& target, const Tensor& weight, int64_t ignore_index,
+                     Reduction reduction, float label_smoothing) {
   if (logits.dim() == 0) fail("cross_entropy: logits must be (C), (N, C) or (N, C, d1, ...), got {}", logits.shape());
+  if (!(label_smoothing >= 0 && label_smoothing <= 1))
+    fail("cross_entropy: label_smoothing must be between 0.0 and 1.0, got {}", label_smoothing);
+  const int64_t C = logits.size(logits.dim() == 1 ? 0 : 1);
+  if (weight.defined() && weight.shape() != Shape{C})
+    fail("cross_entropy: weight {} should be ({}), one per class of logits {}", weight.shape(), C, logits.shape());
   if (logits.dim() == 1) {  // unbatched: logits (C) with target () is a batch of one
     if (target.dim() != 0)
       fail("cross_entropy: target shape {} does not match logits {}: expected ()", target.shape(), logits.shape());
-    Tensor loss =
-        cross_entropy(reshape(logits, Shape{1, logits.size(0)}), target.reshape(Shape{1}), reduction, ignore_index);
+    Tensor loss = cross_entropy(reshape(logits, Shape{1, C}), target.reshape(Shape{1}), weight, ignore_index, reduction,
+                                label_smoothing);
     return reduction == Reduction::None ? reshape(loss, Shape{}) : loss;
   }
   const Shape expected = detail::reduced_shape(logits.shape(), 1, /*keepdim=*/false);  // (N, d1, …)
@@ -114,28 +126,44 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction re
 
   // In logits (N, C, inner) flattened, the entry [n, c, j] is element (n·C + c)·inner + j.
   const detail::AxisView v = detail::axis_view(logits.shape(), 1);  // outer = N, n = C, inner = d1·d2·…
-  const int64_t C = v.n;
-  IntTensor index = IntTensor::empty(Shape{target.numel()});  // where each target's log-probability sits
-  IntTensor ignored = IntTensor::empty(target.shape());       // 1 where target == ignore_index
-  int64_t kept = 0;
+  IntTensor index = IntTensor::empty(Shape{target.numel()});        // where each target's log-probability sits
+  IntTensor ignored = IntTensor::empty(target.shape());             // 1 where target == ignore_index
+  Tensor w_target = Tensor::empty(target.shape());                  // w[t], 0 where ignored
+  const float* w = weight.defined() ? weight.data() : nullptr;
+  double total_weight = 0;  // the Mean's divisor: Σ w[t] over the targets that count
   const int64_t* t = target.data();
   for (int64_t n = 0; n < v.outer; ++n) {
     for (int64_t j = 0; j < v.inner; ++j) {
       const int64_t i = n * v.inner + j;
+      ignored.data()[i] = t[i] == ignore_index ? 1 : 0;
       if (t[i] == ignore_index) {
-        ignored.data()[i] = 1;
         index.data()[i] = n * C * v.inner + j;  // class 0: any valid entry, filled with 0 below
+        w_target.data()[i] = 0;
         continue;
       }
-      if (t[i] < 0 || t[i] >= C) fail("cross_entropy: target {} out of range for {} classes", t[i], C);
+      if (t[i] < 0 || t[i] >= C)
+        fail("cross_entropy: target {} out of range for {} classes (at index {} of target {})", t[i], C, i,
+             target.shape());
       index.data()[i] = (n * C + t[i]) * v.inner + j;
-      ++kept;
+      w_target.data()[i] = w != nullptr ? w[t[i]] : 1.0f;
+      total_weight += w_target.data()[i];
     }
   }
 
   Tensor logp = log_softmax(logits, 1);                                                 // (N, C, d1, …)
   Tensor picked = reshape(index_select(reshape(logp, Shape{-1}), 0, index), expected);  // (N, d1, …)
-  Tensor loss = masked_fill(-picked, ignored, 0.0f);                                    // (N, d1, …)
+  Tensor loss = w != nullptr ? -picked * w_target : -picked;                            // (N, d1, …)
+  loss = masked_fill(loss, ignored, 0.0f);
+  if (label_smoothing > 0) {
+    Tensor weighted = logp;  // (N, C, d1, …)
+    if (w != nullptr) {
+      std::vector<int64_t> at_class(static_cast<size_t>(logits.dim()), 1);  // (1, C, 1, …): broadcasts over N, d1, …
+      at_class[1] = C;
+      weighted = logp * reshape(weight.detach(), Shape(at_class));
+    }
+    Tensor smooth = masked_fill(-sum(weighted, 1), ignored, 0.0f);  // (N, C, d1, …) -> (N, d1, …)
+    loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / static_cast<float>(C));
+  }
   switch (reduction) {
     case Reduction::None:
       return loss;
@@ -144,8 +172,8 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction re
     case Reduction::Mean:
       break;
   }
-  // Mean over the targets that count; with every target ignored this is 0/0 = NaN, as in PyTorch.
-  return sum(loss) / static_cast<float>(kept);
+  // With every target ignored this is 0/0 = NaN, as in PyTorch.
+  return sum(loss) / static_cast<float>(total_weight);
 }
 
 // loss = (x - target)², reduced; the gradient reaches both x and target.

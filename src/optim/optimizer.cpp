@@ -90,78 +90,76 @@ StateDict Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::check_state_dict(const StateDict& state) const {
+StateSpec Optimizer::state_spec() const {
+  const std::string type = type_name();
+  StateSpec spec;
+  for (const auto& [name, value] : hyperparameters()) spec.push_back({type + "." + name, Shape{1}, true, "one number"});
+  spec.push_back({type + ".num_params", Shape{1}, true, "one number"});
+  for (size_t i = 0; i < params_.size(); ++i) {
+    spec.push_back({fmt::format("state.{}.step", i), Shape{1}, false, "one number"});
+    for (const std::string& buffer : buffer_names())
+      spec.push_back(
+          {fmt::format("state.{}.{}", i, buffer), params_[i].shape(), false, fmt::format("parameter {}'s shape", i)});
+  }
+  return spec;
+}
+
+std::map<std::string, float> Optimizer::checked_hyperparameters(const StateDict& state) const {
   const std::string type = type_name();
   const std::string where = fmt::format("load_state_dict: {}", type);
-  const std::vector<std::string> buffers = buffer_names();
 
-  // Another optimizer's hyperparameters, e.g. "SGD.lr" given to Adam.
+  // Two refusals that say more than a list of keys: another optimizer's
+  // state (e.g. "SGD.lr" given to Adam), and a state for another number of parameters.
   for (const auto& [key, t] : state) {
     size_t dot = key.find('.');
     std::string head = key.substr(0, dot);
     if (dot != std::string::npos && head != "state" && head != type)
       fail("{}: the state dict is from another optimizer ('{}' is {}'s, not {}'s)", where, key, head, type);
   }
-
-  // The hyperparameters, each one number, and then their ranges.
-  std::map<std::string, float> h;
-  for (const auto& [name, current] : hyperparameters()) {
-    auto it = state.find(type + "." + name);
-    if (it == state.end()) fail("{}: missing key '{}.{}'", where, type, name);
-    if (!it->second.defined() || it->second.numel() != 1)
-      fail("{}: '{}.{}' must hold one number, got shape {}", where, type, name,
-           it->second.defined() ? it->second.shape().str() : "undefined");
-    h[name] = it->second.data()[0];
-  }
-  check_hyperparameters(h);
-
   auto count = state.find(type + ".num_params");
-  if (count == state.end()) fail("{}: missing key '{}.num_params'", where, type);
-  if (!count->second.defined() || count->second.numel() != 1 ||
+  if (count != state.end() && count->second.defined() && count->second.numel() == 1 &&
       count->second.data()[0] != static_cast<float>(params_.size()))
-    fail("{}: the state dict is for {} parameters, this optimizer has {}", where,
-         count->second.defined() && count->second.numel() == 1 ? fmt::format("{}", count->second.data()[0])
-                                                               : std::string("an unreadable number of"),
+    fail("{}: the state dict is for {} parameters, this optimizer has {}", where, count->second.data()[0],
          params_.size());
 
-  // Every other key is state.<i>.<name>: a step, or a buffer of parameter i's shape.
-  std::vector<bool> has_step(params_.size(), false), has_buffer(params_.size(), false);
-  for (const auto& [key, t] : state) {
-    if (key.rfind(type + ".", 0) == 0) {
-      std::string name = key.substr(type.size() + 1);
-      bool known = name == "num_params" || std::any_of(h.begin(), h.end(), [&](auto& kv) { return kv.first == name; });
-      if (!known) fail("{}: unexpected key '{}'", where, key);
-      continue;
+  // Names and shapes: every hyperparameter, and nothing this optimizer does not keep.
+  const std::vector<std::string> buffers = buffer_names();
+  std::vector<std::string> hyper_keys, per_parameter{"state.<i>.step"};
+  for (const auto& [name, value] : hyperparameters()) hyper_keys.push_back(type + "." + name);
+  hyper_keys.push_back(type + ".num_params");
+  for (const std::string& buffer : buffers) per_parameter.push_back("state.<i>." + buffer);
+  const std::string hint = fmt::format("{} keeps {}, and for each parameter i in 0 … {}: {}", type,
+                                       fmt::join(hyper_keys, ", "), params_.size() - 1, fmt::join(per_parameter, ", "));
+  validate_state_dict(state, state_spec(), /*strict=*/true, where, "optimizer", hint);
+
+  // Values: the hyperparameters' ranges, whole steps, and whole states.
+  std::map<std::string, float> h;
+  for (const auto& [name, current] : hyperparameters()) h[name] = state.find(type + "." + name)->second.data()[0];
+  check_hyperparameters(h);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const std::string step_key = fmt::format("state.{}.step", i);
+    auto step = state.find(step_key);
+    if (step != state.end()) {
+      const float s = step->second.data()[0];
+      if (!(s >= 0) || !std::isfinite(s) || s != std::floor(s) || s > 1e15f)
+        fail("{}: '{}' must be a whole number ≥ 0, got {}", where, step_key, s);
     }
-    size_t i = 0;
-    std::string name;
-    if (!parse_state_key(key, i, name)) fail("{}: unexpected key '{}'", where, key);
-    if (i >= params_.size()) fail("{}: '{}' is for parameter {}, but there are {}", where, key, i, params_.size());
-    if (!t.defined()) fail("{}: '{}' is undefined", where, key);
-    if (name == "step") {
-      float s = t.numel() == 1 ? t.data()[0] : -1;
-      if (t.numel() != 1 || !(s >= 0) || !std::isfinite(s) || s != std::floor(s) || s > 1e15f)
-        fail("{}: '{}' must be one whole number ≥ 0, got shape {} value {}", where, key, t.shape(),
-             t.numel() == 1 ? fmt::format("{}", s) : std::string("-"));
-      has_step[i] = true;
-    } else if (std::find(buffers.begin(), buffers.end(), name) != buffers.end()) {
-      if (t.shape() != params_[i].shape())
-        fail("{}: '{}' has shape {}, but parameter {} has shape {}", where, key, t.shape(), i, params_[i].shape());
-      has_buffer[i] = true;
-    } else {
-      fail("{}: unexpected key '{}' ({} keeps {} per parameter)", where, key, type, fmt::join(buffers, ", "));
-    }
+    std::vector<std::string> present, absent;
+    for (const std::string& buffer : buffers)
+      (state.count(fmt::format("state.{}.{}", i, buffer)) != 0 ? present : absent).push_back(buffer);
+    if (present.empty()) continue;
+    if (step == state.end()) fail("{}: parameter {} has buffers but no '{}'", where, i, step_key);
+    if (!absent.empty())
+      fail("{}: parameter {} has {} but not {}: a state holds all of its buffers or none", where, i,
+           fmt::join(present, ", "), fmt::join(absent, ", "));
   }
-  for (size_t i = 0; i < params_.size(); ++i)
-    if (has_buffer[i] && !has_step[i]) fail("{}: parameter {} has buffers but no 'state.{}.step'", where, i, i);
+  return h;
 }
 
-void Optimizer::load_state_dict(const StateDict& state) {
-  check_state_dict(state);  // throws before anything changes
-  const std::string type = type_name();
-  std::map<std::string, float> h;
-  for (const auto& [name, current] : hyperparameters()) h[name] = state.at(type + "." + name).data()[0];
+void Optimizer::check_state_dict(const StateDict& state) const { checked_hyperparameters(state); }
 
+void Optimizer::load_state_dict(const StateDict& state) {
+  const std::map<std::string, float> h = checked_hyperparameters(state);  // throws before anything changes
   std::vector<ParamState> loaded(params_.size());
   for (const auto& [key, t] : state) {
     size_t i = 0;

@@ -87,7 +87,7 @@ TEST_CASE("io/checkpoint: resuming mid-training is bit for bit") {
 
   // The file is a plain safetensors file: the model's names as they are, the optimizer's under "optimizer.".
   io::Metadata metadata;
-  io::TensorMap file = io::load_safetensors(path, &metadata);
+  StateDict file = io::load_safetensors(path, &metadata);
   CHECK(metadata == io::Metadata{{"format", "pt"}, {"optimizer", "Adam"}});
   CHECK(file.count("fc1.weight") == 1);
   CHECK(file.count("fc2.bias") == 1);
@@ -130,7 +130,7 @@ TEST_CASE("io/checkpoint: a damaged or mismatched file changes nothing") {
     test::write_bytes(path, bytes);
     check_refused(what);
   };
-  auto refuse_map = [&](const io::TensorMap& tensors, const std::string& what) {
+  auto refuse_map = [&](const StateDict& tensors, const std::string& what) {
     io::save_safetensors(path, tensors);
     check_refused(what);
   };
@@ -178,14 +178,14 @@ TEST_CASE("io/checkpoint: a damaged or mismatched file changes nothing") {
     io::save_checkpoint(path, linear);
     CHECK_THROWS_WITH_AS(
         io::load_checkpoint(path, model),
-        doctest::Contains("not a checkpoint of this MLP: missing keys [fc1.bias, fc1.weight, fc2.bias, "
-                          "fc2.weight], unexpected keys [bias, weight]"),
+        doctest::Contains("not a checkpoint of this MLP: missing keys [fc1.weight, fc1.bias, fc2.weight, "
+                          "fc2.bias], unexpected keys [bias, weight]"),
         Error);
     CHECK(snapshot(model) == model_before);
   }
   SUBCASE("a good model with a bad optimizer part: the model is not touched either") {
-    io::TensorMap all = io::load_safetensors(good_path);
-    io::TensorMap bad = all;
+    StateDict all = io::load_safetensors(good_path);
+    StateDict bad = all;
     bad["optimizer.state.1.exp_avg"] = zeros({5});
     refuse_map(bad, "an exp_avg of the wrong shape");
     bad = all;

@@ -38,7 +38,7 @@ TEST_CASE("io/safetensors: round trip, bit for bit, with metadata") {
   test::TempDir dir("safetensors_round_trip");
   Generator gen(5);
   const float inf = std::numeric_limits<float>::infinity();
-  io::TensorMap tensors{
+  StateDict tensors{
       {"encoder.layers.0.W_q.weight", randn({4, 6}, gen)},
       {"bias", randn({6}, gen)},
       {"scale", scalar_tensor(0.125f)},                         // 0-d: shape []
@@ -51,7 +51,7 @@ TEST_CASE("io/safetensors: round trip, bit for bit, with metadata") {
   io::save_safetensors(path, tensors, metadata);
 
   io::Metadata meta_back;
-  io::TensorMap back = io::load_safetensors(path, &meta_back);
+  StateDict back = io::load_safetensors(path, &meta_back);
   CHECK(meta_back == metadata);
   REQUIRE(back.size() == tensors.size());
   for (const auto& [name, t] : tensors) {
@@ -104,7 +104,7 @@ TEST_CASE("io/safetensors: the reference writer's exact bytes") {
 TEST_CASE("io/safetensors: reads a file laid out by Python (tools/reference/io.py)") {
   const std::string data = QKV_TEST_DATA;
   io::Metadata metadata;
-  io::TensorMap got = io::load_safetensors(data + "/tiny.safetensors", &metadata);
+  StateDict got = io::load_safetensors(data + "/tiny.safetensors", &metadata);
   CHECK(metadata == io::Metadata{{"format", "pt"}, {"written_by", "tools/reference/io.py"}});
 
   const test::RefCase& want = test::reference("io", "tiny");

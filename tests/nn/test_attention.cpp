@@ -124,6 +124,22 @@ TEST_CASE("nn/attention: multi-head attention against torch") {
   }
 }
 
+TEST_CASE("nn/attention: multi-head attention with its own query, key and value sizes, against torch") {
+  // d2l's MultiHeadAttention(key_size 5, query_size 7, value_size 3, num_hiddens 12, 3 heads, bias).
+  nn::MultiHeadAttention attention(/*key_size=*/5, /*query_size=*/7, /*value_size=*/3, /*num_hiddens=*/12,
+                                   /*num_heads=*/3, /*dropout=*/0.3f, /*bias=*/true);
+  attention.eval();
+  CHECK(attention.W_q->in_features == 7);
+  CHECK(attention.W_k->in_features == 5);
+  CHECK(attention.W_v->in_features == 3);
+  CHECK(attention.W_o->in_features == 12);
+  test::check_module_against_torch("nn_attention", "mha/sizes", attention,
+                                   [&](const std::vector<Tensor>& x, const test::RefCase& c) {
+                                     Tensor out = attention(x[0], x[1], x[2], lens_of(c));  // (2, 4, 12)
+                                     return std::vector<Tensor>{out, attention.attention_weights_per_head()};
+                                   });
+}
+
 TEST_CASE("nn/attention: multi-head attention, d2l's shapes") {
   // d2l 11.5: num_hiddens 100, 5 heads, queries (2, 4, 100), keys = values (2, 6, 100), valid lens [3, 2].
   Generator gen(3);
@@ -190,19 +206,40 @@ TEST_CASE("nn/attention: errors") {
     CHECK_THROWS_WITH_AS(attention.attention_weights_per_head(),
                          doctest::Contains("MultiHeadAttention: no attention weights yet"), Error);
   }
+  SUBCASE("multi-head attention with its own sizes") {
+    nn::MultiHeadAttention attention(/*key_size=*/5, /*query_size=*/7, /*value_size=*/3, 12, 3, 0);
+    Tensor queries = zeros({2, 4, 7}), keys = zeros({2, 6, 5}), values = zeros({2, 6, 3});
+    CHECK(attention(queries, keys, values).shape() == Shape{2, 4, 12});
+    CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 5}), keys, values),
+                         doctest::Contains("MultiHeadAttention: queries (2, 4, 5): expected last dim 7 (query_size)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(attention(queries, zeros({2, 6, 7}), values),
+                         doctest::Contains("MultiHeadAttention: keys (2, 6, 7): expected last dim 5 (key_size)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(attention(queries, keys, zeros({2, 6, 5})),
+                         doctest::Contains("MultiHeadAttention: values (2, 6, 5): expected last dim 3 (value_size)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(
+        nn::MultiHeadAttention(5, 0, 3, 12, 3, 0),
+        doctest::Contains("MultiHeadAttention: key_size 5, query_size 0, value_size 3 must be positive"), Error);
+    CHECK_THROWS_WITH_AS(nn::MultiHeadAttention(5, 7, 3, 12, 5, 0),
+                         doctest::Contains("num_hiddens 12 must be a positive multiple of num_heads 5"), Error);
+  }
   SUBCASE("scaled dot-product attention") {
     nn::DotProductAttention attention(0);
     CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 3}), kv, kv),
-                         doctest::Contains("DotProductAttention: keys (2, 6, 12): expected last dim 3"), Error);
+                         doctest::Contains("bmm: (2, 4, 3) x (2, 12, 6): inner sizes 3 and 12 differ"), Error);
     CHECK_THROWS_WITH_AS(attention(q, kv, kv, int_tensor({-1, 2})),
                          doctest::Contains("masked_softmax: valid_lens[0] is -1"), Error);
   }
   SUBCASE("additive attention") {
     nn::AdditiveAttention attention(12, 5, 8, 0);
     CHECK_THROWS_WITH_AS(attention(q, kv, kv),
-                         doctest::Contains("AdditiveAttention: queries (2, 4, 12): expected last dim 5"), Error);
+                         doctest::Contains("AdditiveAttention: queries (2, 4, 12): expected last dim 5 (query_size)"),
+                         Error);
     CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 5}), zeros({2, 6, 4}), kv),
-                         doctest::Contains("AdditiveAttention: keys (2, 6, 4): expected last dim 12"), Error);
+                         doctest::Contains("AdditiveAttention: keys (2, 6, 4): expected last dim 12 (key_size)"),
+                         Error);
   }
   SUBCASE("transpose_qkv and transpose_output") {
     CHECK_THROWS_WITH_AS(nn::transpose_qkv(zeros({2, 4, 10}), 3),

@@ -75,7 +75,7 @@ TEST_CASE("nn/module: state_dict round trip and refusals") {
   Generator g1(1), g2(2);
   nn::Linear a(3, 2, true, g1), b(3, 2, true, g2);
   REQUIRE(a.weight.to_vector() != b.weight.to_vector());
-  nn::StateDict state = a.state_dict();
+  StateDict state = a.state_dict();
   CHECK(state.size() == 2);
   CHECK(state.count("weight") == 1);
   b.load_state_dict(state);
@@ -85,18 +85,28 @@ TEST_CASE("nn/module: state_dict round trip and refusals") {
   SUBCASE("a refused state dict changes nothing") {
     nn::Linear c(3, 2, true, g2);
     std::vector<float> before = c.weight.to_vector();
-    nn::StateDict missing = state;
+    StateDict missing = state;
     missing.erase("bias");
     CHECK_THROWS_WITH_AS(c.load_state_dict(missing),
                          doctest::Contains("load_state_dict: Linear: missing keys [bias], unexpected keys []"), Error);
-    nn::StateDict extra = state;
+    StateDict extra = state;
     extra["W_q.weight"] = zeros({2});
     CHECK_THROWS_WITH_AS(c.load_state_dict(extra), doctest::Contains("unexpected keys [W_q.weight]"), Error);
-    nn::StateDict misshaped = state;
+    StateDict misshaped = state;
     misshaped["weight"] = zeros({3, 2});
     CHECK_THROWS_WITH_AS(
         c.load_state_dict(misshaped),
         doctest::Contains("load_state_dict: Linear: 'weight' has shape (3, 2) in the state dict, (2, 3) in the model"),
+        Error);
+    CHECK(c.weight.to_vector() == before);
+    // Every mis-shaped entry is named in one message, an undefined one too.
+    StateDict two_bad = state;
+    two_bad["weight"] = zeros({3, 2});
+    two_bad["bias"] = Tensor();
+    CHECK_THROWS_WITH_AS(
+        c.load_state_dict(two_bad),
+        doctest::Contains("load_state_dict: Linear: 'weight' has shape (3, 2) in the state dict, (2, 3) "
+                          "in the model; 'bias' has shape undefined in the state dict, (2) in the model"),
         Error);
     CHECK(c.weight.to_vector() == before);
   }
@@ -104,6 +114,108 @@ TEST_CASE("nn/module: state_dict round trip and refusals") {
     Model m;
     CHECK_THROWS_WITH_AS(m.load_state_dict(state), doctest::Contains("missing keys [layers.0.scale"), Error);
   }
+}
+
+TEST_CASE("nn/module: load_state_dict(state, strict = false), as PyTorch") {
+  Generator g1(1);
+  Model source;
+  for (Tensor& p : source.parameters()) nn::init::normal_(p, 0, 1, g1);
+  StateDict state = source.state_dict();
+
+  SUBCASE("loads what matches by name, returns the missing and unexpected keys") {
+    Model target;
+    const std::vector<float> scale_before = target.layers->at<Block>(1)->scale.to_vector();
+    StateDict partial = state;
+    partial.erase("layers.1.scale");
+    partial.erase("layers.0.W_q.bias");
+    partial["head.weight"] = zeros({2, 2});
+    partial["layers.2.scale"] = ones({1});
+    IncompatibleKeys keys = target.load_state_dict(partial, /*strict=*/false);
+    // PyTorch: missing keys in the model's order, unexpected in the state dict's (sorted here).
+    CHECK(keys.missing_keys == std::vector<std::string>{"layers.0.W_q.bias", "layers.1.scale"});
+    CHECK(keys.unexpected_keys == std::vector<std::string>{"head.weight", "layers.2.scale"});
+    CHECK(target.layers->at<Block>(0)->W_q->weight.to_vector() == source.layers->at<Block>(0)->W_q->weight.to_vector());
+    CHECK(target.layers->at<Block>(1)->W_o->weight.to_vector() == source.layers->at<Block>(1)->W_o->weight.to_vector());
+    CHECK(target.layers->at<Block>(1)->scale.to_vector() == scale_before);  // missing: kept
+    // The same state dict, strict: refused, naming both lists.
+    Model strict_target;
+    CHECK_THROWS_WITH_AS(strict_target.load_state_dict(partial),
+                         doctest::Contains("load_state_dict: Model: missing keys [layers.0.W_q.bias, layers.1.scale], "
+                                           "unexpected keys [head.weight, layers.2.scale]"),
+                         Error);
+  }
+  SUBCASE("a full state dict: nothing missing, nothing unexpected") {
+    Model target;
+    IncompatibleKeys keys = target.load_state_dict(state, false);
+    CHECK(keys.empty());
+    CHECK(target.layers->at<Block>(1)->scale.to_vector() == source.layers->at<Block>(1)->scale.to_vector());
+  }
+  SUBCASE("a wrong shape is still an error, and changes nothing") {
+    Model target;
+    const std::vector<float> before = target.layers->at<Block>(0)->W_q->weight.to_vector();
+    StateDict bad = state;
+    bad.erase("layers.1.scale");
+    bad["layers.1.W_o.weight"] = zeros({3, 3});
+    CHECK_THROWS_WITH_AS(target.load_state_dict(bad, false),
+                         doctest::Contains("load_state_dict: Model: 'layers.1.W_o.weight' has shape (3, 3) in the "
+                                           "state dict, (4, 3) in the model"),
+                         Error);
+    CHECK(target.layers->at<Block>(0)->W_q->weight.to_vector() == before);
+  }
+}
+
+TEST_CASE("nn/module: from_d2l_names") {
+  // d2l's nn.Sequential names the blocks block0, block1, …; qkv's ModuleList 0, 1, ….
+  StateDict d2l{{"blks.block0.attention.W_q.weight", ones({2})},
+                {"encoder.blks.block11.ffn.dense2.bias", ones({3})},
+                {"embedding.weight", ones({4})},
+                {"blks.blockade.x", ones({5})},  // not block<N>: kept
+                {"block0.x", ones({6})},         // not after blks: kept
+                {"blks.block.y", ones({7})}};
+  StateDict qkv_names = nn::from_d2l_names(d2l);
+  std::vector<std::string> keys;
+  for (auto& [k, t] : qkv_names) keys.push_back(k);
+  CHECK(keys == std::vector<std::string>{"blks.0.attention.W_q.weight", "blks.block.y", "blks.blockade.x", "block0.x",
+                                         "embedding.weight", "encoder.blks.11.ffn.dense2.bias"});
+  CHECK(qkv_names.at("encoder.blks.11.ffn.dense2.bias").same(d2l.at("encoder.blks.block11.ffn.dense2.bias")));
+  CHECK_THROWS_WITH_AS(nn::from_d2l_names({{"blks.0.w", ones({1})}, {"blks.block0.w", ones({1})}}),
+                       doctest::Contains("from_d2l_names: 'blks.0.w' and 'blks.block0.w' both become 'blks.0.w'"),
+                       Error);
+}
+
+TEST_CASE("nn/module: d2l's own Transformer weights, saved by PyTorch, load and give torch's outputs") {
+  // tests/data/d2l_transformer.safetensors holds the state dict of d2l's
+  // TransformerEncoder and TransformerDecoder (d2l's classes and names,
+  // tools/reference/d2l.py) under encoder. and decoder., written by
+  // tools/reference/io.py; the case io/d2l_transformer holds torch's outputs.
+  const test::RefCase& c = test::reference("io", "d2l_transformer");
+  const StateDict d2l_state = io::load_safetensors(std::string(QKV_TEST_DATA) + "/d2l_transformer.safetensors");
+  CHECK(d2l_state.count("encoder.blks.block1.attention.W_q.weight") == 1);
+
+  auto encoder = std::make_shared<nn::TransformerEncoder>(20, 16, 24, 4, 2, 0.1f);
+  auto decoder = std::make_shared<nn::TransformerDecoder>(18, 16, 24, 4, 2, 0.0f);  // training mode, no dropout
+  nn::EncoderDecoder model(encoder, decoder);
+  // As it is, d2l's names do not fit: every block is missing.
+  CHECK_THROWS_WITH_AS(model.load_state_dict(d2l_state), doctest::Contains("missing keys [encoder.blks.0."), Error);
+  model.load_state_dict(nn::from_d2l_names(d2l_state));  // strict: every name and shape matches
+
+  encoder->eval();
+  Tensor enc_out = encoder->forward(c.ints_at("src"), c.ints_at("src_valid_lens")).outputs;  // (2, 6, 16)
+  test::check_close(enc_out, c.tensor("enc_out"), "encoder outputs");
+  decoder->train();
+  nn::DecoderState state = decoder->init_state({enc_out, Tensor()}, c.ints_at("src_valid_lens"));
+  test::check_close(decoder->forward(c.ints_at("tgt"), state), c.tensor("logits"), "decoder logits");  // (2, 5, 18)
+}
+
+TEST_CASE("nn/module: ModuleList::at checks the type and the index") {
+  Model model;
+  CHECK(model.layers->at<Block>(1)->W_q->in_features == 4);
+  CHECK(model.layers->at<nn::Module>(0) != nullptr);  // any base of the module's type
+  CHECK_THROWS_WITH_AS(model.layers->at<nn::Linear>(1),
+                       doctest::Contains("ModuleList::at: module 1 is a Block, not a qkv::nn::Linear"), Error);
+  CHECK_THROWS_WITH_AS(model.layers->at<Block>(2),
+                       doctest::Contains("ModuleList: index 2 is out of range for a list of 2 modules"), Error);
+  CHECK_THROWS_WITH_AS((*model.layers)[5], doctest::Contains("index 5 is out of range for a list of 2 modules"), Error);
 }
 
 TEST_CASE("nn/module: printing") {

@@ -30,6 +30,18 @@ TEST_CASE("readme/layers") {
   CHECK(next.output.shape() == Shape{1, 4, 64});
 }
 
+TEST_CASE("readme/d2l state dict") {
+  const std::string path = std::string(QKV_TEST_DATA) + "/d2l_transformer.safetensors";  // tools/reference/io.py
+  // In Python: safetensors.torch.save_file(net.state_dict(), path), net being d2l's
+  // EncoderDecoder(TransformerEncoder(…), TransformerDecoder(…)) with these sizes.
+  nn::EncoderDecoder model(std::make_shared<nn::TransformerEncoder>(/*vocab*/ 20, 16, 24, 4, /*blocks*/ 2, 0.1f),
+                           std::make_shared<nn::TransformerDecoder>(/*vocab*/ 18, 16, 24, 4, /*blocks*/ 2, 0.1f));
+  model.load_state_dict(nn::from_d2l_names(io::load_safetensors(path)));  // strict: every name and shape
+
+  CHECK(model.state_dict().at("encoder.blks.1.attention.W_q.weight").to_vector() ==
+        io::load_safetensors(path).at("encoder.blks.block1.attention.W_q.weight").to_vector());
+}
+
 TEST_CASE("readme/attention") {
   // Multi-head attention with d2l's shapes: 5 heads over 100 features;
   // example 0 may look at its first 3 keys, example 1 at its first 2.

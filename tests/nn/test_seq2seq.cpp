@@ -207,7 +207,8 @@ TEST_CASE("nn/seq2seq: errors") {
                        doctest::Contains("Seq2SeqAttentionDecoder: dropout 1 must be in [0, 1)"), Error);
   CHECK_THROWS_WITH_AS(encoder(IntTensor::empty({4})),
                        doctest::Contains("Seq2SeqEncoder: X (4) must be (batch, steps) token ids"), Error);
-  CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 7}, {1, 2})), doctest::Contains("Embedding: id 7 out of range"), Error);
+  CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 7}, {1, 2})),
+                       doctest::Contains("embedding: index 7 out of range for a weight of 7 rows (7, 4)"), Error);
 
   nn::EncoderOutput enc = encoder(IntTensor::empty({2, 4}));
   CHECK_THROWS_WITH_AS(decoder.init_state({enc.outputs, Tensor()}, IntTensor()),
@@ -236,8 +237,8 @@ TEST_CASE("nn/seq2seq: errors") {
                        doctest::Contains("Seq2SeqAttentionDecoder: X (2, 0) has no steps"), Error);
   nn::DecoderState empty;
   CHECK_THROWS_WITH_AS(decoder(IntTensor::empty({2, 1}), empty), doctest::Contains("call init_state first"), Error);
-  CHECK_THROWS_WITH_AS(decoder(int_tensor({6, 0}, {2, 1}), state), doctest::Contains("Embedding: id 6 out of range"),
-                       Error);
+  CHECK_THROWS_WITH_AS(decoder(int_tensor({6, 0}, {2, 1}), state),
+                       doctest::Contains("embedding: index 6 out of range for a weight of 6 rows"), Error);
 }
 
 // ---- EncoderDecoder::predict ---------------------------------------------------------
@@ -378,9 +379,9 @@ TEST_CASE("nn/seq2seq: greedy predict with the Bahdanau model") {
   }
   SUBCASE("an id past the vocabulary is refused, and the mode is restored") {
     CHECK_THROWS_WITH_AS(model.predict({5, 99}, 4, pad, bos, eos, 10),
-                         doctest::Contains("Embedding: id 99 out of range for a vocabulary of size 8"), Error);
+                         doctest::Contains("embedding: index 99 out of range for a weight of 8 rows (8, 4)"), Error);
     CHECK(model.is_training());
     CHECK_THROWS_WITH_AS(model.predict({5}, 4, pad, 7, eos, 10),
-                         doctest::Contains("Embedding: id 7 out of range for a vocabulary of size 7"), Error);
+                         doctest::Contains("embedding: index 7 out of range for a weight of 7 rows (7, 4)"), Error);
   }
 }

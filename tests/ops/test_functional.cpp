@@ -175,9 +175,12 @@ TEST_CASE("ops/layer_norm") {
 // --- cross_entropy ---------------------------------------------------------------
 
 TEST_CASE("ops/cross_entropy") {
-  auto ce = [](Reduction r, int64_t ignore_index = -100) {
-    return [r, ignore_index](const Inputs& x, const RefCase& c) {
-      return cross_entropy(x[0], c.ints_at("target"), r, ignore_index);
+  // PyTorch's positional order: (logits, target, weight, ignore_index, reduction, label_smoothing).
+  // A case with a "weight" passes it (torch's weight, not differentiated).
+  auto ce = [](Reduction r, int64_t ignore_index = -100, float label_smoothing = 0.0f) {
+    return [r, ignore_index, label_smoothing](const Inputs& x, const RefCase& c) {
+      Tensor weight = c.has("weight") ? c.tensor("weight") : Tensor();
+      return cross_entropy(x[0], c.ints_at("target"), weight, ignore_index, r, label_smoothing);
     };
   };
 
@@ -208,9 +211,61 @@ TEST_CASE("ops/cross_entropy") {
     check_against_torch("functional", "cross_entropy/large_logits_sum", ce(Reduction::Sum));
   }
 
+  SUBCASE("against torch: per-class weight") {
+    check_against_torch("functional", "cross_entropy/weight_mean", ce(Reduction::Mean));
+    check_against_torch("functional", "cross_entropy/weight_sum", ce(Reduction::Sum));
+    check_against_torch("functional", "cross_entropy/weight_none", ce(Reduction::None));
+  }
+
+  SUBCASE("against torch: ignore_index with weight") {
+    // Mean divides by the weights of the targets that count: torch's value says so.
+    check_against_torch("functional", "cross_entropy/ignore_weight_mean", ce(Reduction::Mean));
+    check_against_torch("functional", "cross_entropy/ignore_weight_sum", ce(Reduction::Sum));
+    check_against_torch("functional", "cross_entropy/ignore_weight_none", ce(Reduction::None));
+  }
+
+  SUBCASE("against torch: label_smoothing 0.1, with and without weight") {
+    for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
+      const std::string red = r == Reduction::Mean ? "mean" : r == Reduction::Sum ? "sum" : "none";
+      CAPTURE(red);
+      check_against_torch("functional", "cross_entropy/smooth_" + red, ce(r, -100, 0.1f));
+      check_against_torch("functional", "cross_entropy/smooth_weight_" + red, ce(r, -100, 0.1f));
+    }
+  }
+
+  SUBCASE("against torch: (N, C, d1) with weight, ignore_index and label_smoothing") {
+    for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
+      const std::string red = r == Reduction::Mean ? "mean" : r == Reduction::Sum ? "sum" : "none";
+      CAPTURE(red);
+      check_against_torch("functional", "cross_entropy/kdim_weight_" + red, ce(r, 2));
+      check_against_torch("functional", "cross_entropy/kdim_smooth_weight_" + red, ce(r, 2, 0.1f));
+    }
+  }
+
+  SUBCASE("against torch: unbatched with weight and label_smoothing 0.3; label_smoothing 1") {
+    check_against_torch("functional", "cross_entropy/unbatched_smooth_weight_mean", ce(Reduction::Mean, -100, 0.3f));
+    check_against_torch("functional", "cross_entropy/smooth_one_mean", ce(Reduction::Mean, -100, 1.0f));
+  }
+
+  SUBCASE("label smoothing of uniform logits") {
+    // Mathematics: logp = -log C everywhere, so both terms are log C (the
+    // smoothing term averages -logp over C classes): loss = log C for any ε.
+    Tensor loss = cross_entropy(zeros({2, 4}), int_tensor({0, 3}), Tensor(), -100, Reduction::None, 0.25f);
+    check_close(loss, full({2}, std::log(4.0f)), "loss");
+  }
+
+  SUBCASE("a weight of ones changes nothing") {
+    // Mathematics: w = 1 makes every term and the Mean's divisor what they are without weight.
+    Generator gen(3);
+    Tensor logits = randn({5, 3}, gen);
+    IntTensor target = int_tensor({0, 2, -100, 1, 1});
+    check_close(cross_entropy(logits, target, ones({3}), -100, Reduction::Mean, 0.2f),
+                cross_entropy(logits, target, Tensor(), -100, Reduction::Mean, 0.2f), "mean");
+  }
+
   SUBCASE("uniform logits give log C") {
     // Mathematics: softmax of equal logits is 1/C, so each loss is log C = log 5.
-    Tensor loss = cross_entropy(zeros({3, 5}), int_tensor({0, 4, 2}), Reduction::None);
+    Tensor loss = cross_entropy(zeros({3, 5}), int_tensor({0, 4, 2}), Tensor(), -100, Reduction::None);
     check_close(loss, full({3}, std::log(5.0f)), "loss");
   }
 
@@ -231,8 +286,10 @@ TEST_CASE("ops/cross_entropy") {
     Tensor logits = randn({2, 4});
     IntTensor target = int_tensor({-100, -100});
     CHECK(std::isnan(cross_entropy(logits, target).item()));
-    CHECK(cross_entropy(logits, target, Reduction::Sum).item() == 0);
-    check_close(cross_entropy(logits, target, Reduction::None), zeros({2}), "none");
+    CHECK(cross_entropy(logits, target, Tensor(), -100, Reduction::Sum).item() == 0);
+    check_close(cross_entropy(logits, target, Tensor(), -100, Reduction::None), zeros({2}), "none");
+    // With weight and smoothing too: ignored targets add to neither term.
+    CHECK(cross_entropy(logits, target, ones({4}), -100, Reduction::Sum, 0.5f).item() == 0);
   }
 
   SUBCASE("gradcheck") {
@@ -251,7 +308,15 @@ TEST_CASE("ops/cross_entropy") {
     CHECK_MESSAGE(r.ok, r.message);
     r = gradcheck(
         [](const Inputs& in) {
-          return cross_entropy(in[0], int_tensor({0, 2, 1, 1, 2, 0, 0, 1}, {2, 4}), Reduction::Sum);
+          return cross_entropy(in[0], int_tensor({0, 2, 1, 1, 2, 0, 0, 1}, {2, 4}), Tensor(), -100, Reduction::Sum);
+        },
+        {randn({2, 3, 4}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+    // weight, ignore_index and label_smoothing at once, on (N, C, d1).
+    r = gradcheck(
+        [](const Inputs& in) {
+          return cross_entropy(in[0], int_tensor({0, 2, -100, 1, 2, 0, -100, 1}, {2, 4}), tensor({0.5f, 2.0f, 1.5f}),
+                               -100, Reduction::Mean, 0.1f);
         },
         {randn({2, 3, 4}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
@@ -269,8 +334,19 @@ TEST_CASE("ops/cross_entropy") {
                          doctest::Contains("cross_entropy: target 5 out of range for 5 classes"), qkv::Error);
     CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, -1, 2, 2})),
                          doctest::Contains("cross_entropy: target -1 out of range for 5 classes"), qkv::Error);
-    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, -100, 2, 2}), Reduction::Mean, 3),
-                         doctest::Contains("target -100 out of range"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, -100, 2, 2}), Tensor(), 3),
+                         doctest::Contains("target -100 out of range for 5 classes (at index 1 of target (4))"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 2, 3}), ones({4})),
+                         doctest::Contains("cross_entropy: weight (4) should be (5), one per class of logits (4, 5)"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(zeros({2, 3, 4}), int_tensor({0, 1, 2, 0, 1, 2, 0, 1}, {2, 4}), ones({1, 3})),
+                         doctest::Contains("cross_entropy: weight (1, 3) should be (3)"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 2, 3}), Tensor(), -100, Reduction::Mean, 1.5f),
+                         doctest::Contains("cross_entropy: label_smoothing must be between 0.0 and 1.0, got 1.5"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 2, 3}), Tensor(), -100, Reduction::Mean, -0.1f),
+                         doctest::Contains("label_smoothing must be between 0.0 and 1.0, got -0.1"), qkv::Error);
     CHECK_THROWS_WITH_AS(cross_entropy(zeros({5}), int_tensor({1})),
                          doctest::Contains("cross_entropy: target shape (1) does not match logits (5): expected ()"),
                          qkv::Error);

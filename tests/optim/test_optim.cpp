@@ -225,7 +225,7 @@ TEST_CASE("optim/state_dict: names, and resuming gives the same numbers bit for 
     optim::Adam opt(p, 0.01f, {0.8f, 0.99f}, 1e-6f);
     p[0].set_grad(ones({3, 4}));
     opt.step();
-    optim::StateDict s = opt.state_dict();
+    StateDict s = opt.state_dict();
     std::vector<std::string> keys;
     for (auto& [k, t] : s) keys.push_back(k);
     CHECK(keys == std::vector<std::string>{"Adam.beta1", "Adam.beta2", "Adam.eps", "Adam.lr", "Adam.num_params",
@@ -250,12 +250,12 @@ TEST_CASE("optim/state_dict: refusals change nothing") {
   Generator gen(3);
   set_grads(p, gen);
   opt.step();
-  const optim::StateDict good = opt.state_dict();
+  const StateDict good = opt.state_dict();
 
-  auto check_refused = [&](const optim::StateDict& bad, const std::string& message) {
+  auto check_refused = [&](const StateDict& bad, const std::string& message) {
     CHECK_THROWS_WITH_AS(opt.load_state_dict(bad), doctest::Contains(message.c_str()), Error);
     // Unchanged: the same state dict as before, value for value.
-    optim::StateDict now = opt.state_dict();
+    StateDict now = opt.state_dict();
     REQUIRE(now.size() == good.size());
     for (auto& [k, t] : good) CHECK(now.at(k).to_vector() == t.to_vector());
   };
@@ -275,40 +275,78 @@ TEST_CASE("optim/state_dict: refusals change nothing") {
     check_refused(other.state_dict(), "the state dict is for 1 parameters, this optimizer has 2");
   }
   SUBCASE("a buffer of the wrong shape") {
-    optim::StateDict bad = good;
+    StateDict bad = good;
     bad["state.1.exp_avg"] = zeros({4});
-    check_refused(bad, "'state.1.exp_avg' has shape (4), but parameter 1 has shape (5)");
+    check_refused(bad, "'state.1.exp_avg' has shape (4) in the state dict, (5) in the optimizer (parameter 1's shape)");
   }
   SUBCASE("a state for a parameter that does not exist") {
-    optim::StateDict bad = good;
+    StateDict bad = good;
     bad["state.2.step"] = ones({1});
-    check_refused(bad, "'state.2.step' is for parameter 2, but there are 2");
+    check_refused(bad,
+                  "unexpected keys [state.2.step] (Adam keeps Adam.lr, Adam.beta1, Adam.beta2, Adam.eps, "
+                  "Adam.weight_decay, Adam.num_params, and for each parameter i in 0 … 1: state.<i>.step, "
+                  "state.<i>.exp_avg, state.<i>.exp_avg_sq)");
   }
   SUBCASE("unknown keys, a bad step, a missing step, a missing or bad hyperparameter") {
-    optim::StateDict bad = good;
+    StateDict bad = good;
     bad["state.0.momentum_buffer"] = zeros({3, 4});
-    check_refused(bad, "unexpected key 'state.0.momentum_buffer' (Adam keeps exp_avg, exp_avg_sq per parameter)");
+    check_refused(bad, "load_state_dict: Adam: missing keys [], unexpected keys [state.0.momentum_buffer] (Adam keeps");
     bad = good;
     bad["Adam.amsgrad"] = zeros({1});
-    check_refused(bad, "unexpected key 'Adam.amsgrad'");
+    check_refused(bad, "unexpected keys [Adam.amsgrad]");
     bad = good;
     bad["junk"] = zeros({1});
-    check_refused(bad, "unexpected key 'junk'");
+    check_refused(bad, "unexpected keys [junk]");
     bad = good;
     bad["state.0.step"] = full({1}, 2.5f);
-    check_refused(bad, "'state.0.step' must be one whole number ≥ 0, got shape (1) value 2.5");
+    check_refused(bad, "'state.0.step' must be a whole number ≥ 0, got 2.5");
     bad = good;
     bad.erase("state.0.step");
     check_refused(bad, "parameter 0 has buffers but no 'state.0.step'");
     bad = good;
     bad.erase("Adam.eps");
-    check_refused(bad, "missing key 'Adam.eps'");
+    check_refused(bad, "missing keys [Adam.eps], unexpected keys []");
     bad = good;
     bad["Adam.beta2"] = full({1}, 1.0f);
     check_refused(bad, "Adam: invalid betas[1]=1");
     bad = good;
     bad["Adam.lr"] = zeros({2});
-    check_refused(bad, "'Adam.lr' must hold one number, got shape (2)");
+    check_refused(bad, "'Adam.lr' has shape (2) in the state dict, (1) in the optimizer (one number)");
+    bad = good;
+    bad.erase("state.0.exp_avg_sq");
+    check_refused(bad, "parameter 0 has exp_avg but not exp_avg_sq: a state holds all of its buffers or none");
+    bad = good;
+    bad["state.0.exp_avg"] = zeros({4, 3});
+    bad["state.0.step"] = scalar_tensor(1);
+    check_refused(bad,
+                  "'state.0.step' has shape () in the state dict, (1) in the optimizer (one number); "
+                  "'state.0.exp_avg' has shape (4, 3) in the state dict, (3, 4) in the optimizer");
+  }
+  SUBCASE("malformed state dicts are a qkv::Error, never another exception") {
+    // Whatever is wrong, the refusal is a qkv::Error: CHECK_THROWS_AS fails on
+    // any other exception (a std::out_of_range from a map::at, say).
+    std::vector<std::pair<std::string, StateDict>> cases;
+    cases.emplace_back("empty", StateDict{});
+    cases.emplace_back("only the count", StateDict{{"Adam.num_params", full({1}, 2.0f)}});
+    StateDict bad = good;
+    for (auto& [k, t] : bad) t = Tensor();
+    cases.emplace_back("every tensor undefined", bad);
+    bad = good;
+    bad["Adam.num_params"] = Tensor();
+    cases.emplace_back("an undefined count", bad);
+    for (const char* key : {"state..step", "state.x.step", "state.0.", "state.-1.step",
+                            "state.99999999999999999999.step", "Adam.", ".lr", "state"}) {
+      bad = good;
+      bad[key] = ones({1});
+      cases.emplace_back(key, bad);
+    }
+    for (auto& [what, state] : cases) {
+      CAPTURE(what);
+      CHECK_THROWS_AS(opt.check_state_dict(state), Error);
+      CHECK_THROWS_AS(opt.load_state_dict(state), Error);
+    }
+    StateDict now = opt.state_dict();
+    for (auto& [k, t] : good) CHECK(now.at(k).to_vector() == t.to_vector());
   }
 }
 

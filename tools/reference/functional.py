@@ -114,3 +114,43 @@ def build(w):
     w.case("normalize/zero_row",
            lambda x: F.normalize(x, dim=1),
            inputs=[x])
+
+    # --- cross_entropy with weight and label_smoothing (after the cases above, so
+    # their random inputs stay as they were) -----------------------------------
+    # weight (C), written as "weight" (torch does not differentiate it), with
+    # ignore_index and label_smoothing, in PyTorch's positional order.
+    t = torch.tensor([1, 3, 0, 3, 2, 1])
+    wt = w.rand(4, low=0.2, high=2.0)
+    for red in ("mean", "sum", "none"):
+        w.case(f"cross_entropy/weight_{red}",
+               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, reduction=red),
+               inputs=[w.randn(6, 4)], ints={"target": t}, extra={"weight": wt})
+    t = torch.tensor([1, -100, 3, 0, -100, 2])
+    for red in ("mean", "sum", "none"):
+        w.case(f"cross_entropy/ignore_weight_{red}",
+               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, ignore_index=-100, reduction=red),
+               inputs=[w.randn(6, 4)], ints={"target": t}, extra={"weight": wt})
+    for red in ("mean", "sum", "none"):
+        w.case(f"cross_entropy/smooth_{red}",  # label_smoothing 0.1, padding at rows 1 and 4
+               lambda x, red=red, t=t: F.cross_entropy(x, t, reduction=red, label_smoothing=0.1),
+               inputs=[w.randn(6, 4)], ints={"target": t})
+        w.case(f"cross_entropy/smooth_weight_{red}",
+               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, reduction=red, label_smoothing=0.1),
+               inputs=[w.randn(6, 4)], ints={"target": t}, extra={"weight": wt})
+    t = torch.tensor([[2, 0, 1, 3, 2], [3, 3, 0, 1, 2], [1, 0, 2, 2, 0]])  # ignore_index 2 is a real class here
+    for red in ("mean", "sum", "none"):
+        w.case(f"cross_entropy/kdim_weight_{red}",  # logits (N, C, d1) = (3, 4, 5), target (3, 5)
+               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, ignore_index=2, reduction=red),
+               inputs=[w.randn(3, 4, 5)], ints={"target": t}, extra={"weight": wt})
+        w.case(f"cross_entropy/kdim_smooth_weight_{red}",
+               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, ignore_index=2, reduction=red,
+                                                               label_smoothing=0.1),
+               inputs=[w.randn(3, 4, 5)], ints={"target": t}, extra={"weight": wt})
+    t = torch.tensor(1)
+    w.case("cross_entropy/unbatched_smooth_weight_mean",  # logits (C) with target (), all options
+           lambda x, t=t, wt=wt: F.cross_entropy(x, t, wt, label_smoothing=0.3),
+           inputs=[w.randn(4)], ints={"target": t}, extra={"weight": wt})
+    t = torch.tensor([0, 2, 1])
+    w.case("cross_entropy/smooth_one_mean",  # ε = 1: only the uniform target is left
+           lambda x, t=t: F.cross_entropy(x, t, label_smoothing=1.0),
+           inputs=[w.randn(3, 5)], ints={"target": t})

@@ -7,6 +7,15 @@ the values qkv must read back:
     tests/data/tiny.safetensors      four F32 tensors (one a 0-d scalar) and metadata
     tests/data/tiny_f16.safetensors  one F16 tensor, which qkv must refuse by name
 
+and the weights of d2l's own Transformer (tools/reference/d2l.py, d2l's
+classes with d2l's names, blks.block0.…), saved as a d2l user would save
+them, with torch's outputs for fixed inputs in the case `d2l_transformer`
+(tests/nn/test_module.cpp loads them through io::load_safetensors,
+nn::from_d2l_names and load_state_dict):
+
+    tests/data/d2l_transformer.safetensors   encoder.… and decoder.… (the
+                                             keys of d2l's EncoderDecoder)
+
 Debian has no python3-safetensors, so the bytes are written here by hand,
 following the format (and the reference writer's choices) exactly: an 8-byte
 little-endian header length; a compact JSON header with "__metadata__" first,
@@ -83,6 +92,44 @@ def build(w):
     assert meta["format"] == "pt"
     for k, v in tensors.items():
         assert torch.equal(back[k].double(), v), k
+
+    # --- d2l's Transformer, its state dict as d2l's classes name it -------------
+    # d2l 11.7's shapes made small: vocabularies 20 and 18, num_hiddens 16,
+    # ffn 24, 4 heads, 2 blocks. Dropout 0.1 (the modules are evaluated in
+    # eval mode for the encoder and training mode, whose mask the decoder
+    # needs, with dropout off for the decoder). LayerNorm weights are
+    # randomised so that loading them matters.
+    from reference import d2l  # here, so the file also runs as a script (below)
+
+    torch.manual_seed(7)
+    H = 16
+    enc = d2l.TransformerEncoder(20, H, H, H, H, [H], H, 24, 4, 2, 0.1)
+    dec = d2l.TransformerDecoder(18, H, H, H, H, [H], H, 24, 4, 2, 0.1)
+    model = torch.nn.ModuleDict({"encoder": enc, "decoder": dec})
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.LayerNorm):
+                m.weight.copy_(1 + 0.3 * w.randn(H))
+                m.bias.copy_(0.3 * w.randn(H))
+        for p in model.parameters():
+            p.copy_(p.float().double())  # the float32 numbers the file holds
+    save_file({k: v.float() for k, v in model.state_dict().items()}, DATA / "d2l_transformer.safetensors",
+              metadata={"format": "pt", "written_by": "tools/reference/io.py"})
+
+    src, src_lens = w.randint(0, 20, 2, 6), torch.tensor([4, 6])
+    tgt = w.randint(0, 18, 2, 5)
+    with torch.no_grad():
+        enc.eval()
+        enc_out = enc(src, src_lens)
+        for m in dec.modules():
+            if isinstance(m, torch.nn.Dropout):
+                m.p = 0.0
+        dec.train()  # d2l's causal mask is on in training only
+        logits, _ = dec(tgt, dec.init_state(enc_out, src_lens))
+    w.values("d2l_transformer", tensors={"enc_out": enc_out, "logits": logits},
+             ints={"src": src, "src_valid_lens": src_lens, "tgt": tgt})
+    back, _ = load_file(DATA / "d2l_transformer.safetensors")
+    assert "encoder.blks.block1.attention.W_q.weight" in back, sorted(back)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import math
 import torch
 from torch import nn
 
+from reference import d2l
 from reference.d2l import masked_softmax
 
 
@@ -122,3 +123,12 @@ def build(w):
         q, k, v = w.randn(2, 4, 12), w.randn(2, 6, 12), w.randn(2, 6, 12)
         w.module_case(f"mha/{name}", m, lambda m, q, k, v, lens=lens: per_head(m, m(q, k, v, lens)),
                       [q, k, v], ints={} if lens is None else {"valid_lens": lens})
+
+    # d2l's MultiHeadAttention with its own sizes (the edition with explicit
+    # sizes): W_q 7 -> 12, W_k 5 -> 12, W_v 3 -> 12, W_o 12 -> 12.
+    m = d2l.MultiHeadAttention(key_size=5, query_size=7, value_size=3, num_hiddens=12, num_heads=3, dropout=0.0,
+                               bias=True)
+    q, k, v = w.randn(2, 4, 7), w.randn(2, 6, 5), w.randn(2, 6, 3)
+    lens = torch.tensor([[1, 2, 6, 4], [6, 3, 2, 5]])
+    w.module_case("mha/sizes", m, lambda m, q, k, v, lens=lens: per_head(m, m(q, k, v, lens)), [q, k, v],
+                  ints={"valid_lens": lens})

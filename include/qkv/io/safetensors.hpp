@@ -24,6 +24,7 @@
 // NOTE: the numbers are copied as they lie in memory, so this assumes a
 // little-endian machine (x86, ARM); the build refuses any other.
 #pragma once
+#include <qkv/core/state_dict.hpp>
 #include <qkv/core/tensor.hpp>
 
 #include <filesystem>
@@ -32,7 +33,6 @@
 
 namespace qkv::io {
 
-using TensorMap = std::map<std::string, Tensor>;      // name -> tensor, as nn::StateDict
 using Metadata = std::map<std::string, std::string>;  // the header's "__metadata__"
 
 // Write `tensors` (and `metadata`, when not empty) to `path`, laid out as the
@@ -43,7 +43,7 @@ using Metadata = std::map<std::string, std::string>;  // the header's "__metadat
 // file already at `path` as it was. Throws qkv::Error (naming the path and the
 // reason) for an undefined tensor, the reserved name "__metadata__", a name
 // or value that is not UTF-8, or a file that cannot be written.
-void save_safetensors(const std::filesystem::path& path, const TensorMap& tensors, const Metadata& metadata = {});
+void save_safetensors(const std::filesystem::path& path, const StateDict& tensors, const Metadata& metadata = {});
 
 // Read every tensor of `path` (fresh tensors, requires_grad false) and, if
 // `metadata` is given, the header's "__metadata__" into it. Everything is
@@ -54,6 +54,6 @@ void save_safetensors(const std::filesystem::path& path, const TensorMap& tensor
 // overlapping, leaving a gap, or followed by trailing bytes — each throws
 // qkv::Error naming the path and the offending values.
 // NOTE: the whole file is read into memory first, then copied into tensors.
-TensorMap load_safetensors(const std::filesystem::path& path, Metadata* metadata = nullptr);
+StateDict load_safetensors(const std::filesystem::path& path, Metadata* metadata = nullptr);
 
 }  // namespace qkv::io

@@ -81,7 +81,7 @@ class DotProductAttention : public Module {
 //   output = [head_1, …, head_h] W_o                     (B, Q, H)
 // d2l's trick, kept here: one Linear per W computes every head at once, and
 // transpose_qkv moves the heads into the batch dim, so one bmm serves them all.
-//   queries (B, Q, H), keys (B, K, H), values (B, K, H) -> (B, Q, H)
+//   queries (B, Q, Dq), keys (B, K, Dk), values (B, K, Dv) -> (B, Q, H)
 // valid_lens (B) or (B, Q) is repeated for each head (repeat_interleave along dim 0).
 
 // (B, T, H) -> (B·h, T, H/h): row b·h + i holds head i of example b.
@@ -91,8 +91,13 @@ Tensor transpose_output(const Tensor& X, int64_t num_heads);
 
 class MultiHeadAttention : public Module {
  public:
-  // NOTE: d2l's W_q, W_k, W_v are LazyLinear(num_hiddens); here they take
-  // num_hiddens inputs, so queries, keys and values must have H features.
+  // d2l's constructor (the edition with explicit sizes): W_q maps query_size
+  // features to num_hiddens, W_k key_size, W_v value_size, W_o num_hiddens.
+  MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size, int64_t num_hiddens, int64_t num_heads,
+                     float dropout, bool bias = false, Generator& gen = default_generator());
+  // The short form: queries, keys and values all have num_hiddens features
+  // (key_size = query_size = value_size = num_hiddens). d2l's later edition
+  // writes this with LazyLinear, which learns the sizes from the first input.
   MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, float dropout, bool bias = false,
                      Generator& gen = default_generator());
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
@@ -108,9 +113,12 @@ class MultiHeadAttention : public Module {
   // The same numbers viewed per head: (B, h, Q, K), for a heatmap per head.
   Tensor attention_weights_per_head() const;
 
-  int64_t num_hiddens, num_heads;
+  int64_t key_size, query_size, value_size, num_hiddens, num_heads;
   std::shared_ptr<DotProductAttention> attention;
-  std::shared_ptr<Linear> W_q, W_k, W_v, W_o;  // each Linear(H, H, bias)
+  std::shared_ptr<Linear> W_q;  // Linear(query_size, H, bias)
+  std::shared_ptr<Linear> W_k;  // Linear(key_size, H, bias)
+  std::shared_ptr<Linear> W_v;  // Linear(value_size, H, bias)
+  std::shared_ptr<Linear> W_o;  // Linear(H, H, bias)
 
   std::string type_name() const override { return "MultiHeadAttention"; }
 };

@@ -24,18 +24,16 @@
 // virtual forward: a Linear takes one tensor, attention takes four), so the
 // only virtual functions are for printing.
 #pragma once
+#include <qkv/core/state_dict.hpp>
 #include <qkv/core/tensor.hpp>
 
-#include <map>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 namespace qkv::nn {
-
-// Parameter name -> tensor, as PyTorch's state_dict.
-using StateDict = std::map<std::string, Tensor>;
 
 class Module {
  public:
@@ -60,9 +58,18 @@ class Module {
 
   // The parameters by dotted name. The tensors share storage with the model.
   StateDict state_dict() const;
-  // Copy every entry into the parameter of that name. Refuses (qkv::Error,
-  // changing nothing) a missing, unexpected or mis-shaped entry.
-  void load_state_dict(const StateDict& state);
+  // What load_state_dict expects: every parameter's dotted name and shape,
+  // in named_parameters() order.
+  StateSpec state_spec() const;
+  // Copy every entry into the parameter of that name, as PyTorch's
+  // load_state_dict(state_dict, strict):
+  //   strict (the default): refuses (qkv::Error, changing nothing) a missing,
+  //     unexpected or mis-shaped entry;
+  //   not strict: loads the entries whose names match, leaves the other
+  //     parameters as they are, and returns the missing and unexpected keys.
+  // A matching name with another shape is an error either way, and changes
+  // nothing (validate_state_dict, core/state_dict.hpp).
+  IncompatibleKeys load_state_dict(const StateDict& state, bool strict = true);
 
   // PyTorch's print(model), with each module's parameter count.
   std::string repr() const;
@@ -92,12 +99,20 @@ class ModuleList : public Module {
  public:
   void push_back(std::shared_ptr<Module> module);
   size_t size() const { return named_children().size(); }
-  const std::shared_ptr<Module>& operator[](size_t i) const { return named_children().at(i).second; }
+  // Module i; throws qkv::Error past the end.
+  const std::shared_ptr<Module>& operator[](size_t i) const;
+  // Module i as the layer type it is: blks->at<TransformerEncoderBlock>(0).
+  // Throws qkv::Error naming i, the module's type and M when it is not an M.
   template <class M>
   std::shared_ptr<M> at(size_t i) const {
-    return std::dynamic_pointer_cast<M>((*this)[i]);
+    std::shared_ptr<M> m = std::dynamic_pointer_cast<M>((*this)[i]);
+    if (!m) wrong_type(i, typeid(M));
+    return m;
   }
   std::string type_name() const override { return "ModuleList"; }
+
+ private:
+  [[noreturn]] void wrong_type(size_t i, const std::type_info& requested) const;
 };
 
 }  // namespace qkv::nn

@@ -13,7 +13,8 @@
 // Names follow d2l, so parameters are named as in d2l's PyTorch classes
 // (blks.0.attention.W_q.weight, blks.0.addnorm1.ln.weight, …). One
 // difference: d2l stacks blocks in an nn.Sequential named "block0",
-// "block1", …; qkv's ModuleList names them 0, 1, … (blks.0.… here, blks.block0.… in d2l).
+// "block1", …; qkv's ModuleList names them 0, 1, … (blks.0.… here,
+// blks.block0.… in d2l); from_d2l_names (at the end) renames a d2l state dict.
 //
 // Left out on purpose: d2l's LazyLinear (input sizes are given), pre-norm
 // blocks, shared embeddings, other positional encodings.
@@ -202,5 +203,21 @@ class TransformerDecoder : public Decoder {
 
   std::string type_name() const override { return "TransformerDecoder"; }
 };
+
+// --- loading d2l's weights ---------------------------------------------------------
+// A state dict saved from d2l's Transformer classes, with the names qkv
+// gives the same parameters. d2l stacks the blocks of TransformerEncoder and
+// TransformerDecoder in an nn.Sequential whose children are "block0",
+// "block1", …; qkv's ModuleList names them 0, 1, …, so every name component
+// "block<N>" right after "blks" becomes "<N>":
+//   blks.block0.attention.W_q.weight          -> blks.0.attention.W_q.weight
+//   encoder.blks.block1.ffn.dense2.bias       -> encoder.blks.1.ffn.dense2.bias
+// Every other name d2l gives these classes (embedding, attention W_q … W_o,
+// addnorm1.ln, ffn.dense1, dense, …) is already qkv's, and is kept; d2l's
+// positional-encoding table P is not a parameter in either. Throws qkv::Error
+// if two names become one (a dict holding both blks.0.x and blks.block0.x).
+//   auto state = nn::from_d2l_names(io::load_safetensors("d2l_encoder.safetensors"));
+//   encoder.load_state_dict(state);
+StateDict from_d2l_names(const StateDict& state);
 
 }  // namespace qkv::nn

@@ -19,13 +19,18 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 enum class Reduction { None, Mean, Sum };
 
-// Cross-entropy of logits against class indices, as PyTorch's:
-//   logits (N, C) with target (N), or (N, C, d1, …) with target (N, d1, …)
-//   loss = -log_softmax(logits, 1)[n, target[n]]
-// Targets equal to ignore_index (padding) add no loss, and Mean divides by
-// the number of targets that were not ignored.
-Tensor cross_entropy(const Tensor& logits, const IntTensor& target, Reduction reduction = Reduction::Mean,
-                     int64_t ignore_index = -100);
+// Cross-entropy of logits against class indices, with PyTorch's arguments in
+// PyTorch's order (torch.nn.functional.cross_entropy):
+//   logits (N, C) with target (N), (N, C, d1, …) with target (N, d1, …), or (C) with ()
+//   loss[n] = -w[t] · log_softmax(logits, 1)[n, t]          t = target[n], w = weight or 1
+// weight (C), optional, scales each class's loss; it is a constant (no
+// gradient reaches it; PyTorch does not differentiate it either). Targets equal to ignore_index (padding) add nothing.
+// Mean divides the sum by Σ w[target] over the targets not ignored (their count when there is no weight).
+// label_smoothing ε in [0, 1] trains against (1-ε)·onehot(t) + ε/C instead of onehot(t):
+//   loss[n] = (1-ε) · (-w[t] · logp[n, t])  +  ε/C · (-Σ_c w[c] · logp[n, c])
+// and Mean divides both terms by the same Σ w[target].
+Tensor cross_entropy(const Tensor& logits, const IntTensor& target, const Tensor& weight = Tensor(),
+                     int64_t ignore_index = -100, Reduction reduction = Reduction::Mean, float label_smoothing = 0.0f);
 
 // (x - target)² reduced; shapes must be equal.
 Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction = Reduction::Mean);

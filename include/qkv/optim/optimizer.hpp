@@ -36,6 +36,7 @@
 // every parameter), closures, sparse gradients, maximize, amsgrad and fused
 // multi-tensor kernels.
 #pragma once
+#include <qkv/core/state_dict.hpp>
 #include <qkv/core/tensor.hpp>
 
 #include <cstdint>
@@ -45,9 +46,6 @@
 #include <vector>
 
 namespace qkv::optim {
-
-// Name -> tensor, as nn::StateDict.
-using StateDict = std::map<std::string, Tensor>;
 
 // Hyperparameters by name, in a fixed order: {{"lr", 0.1}, {"momentum", 0.9}, …}.
 // Booleans (SGD's nesterov) are 0 or 1.
@@ -83,10 +81,17 @@ class Optimizer {
   // file). NOTE: the tensors are copies: stepping on does not change a
   // state dict already taken.
   StateDict state_dict() const;
+  // What a state dict of this optimizer may hold: every hyperparameter and
+  // num_params (required, one number each), and for each parameter i an
+  // optional state.<i>.step (one number) and state.<i>.<buffer> (parameter
+  // i's shape).
+  StateSpec state_spec() const;
   // Throw what load_state_dict would throw for `state`, changing nothing:
   // a state from another optimizer type, another number of parameters, a
-  // buffer whose shape is not its parameter's, an unknown key, a step that is
-  // not a whole number ≥ 0, an out-of-range hyperparameter.
+  // missing or unknown key or a shape not in state_spec()
+  // (validate_state_dict, core/state_dict.hpp), a step that is not a whole
+  // number ≥ 0, a parameter with some of its buffers but not all or with no
+  // step, an out-of-range hyperparameter.
   void check_state_dict(const StateDict& state) const;
   // Replace the hyperparameters and every parameter's state with `state`'s,
   // as PyTorch does. All or nothing: a bad state dict changes nothing.
@@ -107,6 +112,9 @@ class Optimizer {
   virtual void set_hyperparameters(const std::map<std::string, float>& h) = 0;
 
  private:
+  // check_state_dict's work: check `state` and return its hyperparameters by name.
+  std::map<std::string, float> checked_hyperparameters(const StateDict& state) const;
+
   std::vector<Tensor> params_;
   std::vector<ParamState> state_;  // state_[i] belongs to params_[i]
 };
