@@ -1,0 +1,87 @@
+// The lessons of the course's second part, run at their defaults as a user
+// runs them, and checked from the numbers they write to results.json (not
+// from their prose). Expected values come from the mathematics, as each
+// check says.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <pugixml.hpp>
+
+#include "run_lesson.hpp"
+
+using qkv::lesson_test::LessonRun;
+
+namespace {
+
+// The run finished; the transcript is plain text holding every section title
+// the lesson printed and `titles`; every picture it lists exists (each SVG
+// parses as XML with an <svg> root), and `pictures` are among them.
+void check_ran(const LessonRun& r, const std::vector<std::string>& titles, const std::vector<std::string>& pictures) {
+  INFO(r.run.output);
+  REQUIRE(r.run.status == 0);
+  REQUIRE(r.json.is_object());
+  std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
+  CHECK(transcript.find('\x1b') == std::string::npos);
+  for (const auto& section : r.json.at("sections"))
+    CHECK(transcript.find(section.get<std::string>()) != std::string::npos);
+  for (const std::string& t : titles) {
+    INFO(t);
+    CHECK(transcript.find(t) != std::string::npos);
+  }
+  CHECK(transcript.find("== Summary ==") != std::string::npos);
+  std::vector<std::string> listed;
+  for (const auto& p : r.json.at("pictures")) listed.push_back(p.at("file").get<std::string>());
+  for (const std::string& file : listed) {
+    INFO(file);
+    REQUIRE(std::filesystem::exists(r.out / file));
+    if (file.ends_with(".svg")) {
+      pugi::xml_document svg;
+      pugi::xml_parse_result parsed = svg.load_file((r.out / file).c_str());
+      INFO(parsed.description());
+      CHECK(parsed);
+      CHECK(std::string(svg.document_element().name()) == "svg");
+    }
+  }
+  for (const std::string& file : pictures) {
+    INFO(file);
+    CHECK(std::find(listed.begin(), listed.end(), file) != listed.end());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lessons/09_multi_head_attention") {
+  LessonRun r("09_multi_head_attention");
+  check_ran(r, {"多头注意力机制", "transpose_qkv", "Erratum: 004 2.1"}, {"head_weights.svg"});
+  // d2l 11.5: queries (2, 4, 100) -> output (2, 4, 100); 5 heads of 100/5 = 20 features in the batch dim.
+  CHECK(r.shape("output_shape") == std::vector<int64_t>{2, 4, 100});
+  CHECK(r.shape("projected_shape") == std::vector<int64_t>{2, 4, 100});
+  CHECK(r.shape("transposed_shape") == std::vector<int64_t>{10, 4, 20});
+  CHECK(r.shape("round_trip_shape") == std::vector<int64_t>{2, 4, 100});
+  // transpose_qkv and transpose_output only move numbers: exact.
+  CHECK(r.results().at("layout_max_diff").get<double>() == 0.0);
+  CHECK(r.results().at("round_trip_max_diff").get<double>() == 0.0);
+  // The weights (B, h, Q, K) = (2, 5, 4, 6), recomputed here: each row sums to 1, the keys at or past
+  // valid_lens [3, 2] get zero weight (a masked score of -1e6 underflows to 0 in exp), the others some.
+  CHECK(r.shape("weights") == std::vector<int64_t>{2, 5, 4, 6});
+  std::vector<float> w = r.values("weights");
+  REQUIRE(w.size() == 2 * 5 * 4 * 6);
+  const int lens[2] = {3, 2};
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t row = 0; row < 5 * 4; ++row) {
+      double s = 0;
+      for (size_t k = 0; k < 6; ++k) {
+        float p = w[((b * 20) + row) * 6 + k];
+        if (static_cast<int>(k) >= lens[b])
+          CHECK(p == 0.0f);
+        else
+          CHECK(p > 0.0f);
+        s += p;
+      }
+      CHECK(s == doctest::Approx(1).epsilon(1e-5));
+    }
+  CHECK(r.results().at("max_weight_on_padding").get<double>() == 0.0);
+  CHECK(r.results().at("max_row_sum_error").get<double>() <= 1e-5);
+}
