@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
   attention.eval();  // dropout 0.5 is active only in training: d2l's attention.eval()
   lesson.print("{}\n", attention.repr());
   // d2l feeds tensors of ones; random ones here, so that the heads differ and the pictures say something.
-  Tensor queries = randn({B, Q, H}, gen);  // (2, 4, 100)
-  Tensor keys = randn({B, K, H}, gen);     // (2, 6, 100): keys and values are the same tensor, as in d2l
+  Tensor queries = randn({B, Q, H}, gen);   // (2, 4, 100)
+  Tensor keys = randn({B, K, H}, gen);      // (2, 6, 100): keys and values are the same tensor, as in d2l
   IntTensor valid_lens = int_tensor(lens);  // (2)
   Tensor out = attention(queries, keys, keys, valid_lens);
   lesson.print("queries {}, keys = values {}, valid_lens [{}, {}] -> output {}\n", queries.shape(), keys.shape(),
@@ -53,19 +53,18 @@ int main(int argc, char** argv) {
   lesson.section("transpose_qkv and transpose_output: the heads in the batch dim");
   Tensor projected = attention.W_q->forward(queries);  // (B, Q, H): every head's W_q,i at once, side by side
   Tensor split = projected.reshape({B, Q, h, H / h});  // (B, Q, H) -> (B, Q, h, H/h): feature block i is head i
-  Tensor moved = permute(split, {0, 2, 1, 3});          // (B, h, Q, H/h)
-  Tensor heads = nn::transpose_qkv(projected, h);       // (B·h, Q, H/h)
+  Tensor moved = permute(split, {0, 2, 1, 3});         // (B, h, Q, H/h)
+  Tensor heads = nn::transpose_qkv(projected, h);      // (B·h, Q, H/h)
   lesson.print("W_q(queries)             {}   one Linear(100, 100) computes all five heads' projections\n",
                projected.shape());
   lesson.print("reshape to (B, Q, h, H/h) {}   features 20i … 20i+19 belong to head i\n", split.shape());
   lesson.print("permute to (B, h, Q, H/h) {}\n", moved.shape());
-  lesson.print("reshape to (B·h, Q, H/h)  {}   = transpose_qkv: row b·h + i is head i of example b\n",
-               heads.shape());
+  lesson.print("reshape to (B·h, Q, H/h)  {}   = transpose_qkv: row b·h + i is head i of example b\n", heads.shape());
   // Row b·h + i of the result is the slice [b, :, 20i : 20i+20] of the projection: checked for every (b, i).
   double layout_diff = 0;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < h; ++i) {
-      Tensor row = slice(heads, 0, b * h + i, b * h + i + 1).reshape({Q, H / h});                      // (Q, H/h)
+      Tensor row = slice(heads, 0, b * h + i, b * h + i + 1).reshape({Q, H / h});  // (Q, H/h)
       Tensor block = slice(slice(projected, 0, b, b + 1), 2, i * (H / h), (i + 1) * (H / h)).reshape({Q, H / h});
       layout_diff = std::max(layout_diff, static_cast<double>(max(abs(row - block)).item()));
     }
@@ -85,21 +84,24 @@ int main(int argc, char** argv) {
   std::vector<std::string> head_titles, example_titles;
   for (int64_t i = 0; i < h; ++i) head_titles.push_back(fmt::format("head {}", i));
   for (int64_t b = 0; b < B; ++b) example_titles.push_back(fmt::format("example {} (valid {})", b, lens[b]));
-  lesson.heatmap_grid(
-      "head_weights.svg", weights,
-      {.title = "Multi-head attention weights",
-       .row_titles = example_titles,
-       .col_titles = head_titles,
-       .cell = {.xlabel = "keys", .ylabel = "queries", .row_labels = {"q0", "q1", "q2", "q3"},
-                .col_labels = {"k0", "k1", "k2", "k3", "k4", "k5"}, .vmin = 0, .vmax = 1}});
+  lesson.heatmap_grid("head_weights.svg", weights,
+                      {.title = "Multi-head attention weights",
+                       .row_titles = example_titles,
+                       .col_titles = head_titles,
+                       .cell = {.xlabel = "keys",
+                                .ylabel = "queries",
+                                .row_labels = {"q0", "q1", "q2", "q3"},
+                                .col_labels = {"k0", "k1", "k2", "k3", "k4", "k5"},
+                                .vmin = 0,
+                                .vmax = 1}});
 
   Tensor row_sums = weights.sum(-1);  // (B, h, Q, K) -> (B, h, Q): each 1
   double worst_row_sum = max(abs(row_sums - 1.0f)).item();
   // The weight each (example, head, query) row puts on keys past the example's valid length.
-  Tensor key_index = arange(0, static_cast<float>(K)).reshape({1, K});  // (1, K): 0, 1, …, 5
+  Tensor key_index = arange(0, static_cast<float>(K)).reshape({1, K});                        // (1, K): 0, 1, …, 5
   Tensor limit = tensor({static_cast<float>(lens[0]), static_cast<float>(lens[1])}, {B, 1});  // (B, 1)
   IntTensor padded = (key_index >= limit).reshape({B, 1, 1, K});  // (B, 1, 1, K): 1 on the padded keys
-  Tensor masked_weight = where(padded, weights, 0.0f).sum(-1);     // (B, h, Q): weight on padding
+  Tensor masked_weight = where(padded, weights, 0.0f).sum(-1);    // (B, h, Q): weight on padding
   double largest_masked = max(masked_weight).item();
   lesson.print("each head's row sums (B, h, Q) = {}: largest |sum - 1| = {:.1e}\n", row_sums.shape(), worst_row_sum);
   lesson.print("weight on the padded keys (k3–k5 of example 0, k2–k5 of example 1), per row: largest {:.1e}\n",

@@ -37,7 +37,7 @@ Tensor swish(const Tensor& x) {
   Tensor s = sigmoid(x.detach());
   Tensor out = x.detach() * s;  // forward, without recording
   record(out, "SwishBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
-    Tensor sx = sigmoid(x);                   // recomputed: cheaper to keep than one more saved tensor
+    Tensor sx = sigmoid(x);                           // recomputed: cheaper to keep than one more saved tensor
     return {dout * (sx * (1.0f + x * (1.0f - sx)))};  // dx = dout · σ(x)(1 + x(1 − σ(x)))
   });
   return out;
@@ -140,8 +140,9 @@ int main(int argc, char** argv) {
   y_ref.sum().backward();
   double forward_diff = max(abs(y.detach() - y_ref.detach())).item();
   double backward_diff = max(abs(x_leaf.grad() - x_ref.grad())).item();
-  lesson.print("against x * sigmoid(x) built from existing ops: largest difference {:.1e} (forward), {:.1e} (backward)\n",
-               forward_diff, backward_diff);
+  lesson.print(
+      "against x * sigmoid(x) built from existing ops: largest difference {:.1e} (forward), {:.1e} (backward)\n",
+      forward_diff, backward_diff);
   lesson.print("Why write it as one op then? One node instead of two in the graph, and no saved σ(x) tensor.\n");
   Tensor grid = arange(-6.0f, 6.01f, 0.25f);  // (49)
   Tensor grid_leaf = grid.detach().requires_grad_();
@@ -197,7 +198,7 @@ int main(int argc, char** argv) {
   lesson::Progress progress = lesson.progress("step", steps);
   for (int64_t step = 0; step < steps; ++step) {
     adam.zero_grad();
-    Tensor logits = model(train.x);               // (N, 2)
+    Tensor logits = model(train.x);                // (N, 2)
     Tensor loss = cross_entropy(logits, train.y);  // (N, 2) x (N) -> ()
     loss.backward();
     adam.step();
@@ -226,7 +227,7 @@ int main(int argc, char** argv) {
         points.push_back(1.5f - 2.5f * static_cast<float>(r) / static_cast<float>(rows - 1));
       }
     Tensor probs = softmax(model(tensor(points, {rows * cols, 2})), 1);  // (rows·cols, 2)
-    surface = slice(probs, 1, 1, 2).reshape({rows, cols});             // (rows, cols): P(class 1)
+    surface = slice(probs, 1, 1, 2).reshape({rows, cols});               // (rows, cols): P(class 1)
   }
   lesson.print("loss {:.4f} -> {:.4f}; accuracy: training {:.3f}, held-out {:.3f}\n", losses.front(), losses.back(),
                train_accuracy, test_accuracy);
