@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
                weights.shape());
   std::vector<std::string> head_titles, example_titles;
   for (int64_t i = 0; i < h; ++i) head_titles.push_back(fmt::format("head {}", i));
-  for (int64_t b = 0; b < B; ++b) example_titles.push_back(fmt::format("example {} (valid {})", b, lens[b]));
+  for (int64_t b = 0; b < B; ++b) example_titles.push_back(fmt::format("example {}", b));
   lesson.heatmap_grid("head_weights.svg", weights,
-                      {.title = "Multi-head attention weights",
+                      {.title = "Multi-head attention weights (valid lengths 3 and 2)",
                        .row_titles = example_titles,
                        .col_titles = head_titles,
                        .cell = {.xlabel = "keys",

@@ -214,13 +214,18 @@ int main(int argc, char** argv) {
 
   double train_accuracy = 0, test_accuracy = 0;
   Tensor surface;
+  std::vector<std::string> row_labels, col_labels;
   {
     NoGradGuard no_grad;
     train_accuracy = accuracy(model(train.x), train.y);
     test_accuracy = accuracy(model(test.x), test.y);
-    // P(class 1) on a 21 × 31 grid over [-1.5, 2.5] × [-1, 1.5]: row = y (top first), column = x.
-    const int64_t rows = 21, cols = 31;
+    // P(class 1) on a 21 × 41 grid over [-1.5, 2.5] × [-1, 1.5]: row = y (top first), column = x.
+    const int64_t rows = 21, cols = 41;  // steps of 0.125 in y, 0.1 in x
     std::vector<float> points;
+    for (int64_t r = 0; r < rows; ++r)  // an axis label every 0.5
+      row_labels.push_back(r % 4 == 0 ? fmt::format("{:.1f}", 1.5 - 0.125 * static_cast<double>(r)) : "");
+    for (int64_t c = 0; c < cols; ++c)
+      col_labels.push_back(c % 5 == 0 ? fmt::format("{:.1f}", -1.5 + 0.1 * static_cast<double>(c)) : "");
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
         points.push_back(-1.5f + 4.0f * static_cast<float>(c) / static_cast<float>(cols - 1));
@@ -232,9 +237,11 @@ int main(int argc, char** argv) {
   lesson.print("loss {:.4f} -> {:.4f}; accuracy: training {:.3f}, held-out {:.3f}\n", losses.front(), losses.back(),
                train_accuracy, test_accuracy);
   lesson.heatmap("decision_surface.svg", surface,
-                 {.title = "P(lower moon) over the plane (x from -1.5 to 2.5, y from 1.5 down to -1)",
+                 {.title = "P(lower moon) over the plane",
                   .xlabel = "x",
                   .ylabel = "y",
+                  .row_labels = row_labels,
+                  .col_labels = col_labels,
                   .vmin = 0,
                   .vmax = 1});
   std::vector<float> x0, y0, x1, y1;
