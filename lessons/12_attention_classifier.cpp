@@ -53,7 +53,7 @@ class AttentionClassifier : public nn::Module {
     Tensor q = expand(query.reshape({1, 1, D}), {B, 1, D});  // step 3: one learned query per sentence (B, 1, D)
     // softmax(q·kᵀ/√D) over the valid words only, times the embedded words: (B, 1, D)
     Tensor context = (*attention)(q, keys, embedded, valid_len);
-    context = context.reshape({B, D});          // step 4: the sentence as one vector (B, D)
+    context = context.reshape({B, D});          // step 4 拼接输出: one vector per sentence (B, D)
     Tensor h = relu((*hidden_layer)(context));  // step 5 预测: (B, D) -> (B, F)
     return (*output)(h);                        // (B, F) -> (B, C)
   }
@@ -105,8 +105,10 @@ int main(int argc, char** argv) {
       "  1. 对输入进行嵌入            Embedding: word ids (B, T) -> vectors (B, T, D)\n"
       "  2. 将输入进行特征提取        keys = tanh(Linear(D, D)(embedded)): what each word offers to be scored by\n"
       "  3. 通过注意力权重矩阵计算    one learned query q: weights = masked_softmax(q·kᵀ/√D) (B, T),\n"
-      "                                padding masked by the valid lengths\n"
-      "  4. 拼接输出                  the values (the embedded words) summed with those weights: (B, D)\n"
+      "                               padding masked by the valid lengths\n"
+      "  4. 拼接输出                  the values (the embedded words) summed with those weights: (B, D);\n"
+      "                               one head has nothing to concatenate (several heads' outputs are\n"
+      "                               joined here, as in lesson 09)\n"
       "  5. 使用输出进行预测或决策    Linear(D, F) -> relu -> Linear(F, 2): logits\n");
 
   lesson.section("3.2 模型实现: the notes' model, and why it cannot run");

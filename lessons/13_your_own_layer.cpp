@@ -16,7 +16,8 @@
 //
 // Letters: N points, 2 input features, W hidden units, C = 2 classes.
 //
-// Run: build/release/lessons/13_your_own_layer [--seed S] [--steps N] [--hidden W] [--lr LR] [--out DIR]
+// Run: build/release/lessons/13_your_own_layer [--seed S] [--steps N] [--hidden W] [--n-train N] [--lr LR]
+//      [--out DIR]
 #include <qkv/qkv.hpp>
 
 #include <cmath>
