@@ -61,9 +61,14 @@ TEST_CASE("lessons runner/one lesson, and what is not a lesson") {
   CHECK(std::filesystem::exists(dir.path / "out" / "04_scoring_functions" / "results.json"));
   CHECK(one.output.find("1 of 1 lessons ran") != std::string::npos);
 
-  qkv::lesson_test::Run unwritten = run_program("lessons", "9", dir.path);
-  CHECK(unwritten.status != 0);
-  CHECK(unwritten.output.find("not written yet") != std::string::npos);
+  // The first lesson of the catalogue not written yet, if one is left.
+  for (const auto& e : qkv::lesson::catalog) {
+    if (e.written) continue;
+    qkv::lesson_test::Run unwritten = run_program("lessons", std::to_string(e.number), dir.path);
+    CHECK(unwritten.status != 0);
+    CHECK(unwritten.output.find("not written yet") != std::string::npos);
+    break;
+  }
   qkv::lesson_test::Run outside = run_program("lessons", "0-20", dir.path);
   CHECK(outside.status != 0);
   CHECK(outside.output.find("outside the course") != std::string::npos);

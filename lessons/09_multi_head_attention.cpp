@@ -1,0 +1,134 @@
+// Lesson 09 · multi-head attention
+//
+// Walks through:
+//   004 2.1 引言, 多头注意力机制   several attention heads, each on its own learned
+//                                linear projections of the same queries, keys and values
+//
+// The learner sees d2l's multi-head attention at d2l's sizes (num_hiddens 100,
+// 5 heads, dropout 0.5 switched off by eval mode; queries (2, 4, 100), keys
+// and values (2, 6, 100), valid lengths [3, 2] -> output (2, 4, 100)); how
+// transpose_qkv moves the heads into the batch dim, (B, T, H) -> (B·h, T, H/h),
+// so that one bmm serves every head, and how transpose_output puts them back;
+// the weights of every head drawn as one grid (rows = examples, cols =
+// heads), the padded keys blank; and, computed from those weights, that each
+// head's rows sum to 1 and the padded keys get zero weight.
+//
+// Letters: B examples, Q queries, K key–value pairs, H num_hiddens, h heads
+// (each head sees H/h = 20 features).
+//
+// Run: build/release/lessons/09_multi_head_attention [--seed S] [--out DIR]
+#include <qkv/qkv.hpp>
+
+#include <cmath>
+
+#include "lesson.hpp"
+
+using namespace qkv;
+
+int main(int argc, char** argv) {
+  lesson::Lesson lesson(argc, argv, 9);
+  lesson.start();
+  Generator gen(lesson.seed());
+  const int64_t B = 2, Q = 4, K = 6, H = 100, h = 5;  // d2l 11.5's sizes
+  const std::vector<int64_t> lens = {3, 2};           // example 0 may look at 3 keys, example 1 at 2
+
+  lesson.section("多头注意力机制: one layer, five heads");
+  lesson.print(
+      "The notes: several heads look at the same queries, keys and values, each through its own\n"
+      "linear maps, so each can attend to something different; their outputs are concatenated and\n"
+      "mixed by one more linear map:\n"
+      "  head_i = attention(q W_q,i, k W_k,i, v W_v,i)   (B, Q, H/h)\n"
+      "  output = [head_1, …, head_h] W_o               (B, Q, H)\n");
+  nn::MultiHeadAttention attention(H, h, 0.5f, /*bias=*/false, gen);
+  attention.eval();  // dropout 0.5 is active only in training: d2l's attention.eval()
+  lesson.print("{}\n", attention.repr());
+  // d2l feeds tensors of ones; random ones here, so that the heads differ and the pictures say something.
+  Tensor queries = randn({B, Q, H}, gen);   // (2, 4, 100)
+  Tensor keys = randn({B, K, H}, gen);      // (2, 6, 100): keys and values are the same tensor, as in d2l
+  IntTensor valid_lens = int_tensor(lens);  // (2)
+  Tensor out = attention(queries, keys, keys, valid_lens);
+  lesson.print("queries {}, keys = values {}, valid_lens [{}, {}] -> output {}\n", queries.shape(), keys.shape(),
+               lens[0], lens[1], out.shape());
+
+  lesson.section("transpose_qkv and transpose_output: the heads in the batch dim");
+  Tensor projected = attention.W_q->forward(queries);  // (B, Q, H): every head's W_q,i at once, side by side
+  Tensor split = projected.reshape({B, Q, h, H / h});  // (B, Q, H) -> (B, Q, h, H/h): feature block i is head i
+  Tensor moved = permute(split, {0, 2, 1, 3});         // (B, h, Q, H/h)
+  Tensor heads = nn::transpose_qkv(projected, h);      // (B·h, Q, H/h)
+  lesson.print("W_q(queries)             {}   one Linear(100, 100) computes all five heads' projections\n",
+               projected.shape());
+  lesson.print("reshape to (B, Q, h, H/h) {}   features 20i … 20i+19 belong to head i\n", split.shape());
+  lesson.print("permute to (B, h, Q, H/h) {}\n", moved.shape());
+  lesson.print("reshape to (B·h, Q, H/h)  {}   = transpose_qkv: row b·h + i is head i of example b\n", heads.shape());
+  // Row b·h + i of the result is the slice [b, :, 20i : 20i+20] of the projection: checked for every (b, i).
+  double layout_diff = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < h; ++i) {
+      Tensor row = slice(heads, 0, b * h + i, b * h + i + 1).reshape({Q, H / h});  // (Q, H/h)
+      Tensor block = slice(slice(projected, 0, b, b + 1), 2, i * (H / h), (i + 1) * (H / h)).reshape({Q, H / h});
+      layout_diff = std::max(layout_diff, static_cast<double>(max(abs(row - block)).item()));
+    }
+  lesson.print("largest |heads[b·h + i] - W_q(queries)[b, :, 20i:20i+20]| over all b, i = {:.1e}\n", layout_diff);
+  Tensor back = nn::transpose_output(heads, h);  // (B·h, Q, H/h) -> (B, Q, H)
+  double round_trip = max(abs(back - projected)).item();
+  lesson.print("transpose_output(transpose_qkv(x)) {}: largest |difference from x| = {:.1e}\n", back.shape(),
+               round_trip);
+  lesson.print(
+      "So one bmm of (10, 4, 20) by (10, 20, 6) scores every head of every example; the valid lengths\n"
+      "[3, 2] are repeated per head, [3, 3, 3, 3, 3, 2, 2, 2, 2, 2], to mask the same keys in every head.\n");
+
+  lesson.section("Each head's weights");
+  Tensor weights = attention.attention_weights_per_head();  // (B·h, Q, K) viewed as (B, h, Q, K) = (2, 5, 4, 6)
+  lesson.print("attention_weights {} as kept by d2l, viewed per head {}\n", attention.attention_weights().shape(),
+               weights.shape());
+  std::vector<std::string> head_titles, example_titles;
+  for (int64_t i = 0; i < h; ++i) head_titles.push_back(fmt::format("head {}", i));
+  for (int64_t b = 0; b < B; ++b) example_titles.push_back(fmt::format("example {}", b));
+  lesson.heatmap_grid("head_weights.svg", weights,
+                      {.title = "Multi-head attention weights (valid lengths 3 and 2)",
+                       .row_titles = example_titles,
+                       .col_titles = head_titles,
+                       .cell = {.xlabel = "keys",
+                                .ylabel = "queries",
+                                .row_labels = {"q0", "q1", "q2", "q3"},
+                                .col_labels = {"k0", "k1", "k2", "k3", "k4", "k5"},
+                                .vmin = 0,
+                                .vmax = 1}});
+
+  Tensor row_sums = weights.sum(-1);  // (B, h, Q, K) -> (B, h, Q): each 1
+  double worst_row_sum = max(abs(row_sums - 1.0f)).item();
+  // The weight each (example, head, query) row puts on keys past the example's valid length.
+  Tensor key_index = arange(0, static_cast<float>(K)).reshape({1, K});                        // (1, K): 0, 1, …, 5
+  Tensor limit = tensor({static_cast<float>(lens[0]), static_cast<float>(lens[1])}, {B, 1});  // (B, 1)
+  IntTensor padded = (key_index >= limit).reshape({B, 1, 1, K});  // (B, 1, 1, K): 1 on the padded keys
+  Tensor masked_weight = where(padded, weights, 0.0f).sum(-1);    // (B, h, Q): weight on padding
+  double largest_masked = max(masked_weight).item();
+  lesson.print("each head's row sums (B, h, Q) = {}: largest |sum - 1| = {:.1e}\n", row_sums.shape(), worst_row_sum);
+  lesson.print("weight on the padded keys (k3–k5 of example 0, k2–k5 of example 1), per row: largest {:.1e}\n",
+               largest_masked);
+  lesson.print(
+      "The mask sets padded scores to -1e6 before the softmax; exp(-1e6 - max) underflows to exactly 0,\n"
+      "so padding gets no weight in any head, and each head spreads its weight differently over the rest.\n");
+
+  lesson.section("The score: a scaled dot product");
+  lesson.erratum(
+      "004 2.1 calls QKᵀ/√d a cosine similarity; it is a scaled dot product: q·k/√d grows with the\n"
+      "lengths of q and k, while the cosine q·k/(‖q‖‖k‖) lies in [-1, 1] (lesson 04 prints both numbers).\n"
+      "Here each head scores with its own d = H/h = 20, so the scale is 1/√20.");
+
+  lesson.result("output_shape", out.shape());
+  lesson.result("projected_shape", projected.shape());
+  lesson.result("transposed_shape", heads.shape());
+  lesson.result("round_trip_shape", back.shape());
+  lesson.result("layout_max_diff", layout_diff);
+  lesson.result("round_trip_max_diff", round_trip);
+  lesson.result("valid_lens", std::vector<double>{static_cast<double>(lens[0]), static_cast<double>(lens[1])});
+  lesson.result("weights", weights);
+  lesson.result("max_weight_on_padding", largest_masked);
+  lesson.result("max_row_sum_error", worst_row_sum);
+
+  return lesson.finish(
+      "d2l's multi-head attention: queries (2, 4, 100), keys and values (2, 6, 100) -> output (2, 4, 100)\n"
+      "through 5 heads of 20 features, moved into the batch dim by transpose_qkv (10, ·, 20) and back by\n"
+      "transpose_output. Every head's rows sum to 1 and the padded keys get zero weight.");
+}
