@@ -40,7 +40,8 @@ Tensor Conv1d::forward(const Tensor& x) const { return conv1d(x, weight, bias, s
 
 // As PyTorch prints it: stride always, padding, dilation and bias only when not the default.
 std::string Conv1d::extra_repr() const {
-  std::string s = fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels, kernel_size, stride);
+  std::string s =
+      fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels, kernel_size, stride);
   if (padding != 0) s += fmt::format(", padding=({},)", padding);
   if (dilation != 1) s += fmt::format(", dilation=({},)", dilation);
   if (!bias.defined()) s += ", bias=False";

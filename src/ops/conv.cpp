@@ -40,9 +40,10 @@ int64_t output_length(const char* op, const Shape& input, int64_t L, const Windo
   const int64_t padded = L + 2 * w.padding, span = w.dilation * (w.kernel_size - 1) + 1;
   if (padded < span) {
     const int64_t short_by = span - padded;  // L_out = ⌊−short_by / s⌋ + 1, floored toward −∞
-    fail("{}: input {} is too short: length {} padded by {} on each side is {}, but kernel size {} with dilation {} "
-         "spans {} positions, so L_out = {} < 1",
-         op, input, L, w.padding, padded, w.kernel_size, w.dilation, span, 1 - (short_by + w.stride - 1) / w.stride);
+    fail(
+        "{}: input {} is too short: length {} padded by {} on each side is {}, but kernel size {} with dilation {} "
+        "spans {} positions, so L_out = {} < 1",
+        op, input, L, w.padding, padded, w.kernel_size, w.dilation, span, 1 - (short_by + w.stride - 1) / w.stride);
   }
   return (padded - span) / w.stride + 1;
 }
@@ -57,7 +58,7 @@ void for_each_tap(int64_t N, int64_t C, int64_t L, int64_t T, const Window& w, F
       for (int64_t c = 0; c < C; ++c)
         for (int64_t k = 0; k < K; ++k) {
           const int64_t i = t * w.stride + k * w.dilation - w.padding;
-          if (i < 0 || i >= L) continue;                             // padding: the entry stays 0
+          if (i < 0 || i >= L) continue;                           // padding: the entry stays 0
           fn(((n * T + t) * C + c) * K + k, (n * C + c) * L + i);  // (column index, input index)
         }
 }

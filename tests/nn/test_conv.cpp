@@ -52,8 +52,9 @@ TEST_CASE("nn/conv1d: shapes, PyTorch's initialisation, printing") {
   CHECK(plain.named_parameters().size() == 1);
   // torch.nn.Conv1d's repr.
   CHECK(plain.repr().find("Conv1d(2, 3, kernel_size=(4,), stride=(1,), bias=False)") == 0);
-  CHECK(nn::Conv1d(4, 6, 3, 2, 2, 2).repr().find(
-            "Conv1d(4, 6, kernel_size=(3,), stride=(2,), padding=(2,), dilation=(2,))") == 0);
+  CHECK(nn::Conv1d(4, 6, 3, 2, 2, 2)
+            .repr()
+            .find("Conv1d(4, 6, kernel_size=(3,), stride=(2,), padding=(2,), dilation=(2,))") == 0);
 }
 
 TEST_CASE("nn/conv1d: errors") {

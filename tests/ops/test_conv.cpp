@@ -22,8 +22,8 @@ struct Setting {
 // Overlapping windows, gaps between windows, padding wider than the kernel,
 // dilation with padding, a kernel as long as the input, K = 1.
 const Setting GRADCHECK_SETTINGS[] = {
-    {2, 3, 2, 7, 3, 1, 0, 1}, {1, 2, 3, 9, 3, 2, 1, 1}, {2, 2, 2, 10, 2, 3, 0, 1}, {1, 2, 2, 4, 3, 1, 3, 1},
-    {2, 2, 3, 11, 3, 1, 2, 2}, {1, 3, 2, 13, 4, 2, 2, 3}, {2, 2, 2, 5, 5, 1, 0, 1}, {1, 4, 3, 6, 1, 1, 0, 1},
+    {2, 3, 2, 7, 3, 1, 0, 1},  {1, 2, 3, 9, 3, 2, 1, 1},  {2, 2, 2, 10, 2, 3, 0, 1}, {1, 2, 2, 4, 3, 1, 3, 1},
+    {2, 2, 3, 11, 3, 1, 2, 2}, {1, 3, 2, 13, 4, 2, 2, 3}, {2, 2, 2, 5, 5, 1, 0, 1},  {1, 4, 3, 6, 1, 1, 0, 1},
 };
 
 }  // namespace
@@ -43,8 +43,8 @@ TEST_CASE("ops/conv1d against torch") {
 TEST_CASE("ops/conv1d gradcheck") {
   Generator gen(7);
   for (const Setting& s : GRADCHECK_SETTINGS) {
-    SUBCASE(fmt::format("L {} K {} stride {} padding {} dilation {}", s.L, s.K, s.stride, s.padding, s.dilation)
-                .c_str()) {
+    SUBCASE(
+        fmt::format("L {} K {} stride {} padding {} dilation {}", s.L, s.K, s.stride, s.padding, s.dilation).c_str()) {
       std::vector<Tensor> inputs = {randn({s.N, s.C, s.L}, gen), randn({s.O, s.C, s.K}, gen), randn({s.O}, gen)};
       auto r = gradcheck(
           [&](const std::vector<Tensor>& x) { return conv1d(x[0], x[1], x[2], s.stride, s.padding, s.dilation); },
