@@ -24,8 +24,8 @@
 #include <qkv/qkv.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <functional>
 #include <numbers>
 #include <string>
@@ -39,15 +39,28 @@ namespace {
 
 // --- helpers this lesson needs (not in the support library) -------------------
 
-// The median wall time, in milliseconds, of `reps` calls of fn after one
-// untimed warm-up call (which pays for first-touch allocation).
+// This process's CPU time in milliseconds. The layers run on one thread, so
+// it is the time they took, without the time other programs held the cores
+// (a wall clock counts that too, and on a shared machine it dominates).
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+// The median CPU time, in milliseconds, of at least `reps` calls of fn, after
+// one untimed warm-up call (which pays for first-touch allocation). Fast
+// calls are repeated until they have run for 25 ms in all (at most 200
+// times), so that a small size's median is not one unlucky measurement.
 double median_ms(const std::function<void()>& fn, int64_t reps) {
   fn();
   std::vector<double> ms;
-  for (int64_t r = 0; r < reps; ++r) {
-    auto start = std::chrono::steady_clock::now();
+  double total = 0;
+  while (static_cast<int64_t>(ms.size()) < reps || (total < 25 && ms.size() < 200)) {
+    const double start = cpu_ms();
     fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    ms.push_back(cpu_ms() - start);
+    total += ms.back();
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
@@ -283,7 +296,7 @@ int main(int argc, char** argv) {
       "(001 lists 并行度, parallelism: O(n), O(1), O(n), which is n / sequential operations.)\n"
       "Measured on the engine's layers: nn::Conv1d(d, d, k = {}, padding {}), nn::RNN(d, d), and\n"
       "nn::DotProductAttention with Q = K = V = X (without the projections, which would add O(nd²)),\n"
-      "B = {}, forward only, median of {} runs per size.\n",
+      "B = {}, forward only, the median CPU time of at least {} runs per size (more for fast sizes).\n",
       k, (k - 1) / 2, B, reps);
 
   Timing by_n, by_d;
@@ -340,8 +353,9 @@ int main(int argc, char** argv) {
       "NOTE: the slopes are measured on this machine. They approach the formula only where the work\n"
       "dominates the overhead: at small sizes a layer's time is mostly fixed costs (allocation, the\n"
       "RNN's n small per-step products of B × d by d × d), which pull the slope toward 0 or bend it;\n"
-      "caches (attention's (B, n, n) scores take 32 MB at n = 1024) and other programs sharing the\n"
-      "cores push it either way. Run it again, or with --reps 15, to see how much they move.\n");
+      "caches push it either way (attention's (B, n, n) scores take 32 MB at n = 1024, past the cache,\n"
+      "so its last point is slower than n² alone predicts). CPU time leaves out other programs' turns on\n"
+      "the cores, not their use of the caches: run it again, or with --reps 15, to see how much slopes move.\n");
 
   std::vector<float> log_n = log2_of(n_sizes), log_d = log2_of(d_sizes);
   lesson.line_plot("time_vs_n.svg",
