@@ -1,6 +1,7 @@
 // Every layer: #include <qkv/nn.hpp> (also included by <qkv/qkv.hpp>).
 #pragma once
 #include <qkv/nn/attention.hpp>
+#include <qkv/nn/conv.hpp>
 #include <qkv/nn/dropout.hpp>
 #include <qkv/nn/embedding.hpp>
 #include <qkv/nn/encoder_decoder.hpp>

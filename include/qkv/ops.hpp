@@ -2,6 +2,7 @@
 #pragma once
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/compare.hpp>
+#include <qkv/ops/conv.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/functional.hpp>
 #include <qkv/ops/linalg.hpp>
