@@ -75,14 +75,30 @@ constexpr int64_t NC = 2048;
 //
 // Both operands go through here. For A the "rows" are C's rows (i); for B they
 // are C's columns (j). A transpose only swaps the two strides.
-void pack_panels(int64_t R, int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride,
-                 float* packed) {
+//
+// R is a compile-time constant so that the copy of one k (R floats) unrolls
+// into whole SIMD loads and stores. When the panel's R values at one k lie
+// next to each other in X (row_stride 1: B as stored, or Aᵀ) that copy is a
+// plain vector copy; otherwise (A as stored, or Bᵀ) it gathers R rows, each
+// read front to back. Packing costs one pass over the operand against
+// 2·(other dimension) flops per element, so at n = 64 a scalar, branchy copy
+// took as long as the arithmetic.
+template <int64_t R>
+void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride, float* packed) {
   for (int64_t p0 = 0; p0 < rows; p0 += R) {
-    int64_t valid = std::min(R, rows - p0);
-    for (int64_t k = 0; k < depth; ++k) {
-      for (int64_t r = 0; r < valid; ++r) packed[r] = X[(p0 + r) * row_stride + k * k_stride];
-      for (int64_t r = valid; r < R; ++r) packed[r] = 0.0f;
-      packed += R;
+    const int64_t valid = std::min(R, rows - p0);
+    const float* x = X + p0 * row_stride;
+    if (valid == R && row_stride == 1) {
+      for (int64_t k = 0; k < depth; ++k, packed += R)
+        for (int64_t r = 0; r < R; ++r) packed[r] = x[k * k_stride + r];
+    } else if (valid == R) {
+      for (int64_t k = 0; k < depth; ++k, packed += R)
+        for (int64_t r = 0; r < R; ++r) packed[r] = x[r * row_stride + k * k_stride];
+    } else {
+      for (int64_t k = 0; k < depth; ++k, packed += R) {
+        for (int64_t r = 0; r < valid; ++r) packed[r] = x[r * row_stride + k * k_stride];
+        for (int64_t r = valid; r < R; ++r) packed[r] = 0.0f;
+      }
     }
   }
 }
@@ -171,12 +187,12 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
       // overwrites C unless the caller asked to accumulate.
       bool acc = accumulate || pc > 0;
       // B block: rows pc..pc+kc of op(B), columns jc..jc+nc, as panels of NR columns.
-      pack_panels(NR, nc, kc, B + pc * b_k + jc * b_col, b_col, b_k, packed_b.data());
+      pack_panels<NR>(nc, kc, B + pc * b_k + jc * b_col, b_col, b_k, packed_b.data());
 
       for (int64_t ic = 0; ic < M; ic += MC) {
         int64_t mc = std::min(MC, M - ic);
         // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
-        pack_panels(MR, mc, kc, A + ic * a_row + pc * a_k, a_row, a_k, packed_a.data());
+        pack_panels<MR>(mc, kc, A + ic * a_row + pc * a_k, a_row, a_k, packed_a.data());
 
         // Panel p starts p·R·kc floats in; with p = jr / NR that is jr·kc.
         for (int64_t jr = 0; jr < nc; jr += NR) {
