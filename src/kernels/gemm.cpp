@@ -7,7 +7,8 @@
 //   2. Pack each block into a contiguous buffer laid out in exactly the order
 //      the micro-kernel reads it: B into panels of NR columns, A into panels
 //      of MR rows. Packing is also where transposes vanish and where edges are
-//      zero-padded, so the micro-kernel never sees either.
+//      zero-padded, so the micro-kernel never sees either. (An untransposed A
+//      against a narrow block of B is read in place: see A_IN_PLACE_N.)
 //   3. A micro-kernel computes one MR×NR block of C in registers: for each k it
 //      loads one row of the B panel (NR floats = 2 SIMD batches), broadcasts
 //      MR values of the A panel, and does MR×2 fused multiply-adds.
@@ -64,6 +65,15 @@ constexpr int64_t KC = 256;
 constexpr int64_t MC = 16 * MR;
 constexpr int64_t NC = 2048;
 
+// Packing A as stored is a transpose (MR rows gathered into columns), about a
+// cycle per element, and the packed block then serves nc / NR micro-kernels,
+// 2·nc flops per element. For nc ≤ 512 that copy is 6 % or more of the
+// arithmetic (half of it at n = 64), so A is read in place instead: the
+// micro-kernel broadcasts straight from MR rows of A. For wider blocks the
+// copy is paid back by unit-stride reads: at n = 1024 (rows 4 KB apart, all
+// in one L1 set) reading in place was 4 % slower.
+constexpr int64_t A_IN_PLACE_N = 512;
+
 // Pack a rows × depth slice of a matrix into panels of R rows each:
 //
 //   packed[p][k][r] = X(p·R + r, k)     where X(r, k) = X[r·row_stride + k·k_stride]
@@ -106,11 +116,14 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
 
 // C[0:mr, 0:nr] (+)= Apanel(MR × kc) · Bpanel(kc × NR)
 //
-// a holds kc groups of MR floats (a column of the A block each), b holds kc
-// rows of NR floats. Only the top-left mr × nr of the register block is valid
-// (mr < MR or nr < NR at the bottom/right edges of C).
-void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t mr, int64_t nr,
-                  bool accumulate) {
+// The A panel's element (r, k) is a[r·a_rs + k·a_cs]: a packed panel has
+// a_rs = 1 and a_cs = MR (kc groups of MR floats, a column of the A block
+// each); A's own rows, read where they lie, have a_rs = lda and a_cs = 1.
+// The kernel only ever broadcasts single A values, so either layout serves.
+// b holds kc rows of NR floats. Only the top-left mr × nr of the register
+// block is valid (mr < MR or nr < NR at the bottom/right edges of C).
+void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* C, int64_t ldc,
+                  int64_t mr, int64_t nr, bool accumulate) {
   constexpr int64_t NB = NR / W;  // batches per row of the block
   batch acc[MR][NB];
   for (int64_t r = 0; r < MR; ++r)
@@ -134,10 +147,10 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t 
     batch b_row[NB];
     for (int64_t c = 0; c < NB; ++c) b_row[c] = batch::load_aligned(b + c * W);
     for (int64_t r = 0; r < MR; ++r) {
-      batch a_rk(a[r]);  // broadcast A(r, k) to every lane
+      batch a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
       for (int64_t c = 0; c < NB; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
     }
-    a += MR;
+    a += a_cs;
     b += NR;
   }
 
@@ -204,14 +217,26 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
 
       for (int64_t ic = 0; ic < M; ic += MC) {
         int64_t mc = std::min(MC, M - ic);
-        // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
-        pack_panels<MR>(mc, kc, A + ic * a_row + pc * a_k, a_row, a_k, packed_a.data());
+        // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of
+        // MR rows, or, while nc is small, read where it lies (see A_IN_PLACE_N).
+        // Only an A stored untransposed can be: its rows are what the
+        // micro-kernel broadcasts from, one k after another. Its last,
+        // partial panel is packed anyway, for the zero rows.
+        const float* a_block = A + ic * a_row + pc * a_k;
+        const bool in_place = !trans_a && nc <= A_IN_PLACE_N;
+        const int64_t a_full = in_place ? mc / MR * MR : 0;  // rows read in place
+        pack_panels<MR>(mc - a_full, kc, a_block + a_full * a_row, a_row, a_k, packed_a.data());
 
         // Panel p starts p·R·kc floats in; with p = jr / NR that is jr·kc.
         for (int64_t jr = 0; jr < nc; jr += NR) {
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            micro_kernel(kc, packed_a.data() + ir * kc, packed_b.data() + jr * kc, C + (ic + ir) * ldc + (jc + jr), ldc,
-                         std::min(MR, mc - ir), std::min(NR, nc - jr), acc);
+            float* c_block = C + (ic + ir) * ldc + (jc + jr);
+            const float* b_panel = packed_b.data() + jr * kc;
+            const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr);
+            if (ir < a_full)
+              micro_kernel(kc, a_block + ir * a_row, a_row, 1, b_panel, c_block, ldc, mr, nr, acc);
+            else
+              micro_kernel(kc, packed_a.data() + (ir - a_full) * kc, 1, MR, b_panel, c_block, ldc, mr, nr, acc);
           }
         }
       }
