@@ -102,10 +102,13 @@ TEST_CASE("kernels/gemm") {
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
   SUBCASE("129x65x257") { check_all_modes(129, 65, 257); }
   SUBCASE("5x2100x7") { check_all_modes(5, 2100, 7); }
-  // An untransposed A is read in place while a block of C is at most 512
-  // columns wide (A_IN_PLACE_N) and packed beyond: one size each side.
+  // A is read in place while a block of C is at most 512 columns wide (128
+  // when A is transposed: A_IN_PLACE_N, A_T_IN_PLACE_N) and packed beyond:
+  // sizes on each side of both.
   SUBCASE("101x500x37") { check_all_modes(101, 500, 37); }
   SUBCASE("101x520x37") { check_all_modes(101, 520, 37); }
+  SUBCASE("45x128x131") { check_all_modes(45, 128, 131); }
+  SUBCASE("45x130x131") { check_all_modes(45, 130, 131); }
 
   SUBCASE("2x3 times 3x2, by hand") {
     // [1 2 3]   [ 7  8]   [ 58  64]
