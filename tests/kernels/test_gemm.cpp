@@ -109,6 +109,9 @@ TEST_CASE("kernels/gemm") {
   SUBCASE("101x520x37") { check_all_modes(101, 520, 37); }
   SUBCASE("45x128x131") { check_all_modes(45, 128, 131); }
   SUBCASE("45x130x131") { check_all_modes(45, 130, 131); }
+  // Large and odd: several blocks of M and of K at once, A packed, every
+  // edge, as an n ≈ 1000 product meets them.
+  SUBCASE("131x1031x263") { check_all_modes(131, 1031, 263); }
 
   SUBCASE("2x3 times 3x2, by hand") {
     // [1 2 3]   [ 7  8]   [ 58  64]
