@@ -11,7 +11,8 @@
 //      against a narrow block of B is read in place: see A_IN_PLACE_N.)
 //   3. A micro-kernel computes one MR×NR block of C in registers: for each k it
 //      loads one row of the B panel (NR floats = 2 SIMD batches), broadcasts
-//      MR values of the A panel, and does MR×2 fused multiply-adds.
+//      MR values of the A panel, and does MR×2 fused multiply-adds. Blocks at
+//      C's bottom and right edges run the same kernel built for their size.
 //
 // Left out on purpose: threads, prefetching the operands (only C's block is
 // prefetched, see micro_kernel), hand-written assembly, and any special case
@@ -20,6 +21,8 @@
 #include "kernels/gemm.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <vector>
 
 #include "kernels/simd.hpp"
@@ -122,20 +125,22 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
   }
 }
 
-// C[0:mr, 0:nr] (+)= Apanel(MR × kc) · Bpanel(kc × NR)
+// C[0:ROWS, 0:nr] (+)= Apanel(ROWS × kc) · Bpanel(kc × BATCHES·W)
 //
 // The A panel's element (r, k) is a[r·a_rs + k·a_cs]: a packed panel has
 // a_rs = 1 and a_cs = MR (kc groups of MR floats, a column of the A block
 // each); A's own rows, read where they lie, have a_rs = lda and a_cs = 1.
 // The kernel only ever broadcasts single A values, so either layout serves.
-// b holds kc rows of NR floats. Only the top-left mr × nr of the register
-// block is valid (mr < MR or nr < NR at the bottom/right edges of C).
+// b holds kc rows of NR floats, of which the kernel reads the first
+// BATCHES·W. Inside C blocks are MR × NR (ROWS = MR, BATCHES = NR / W); at
+// C's bottom and right edges, see block_kernel.
+template <int64_t ROWS, int64_t BATCHES>
 void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* C, int64_t ldc,
-                  int64_t mr, int64_t nr, bool accumulate) {
-  constexpr int64_t NB = NR / W;  // batches per row of the block
-  batch acc[MR][NB];
-  for (int64_t r = 0; r < MR; ++r)
-    for (int64_t c = 0; c < NB; ++c) acc[r][c] = batch(0.0f);
+                  int64_t nr, bool accumulate) {
+  constexpr int64_t COLS = BATCHES * W;
+  batch acc[ROWS][BATCHES];
+  for (int64_t r = 0; r < ROWS; ++r)
+    for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = batch(0.0f);
 
   // Ask for the C block now, so that its lines arrive while the k loop runs
   // instead of stalling the write-back. C's rows are ldc apart, too far for
@@ -144,46 +149,66 @@ void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
   // floats) of a row, and its last float for the line an unaligned row spills
   // into. (A prefetch never faults, so edge blocks may ask past C.)
   constexpr int64_t LINE = 16;
-  for (int64_t r = 0; r < MR; ++r) {
-    for (int64_t j = 0; j < NR; j += LINE) __builtin_prefetch(C + r * ldc + j, /*for writing*/ 1);
-    __builtin_prefetch(C + r * ldc + NR - 1, 1);
+  for (int64_t r = 0; r < ROWS; ++r) {
+    for (int64_t j = 0; j < COLS; j += LINE) __builtin_prefetch(C + r * ldc + j, /*for writing*/ 1);
+    __builtin_prefetch(C + r * ldc + COLS - 1, 1);
   }
 
   // The whole of GEMM's arithmetic happens in this loop: an outer product of
-  // one A column (MR values) and one B row (NR values) added into acc.
+  // one A column (ROWS values) and one B row (COLS values) added into acc.
   for (int64_t k = 0; k < kc; ++k) {
-    batch b_row[NB];
-    for (int64_t c = 0; c < NB; ++c) b_row[c] = batch::load_aligned(b + c * W);
-    for (int64_t r = 0; r < MR; ++r) {
+    batch b_row[BATCHES];
+    for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = batch::load_aligned(b + c * W);
+    for (int64_t r = 0; r < ROWS; ++r) {
       batch a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
-      for (int64_t c = 0; c < NB; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
+      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
     }
     a += a_cs;
     b += NR;
   }
 
-  // Write back. A full block goes straight to C; an edge block goes through a
-  // small buffer so that nothing outside C's valid mr × nr is touched.
-  if (mr == MR && nr == NR) {
-    for (int64_t r = 0; r < MR; ++r) {
+  // Write back. Whole batches go straight to C; a block whose last batch is
+  // cut by C's right edge goes through a small buffer so that nothing past
+  // C's nr valid columns is touched.
+  if (nr == COLS) {
+    for (int64_t r = 0; r < ROWS; ++r) {
       float* c_row = C + r * ldc;
-      for (int64_t c = 0; c < NB; ++c) {
+      for (int64_t c = 0; c < BATCHES; ++c) {
         batch v = acc[r][c];
         if (accumulate) v += batch::load_unaligned(c_row + c * W);
         v.store_unaligned(c_row + c * W);
       }
     }
   } else {
-    alignas(64) float tile[MR * NR];
-    for (int64_t r = 0; r < MR; ++r)
-      for (int64_t c = 0; c < NB; ++c) acc[r][c].store_aligned(tile + r * NR + c * W);
-    for (int64_t r = 0; r < mr; ++r) {
+    alignas(64) float tile[ROWS * COLS];
+    for (int64_t r = 0; r < ROWS; ++r)
+      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_aligned(tile + r * COLS + c * W);
+    for (int64_t r = 0; r < ROWS; ++r) {
       for (int64_t j = 0; j < nr; ++j) {
-        float v = tile[r * NR + j];
+        float v = tile[r * COLS + j];
         C[r * ldc + j] = accumulate ? C[r * ldc + j] + v : v;
       }
     }
   }
+}
+
+// C[0:mr, 0:nr] (+)= Apanel · Bpanel for a block of mr ≤ MR rows and nr ≤ NR
+// columns. The packed panels are zero-padded to MR × NR either way, but an
+// edge block runs the micro-kernel built for exactly mr rows and just enough
+// batches for nr columns, so that it does only the work it keeps: at n = 61
+// a full-size kernel on the last row of C would do 6 rows' arithmetic for it.
+using MicroKernel = void (*)(int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t, int64_t, bool);
+static_assert(NR == 2 * W, "the table below has one column per batch count, 1 and 2");
+template <int64_t... R>
+constexpr std::array<std::array<MicroKernel, 2>, MR> micro_kernels(std::integer_sequence<int64_t, R...>) {
+  return {{{micro_kernel<R + 1, 1>, micro_kernel<R + 1, 2>}...}};
+}
+constexpr auto kMicroKernels = micro_kernels(std::make_integer_sequence<int64_t, MR>{});  // [rows - 1][batches - 1]
+
+void block_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* C, int64_t ldc,
+                  int64_t mr, int64_t nr, bool accumulate) {
+  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W>(kc, a, a_rs, a_cs, b, C, ldc, nr, accumulate);
+  kMicroKernels[mr - 1][(nr + W - 1) / W - 1](kc, a, a_rs, a_cs, b, C, ldc, nr, accumulate);
 }
 
 }  // namespace
@@ -241,9 +266,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
             const float* b_panel = packed_b.data() + jr * kc;
             const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr);
             if (ir < a_full)
-              micro_kernel(kc, a_block + ir * a_row, a_row, a_k, b_panel, c_block, ldc, mr, nr, acc);
+              block_kernel(kc, a_block + ir * a_row, a_row, a_k, b_panel, c_block, ldc, mr, nr, acc);
             else
-              micro_kernel(kc, packed_a.data() + (ir - a_full) * kc, 1, MR, b_panel, c_block, ldc, mr, nr, acc);
+              block_kernel(kc, packed_a.data() + (ir - a_full) * kc, 1, MR, b_panel, c_block, ldc, mr, nr, acc);
           }
         }
       }
