@@ -123,10 +123,19 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
       for (int64_t k = 0; k < depth; ++k, packed += R)
         for (int64_t r = 0; r < R; ++r) packed[r] = x[r * row_stride + k * k_stride];
     } else {
-      for (int64_t k = 0; k < depth; ++k, packed += R) {
-        for (int64_t r = 0; r < valid; ++r) packed[r] = x[r * row_stride + k * k_stride];
-        for (int64_t r = valid; r < R; ++r) packed[r] = 0.0f;
+      // The edge panel: zeros, then the valid rows, each walked along X's
+      // contiguous direction. (Zeroing the padding k by k, a few floats at a
+      // time, and copying in k order whatever the layout, took most of the
+      // time of a 10×8×10 product.)
+      std::fill(packed, packed + R * depth, 0.0f);
+      if (row_stride == 1) {
+        for (int64_t k = 0; k < depth; ++k)
+          for (int64_t r = 0; r < valid; ++r) packed[k * R + r] = x[k * k_stride + r];
+      } else {
+        for (int64_t r = 0; r < valid; ++r)
+          for (int64_t k = 0; k < depth; ++k) packed[k * R + r] = x[r * row_stride + k * k_stride];
       }
+      packed += R * depth;
     }
   }
 }
