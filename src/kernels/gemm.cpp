@@ -60,8 +60,9 @@ using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 // (4 cycles × 2 FMA units = 8 in flight). With AVX-512's 32 registers the
 // larger 8×32, 12×32, 14×32 and 8×48 blocks were measured too: inside L1 all
 // run at the same ~82 % of peak, and in the whole GEMM none beat 6×32 across
-// sizes (8×32 won 7 % at n = 64 and lost 24 % on 32 × (512×64)·(64×512);
-// the larger ones waste more on edges: 64 = 5·12 + 4).
+// sizes. The closest, 8×32, won up to 7 % (n = 64) and lost up to 3 %
+// elsewhere (61×67×59, 32 × (128×64)·(64×128)), and would need 19 registers,
+// more than AVX2 has.
 constexpr int64_t MR = 6;
 constexpr int64_t NR = 2 * W;
 
