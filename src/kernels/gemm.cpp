@@ -268,12 +268,11 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
         int64_t mc = std::min(MC, M - ic);
         // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of
         // MR rows, or, while nc is small, read where it lies (see A_IN_PLACE_N
-        // and A_T_IN_PLACE_N): the micro-kernel takes any strides for A. The
-        // last, partial panel is packed anyway, for its zero rows.
+        // and A_T_IN_PLACE_N): the micro-kernel takes any strides for A, and
+        // an edge kernel reads only the rows it has, so no padding is needed.
         const float* a_block = A + ic * a_row + pc * a_k;
         const bool in_place = nc <= (trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N);
-        const int64_t a_full = in_place ? mc / MR * MR : 0;  // rows read in place
-        pack_panels<MR>(mc - a_full, kc, a_block + a_full * a_row, a_row, a_k, packed_a.data());
+        if (!in_place) pack_panels<MR>(mc, kc, a_block, a_row, a_k, packed_a.data());
 
         // Panel p starts p·R·kc floats in; with p = jr / NR that is jr·kc.
         for (int64_t jr = 0; jr < nc; jr += NR) {
@@ -281,10 +280,10 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
             float* c_block = C + (ic + ir) * ldc + (jc + jr);
             const float* b_panel = packed_b.data() + jr * kc;
             const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr);
-            if (ir < a_full)
+            if (in_place)
               block_kernel(kc, a_block + ir * a_row, a_row, a_k, b_panel, c_block, ldc, mr, nr, acc);
             else
-              block_kernel(kc, packed_a.data() + (ir - a_full) * kc, 1, MR, b_panel, c_block, ldc, mr, nr, acc);
+              block_kernel(kc, packed_a.data() + ir * kc, 1, MR, b_panel, c_block, ldc, mr, nr, acc);
           }
         }
       }
