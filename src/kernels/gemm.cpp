@@ -7,17 +7,22 @@
 //   2. Pack each block into a contiguous buffer laid out in exactly the order
 //      the micro-kernel reads it: B into panels of NR columns, A into panels
 //      of MR rows. Packing is also where transposes vanish and where edges are
-//      zero-padded, so the micro-kernel never sees either.
+//      zero-padded, so the micro-kernel never sees either. (Against a narrow
+//      block of B, A is read in place instead: see A_IN_PLACE_N.)
 //   3. A micro-kernel computes one MR×NR block of C in registers: for each k it
 //      loads one row of the B panel (NR floats = 2 SIMD batches), broadcasts
-//      MR values of the A panel, and does MR×2 fused multiply-adds.
+//      MR values of the A panel, and does MR×2 fused multiply-adds. Blocks at
+//      C's bottom and right edges run the same kernel built for their size.
 //
-// Left out on purpose: threads, prefetching, hand-written assembly, and any
-// special case for small or skinny shapes. Those buy the last 20-40 % in a
-// real BLAS; here they would bury the idea.
+// Left out on purpose: threads, prefetching the operands (only C's block is
+// prefetched, see micro_kernel), hand-written assembly, and separate kernels
+// for small or skinny shapes (small shapes only skip packing A). Those buy
+// the last 20-40 % in a real BLAS; here they would bury the idea.
 #include "kernels/gemm.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <vector>
 
 #include "kernels/simd.hpp"
@@ -52,88 +57,174 @@ using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 // Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W) = 12
 // registers, which leaves room for the 2 B batches and the A broadcast even
 // with AVX2's 16. Twelve independent accumulators also hide the FMA latency
-// (4 cycles × 2 FMA units = 8 in flight).
+// (4 cycles × 2 FMA units = 8 in flight). With AVX-512's 32 registers the
+// larger 8×32, 12×32, 14×32 and 8×48 blocks were measured too: inside L1 all
+// run at the same ~82 % of peak, and in the whole GEMM none beat 6×32 across
+// sizes. The closest, 8×32, won up to 7 % (n = 64) and lost up to 3 %
+// elsewhere (61×67×59, 32 × (128×64)·(64×128)), and would need 19 registers,
+// more than AVX2 has.
 constexpr int64_t MR = 6;
 constexpr int64_t NR = 2 * W;
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
 // it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
-// of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR.
+// of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR. KC = 128,
+// 192 and 320 and MC = 192 were measured as well, on n = 256 to 1024: none
+// was faster.
 constexpr int64_t KC = 256;
 constexpr int64_t MC = 16 * MR;
 constexpr int64_t NC = 2048;
+
+// Packing A as stored is a transpose (MR rows gathered into columns), about a
+// cycle per element, and the packed block then serves nc / NR micro-kernels,
+// 2·nc flops per element. For nc ≤ 512 that copy is 6 % or more of the
+// arithmetic (half of it at n = 64), so A is read in place instead: the
+// micro-kernel broadcasts straight from MR rows of A. For wider blocks the
+// copy is paid back by unit-stride reads: at n = 1024 (rows 4 KB apart, all
+// in one L1 set) reading in place was 4 % slower.
+constexpr int64_t A_IN_PLACE_N = 512;
+
+// A stored transposed, (K, M), holds the MR values of one k side by side, so
+// its panels can be read in place too (a_rs = 1, a_cs = lda). But packing it
+// is a plain copy, cheaper than the transpose above, while the kc rows of A
+// that the micro-kernel then walks, lda apart, must stay in L1 from one B
+// panel to the next. Measured: in place won up to nc = 128 (n = 64: 1.3x,
+// n = 128: 1.14x, 32 × (128×64)ᵀ·(64×128): 1.08x) and lost 8 % at nc = 512.
+constexpr int64_t A_T_IN_PLACE_N = 128;
 
 // Pack a rows × depth slice of a matrix into panels of R rows each:
 //
 //   packed[p][k][r] = X(p·R + r, k)     where X(r, k) = X[r·row_stride + k·k_stride]
 //
 // so a micro-kernel reading panel p walks memory straight through, R values per
-// k. The last panel is padded with zero rows, so edge blocks run the same
-// full-size micro-kernel: the padded rows produce results that are simply not
-// written back. (Zeros rather than leftovers keep stale NaNs and denormals out
-// of the arithmetic.)
+// k. The last panel is padded with zero rows to the full R, so every panel
+// has the same layout; an edge kernel may still read part of the padding (B's
+// columns up to a whole SIMD batch), and zeros rather than leftovers keep
+// stale NaNs and denormals out of that arithmetic.
 //
 // Both operands go through here. For A the "rows" are C's rows (i); for B they
 // are C's columns (j). A transpose only swaps the two strides.
-void pack_panels(int64_t R, int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride,
-                 float* packed) {
+//
+// R is a compile-time constant so that the copy of one k (R floats) unrolls
+// into whole SIMD loads and stores. When the panel's R values at one k lie
+// next to each other in X (row_stride 1: B as stored, or Aᵀ) that copy is a
+// plain vector copy; otherwise (A as stored, or Bᵀ) it gathers R rows, each
+// read front to back. Packing costs one pass over the operand against
+// 2·(other dimension) flops per element, so at n = 64 a scalar, branchy copy
+// took as long as the arithmetic.
+template <int64_t R>
+void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride, float* packed) {
   for (int64_t p0 = 0; p0 < rows; p0 += R) {
-    int64_t valid = std::min(R, rows - p0);
-    for (int64_t k = 0; k < depth; ++k) {
-      for (int64_t r = 0; r < valid; ++r) packed[r] = X[(p0 + r) * row_stride + k * k_stride];
-      for (int64_t r = valid; r < R; ++r) packed[r] = 0.0f;
-      packed += R;
+    const int64_t valid = std::min(R, rows - p0);
+    const float* x = X + p0 * row_stride;
+    if (valid == R && row_stride == 1) {
+      for (int64_t k = 0; k < depth; ++k, packed += R)
+        for (int64_t r = 0; r < R; ++r) packed[r] = x[k * k_stride + r];
+    } else if (valid == R) {
+      for (int64_t k = 0; k < depth; ++k, packed += R)
+        for (int64_t r = 0; r < R; ++r) packed[r] = x[r * row_stride + k * k_stride];
+    } else {
+      // The edge panel: zeros, then the valid rows, each walked along X's
+      // contiguous direction. (Zeroing the padding k by k, a few floats at a
+      // time, and copying in k order whatever the layout, took most of the
+      // time of a 10×8×10 product.)
+      std::fill(packed, packed + R * depth, 0.0f);
+      if (row_stride == 1) {
+        for (int64_t k = 0; k < depth; ++k)
+          for (int64_t r = 0; r < valid; ++r) packed[k * R + r] = x[k * k_stride + r];
+      } else {
+        for (int64_t r = 0; r < valid; ++r)
+          for (int64_t k = 0; k < depth; ++k) packed[k * R + r] = x[r * row_stride + k * k_stride];
+      }
+      packed += R * depth;
     }
   }
 }
 
-// C[0:mr, 0:nr] (+)= Apanel(MR × kc) · Bpanel(kc × NR)
+// C[0:ROWS, 0:nr] (+)= Apanel(ROWS × kc) · Bpanel(kc × BATCHES·W)
 //
-// a holds kc groups of MR floats (a column of the A block each), b holds kc
-// rows of NR floats. Only the top-left mr × nr of the register block is valid
-// (mr < MR or nr < NR at the bottom/right edges of C).
-void micro_kernel(int64_t kc, const float* a, const float* b, float* C, int64_t ldc, int64_t mr, int64_t nr,
-                  bool accumulate) {
-  constexpr int64_t NB = NR / W;  // batches per row of the block
-  batch acc[MR][NB];
-  for (int64_t r = 0; r < MR; ++r)
-    for (int64_t c = 0; c < NB; ++c) acc[r][c] = batch(0.0f);
+// The A panel's element (r, k) is a[r·a_rs + k·a_cs]: a packed panel has
+// a_rs = 1 and a_cs = MR (kc groups of MR floats, a column of the A block
+// each); A's own rows, read where they lie, have a_rs = lda and a_cs = 1.
+// The kernel only ever broadcasts single A values, so either layout serves.
+// b holds kc rows of NR floats, of which the kernel reads the first
+// BATCHES·W. Inside C blocks are MR × NR (ROWS = MR, BATCHES = NR / W); at
+// C's bottom and right edges, see block_kernel.
+template <int64_t ROWS, int64_t BATCHES>
+void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* C, int64_t ldc,
+                  int64_t nr, bool accumulate) {
+  constexpr int64_t COLS = BATCHES * W;
+  batch acc[ROWS][BATCHES];
+  for (int64_t r = 0; r < ROWS; ++r)
+    for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = batch(0.0f);
+
+  // Ask for the C block now, so that its lines arrive while the k loop runs
+  // instead of stalling the write-back. C's rows are ldc apart, too far for
+  // the hardware prefetcher to guess, and C is often not in cache at all: a
+  // new output, or one too large for L2. One prefetch per 64-byte line (16
+  // floats) of a row, and its last float for the line an unaligned row spills
+  // into. (A prefetch never faults, so edge blocks may ask past C.)
+  constexpr int64_t LINE = 16;
+  for (int64_t r = 0; r < ROWS; ++r) {
+    for (int64_t j = 0; j < COLS; j += LINE) __builtin_prefetch(C + r * ldc + j, /*for writing*/ 1);
+    __builtin_prefetch(C + r * ldc + COLS - 1, 1);
+  }
 
   // The whole of GEMM's arithmetic happens in this loop: an outer product of
-  // one A column (MR values) and one B row (NR values) added into acc.
+  // one A column (ROWS values) and one B row (COLS values) added into acc.
   for (int64_t k = 0; k < kc; ++k) {
-    batch b_row[NB];
-    for (int64_t c = 0; c < NB; ++c) b_row[c] = batch::load_aligned(b + c * W);
-    for (int64_t r = 0; r < MR; ++r) {
-      batch a_rk(a[r]);  // broadcast A(r, k) to every lane
-      for (int64_t c = 0; c < NB; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
+    batch b_row[BATCHES];
+    for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = batch::load_aligned(b + c * W);
+    for (int64_t r = 0; r < ROWS; ++r) {
+      batch a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
+      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
     }
-    a += MR;
+    a += a_cs;
     b += NR;
   }
 
-  // Write back. A full block goes straight to C; an edge block goes through a
-  // small buffer so that nothing outside C's valid mr × nr is touched.
-  if (mr == MR && nr == NR) {
-    for (int64_t r = 0; r < MR; ++r) {
+  // Write back. Whole batches go straight to C; a block whose last batch is
+  // cut by C's right edge goes through a small buffer so that nothing past
+  // C's nr valid columns is touched.
+  if (nr == COLS) {
+    for (int64_t r = 0; r < ROWS; ++r) {
       float* c_row = C + r * ldc;
-      for (int64_t c = 0; c < NB; ++c) {
+      for (int64_t c = 0; c < BATCHES; ++c) {
         batch v = acc[r][c];
         if (accumulate) v += batch::load_unaligned(c_row + c * W);
         v.store_unaligned(c_row + c * W);
       }
     }
   } else {
-    alignas(64) float tile[MR * NR];
-    for (int64_t r = 0; r < MR; ++r)
-      for (int64_t c = 0; c < NB; ++c) acc[r][c].store_aligned(tile + r * NR + c * W);
-    for (int64_t r = 0; r < mr; ++r) {
+    alignas(64) float tile[ROWS * COLS];
+    for (int64_t r = 0; r < ROWS; ++r)
+      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_aligned(tile + r * COLS + c * W);
+    for (int64_t r = 0; r < ROWS; ++r) {
       for (int64_t j = 0; j < nr; ++j) {
-        float v = tile[r * NR + j];
+        float v = tile[r * COLS + j];
         C[r * ldc + j] = accumulate ? C[r * ldc + j] + v : v;
       }
     }
   }
+}
+
+// C[0:mr, 0:nr] (+)= Apanel · Bpanel for a block of mr ≤ MR rows and nr ≤ NR
+// columns. The packed panels are zero-padded to MR × NR either way, but an
+// edge block runs the micro-kernel built for exactly mr rows and just enough
+// batches for nr columns, so that it does only the work it keeps: at n = 61
+// a full-size kernel on the last row of C would do 6 rows' arithmetic for it.
+using MicroKernel = void (*)(int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t, int64_t, bool);
+static_assert(NR == 2 * W, "the table below has one column per batch count, 1 and 2");
+template <int64_t... R>
+constexpr std::array<std::array<MicroKernel, 2>, MR> micro_kernels(std::integer_sequence<int64_t, R...>) {
+  return {{{micro_kernel<R + 1, 1>, micro_kernel<R + 1, 2>}...}};
+}
+constexpr auto kMicroKernels = micro_kernels(std::make_integer_sequence<int64_t, MR>{});  // [rows - 1][batches - 1]
+
+void block_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* C, int64_t ldc,
+                  int64_t mr, int64_t nr, bool accumulate) {
+  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W>(kc, a, a_rs, a_cs, b, C, ldc, nr, accumulate);
+  kMicroKernels[mr - 1][(nr + W - 1) / W - 1](kc, a, a_rs, a_cs, b, C, ldc, nr, accumulate);
 }
 
 }  // namespace
@@ -171,18 +262,28 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
       // overwrites C unless the caller asked to accumulate.
       bool acc = accumulate || pc > 0;
       // B block: rows pc..pc+kc of op(B), columns jc..jc+nc, as panels of NR columns.
-      pack_panels(NR, nc, kc, B + pc * b_k + jc * b_col, b_col, b_k, packed_b.data());
+      pack_panels<NR>(nc, kc, B + pc * b_k + jc * b_col, b_col, b_k, packed_b.data());
 
       for (int64_t ic = 0; ic < M; ic += MC) {
         int64_t mc = std::min(MC, M - ic);
-        // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
-        pack_panels(MR, mc, kc, A + ic * a_row + pc * a_k, a_row, a_k, packed_a.data());
+        // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of
+        // MR rows, or, while nc is small, read where it lies (see A_IN_PLACE_N
+        // and A_T_IN_PLACE_N): the micro-kernel takes any strides for A, and
+        // an edge kernel reads only the rows it has, so no padding is needed.
+        const float* a_block = A + ic * a_row + pc * a_k;
+        const bool in_place = nc <= (trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N);
+        if (!in_place) pack_panels<MR>(mc, kc, a_block, a_row, a_k, packed_a.data());
 
         // Panel p starts p·R·kc floats in; with p = jr / NR that is jr·kc.
         for (int64_t jr = 0; jr < nc; jr += NR) {
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            micro_kernel(kc, packed_a.data() + ir * kc, packed_b.data() + jr * kc, C + (ic + ir) * ldc + (jc + jr), ldc,
-                         std::min(MR, mc - ir), std::min(NR, nc - jr), acc);
+            float* c_block = C + (ic + ir) * ldc + (jc + jr);
+            const float* b_panel = packed_b.data() + jr * kc;
+            const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr);
+            if (in_place)
+              block_kernel(kc, a_block + ir * a_row, a_row, a_k, b_panel, c_block, ldc, mr, nr, acc);
+            else
+              block_kernel(kc, packed_a.data() + ir * kc, 1, MR, b_panel, c_block, ldc, mr, nr, acc);
           }
         }
       }

@@ -99,9 +99,26 @@ TEST_CASE("kernels/gemm") {
   // M, N, K odd; 129 > MC rows; 257 > KC depth; 2100 > NC columns.
   SUBCASE("1x1x1") { check_all_modes(1, 1, 1); }
   SUBCASE("3x17x5") { check_all_modes(3, 17, 5); }
+  // Edge blocks run kernels of their own size: 1 to 6 rows (M mod 6) times
+  // one or two SIMD batches of columns (N mod 32 up to 16, or beyond). These
+  // two, with the other sizes in this list, reach every pair.
+  SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }  // 4 rows × 15 columns
+  SUBCASE("7, 8, 10 x27x9") {                           // 1, 2, 4 rows × 27 columns
+    for (int64_t M : {7, 8, 10}) check_all_modes(M, 27, 9);
+  }
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
   SUBCASE("129x65x257") { check_all_modes(129, 65, 257); }
   SUBCASE("5x2100x7") { check_all_modes(5, 2100, 7); }
+  // A is read in place while a block of C is at most 512 columns wide (128
+  // when A is transposed: A_IN_PLACE_N, A_T_IN_PLACE_N) and packed beyond:
+  // sizes on each side of both.
+  SUBCASE("101x500x37") { check_all_modes(101, 500, 37); }
+  SUBCASE("101x520x37") { check_all_modes(101, 520, 37); }
+  SUBCASE("45x128x131") { check_all_modes(45, 128, 131); }
+  SUBCASE("45x130x131") { check_all_modes(45, 130, 131); }
+  // Large and odd: several blocks of M and of K at once, A packed, every
+  // edge, as an n ≈ 1000 product meets them.
+  SUBCASE("131x1031x263") { check_all_modes(131, 1031, 263); }
 
   SUBCASE("2x3 times 3x2, by hand") {
     // [1 2 3]   [ 7  8]   [ 58  64]
