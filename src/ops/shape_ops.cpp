@@ -146,7 +146,7 @@ Shape infer_shape(const Shape& from, Shape shape, const char* op) {
     } else if (shape[d] < 0) {
       fail("{}: invalid size {} in {}", op, shape[d], shape);
     } else {
-      known *= shape[d];
+      known = checked_mul(known, shape[d], op);
     }
   }
   if (infer >= 0) {
@@ -297,7 +297,7 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
     int64_t p = k < n - x.dim() ? 1 : x.shape()[k - (n - x.dim())];
     interleaved.insert(interleaved.end(), {1, p});
     tiled.insert(tiled.end(), {r, p});
-    out_dims.push_back(r * p);
+    out_dims.push_back(checked_mul(r, p, "repeat"));
   }
   return reshape(expand(reshape(x, Shape(interleaved)), Shape(tiled)), Shape(out_dims));
 }
@@ -322,7 +322,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   }
   std::vector<int64_t> dims = first.dims();
   dims[static_cast<size_t>(d)] = 0;
-  for (int64_t n : sizes) dims[static_cast<size_t>(d)] += n;
+  for (int64_t n : sizes) dims[static_cast<size_t>(d)] = checked_add(dims[static_cast<size_t>(d)], n, "cat");
   Tensor out = Tensor::empty(Shape(dims));
   auto [outer, total, inner] = detail::axis_view(out.shape(), d);
   int64_t offset = 0;  // where along dim the current input starts
@@ -361,7 +361,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) fail("split: negative size {} in the sizes", s);
-    total += s;
+    total = checked_add(total, s, "split");
   }
   if (total != x.shape()[d])
     fail("split: sizes add up to {}, but dim {} of {} has size {}", total, d, x.shape(), x.shape()[d]);
