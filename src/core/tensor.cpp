@@ -148,14 +148,26 @@ IntTensor IntTensor::empty(Shape shape) {
   return out;
 }
 
-int64_t IntTensor::size(int64_t dim) const { return size_of(shape_, dim); }
+// A default-constructed IntTensor has no storage: every accessor says so
+// rather than reading through a null pointer.
+const Shape& IntTensor::shape() const {
+  if (!data_) fail("IntTensor: use of an undefined tensor");
+  return shape_;
+}
+int64_t IntTensor::size(int64_t dim) const { return size_of(shape(), dim); }
+int64_t* IntTensor::data() { return const_cast<int64_t*>(std::as_const(*this).data()); }
+const int64_t* IntTensor::data() const {
+  if (!data_) fail("IntTensor: use of an undefined tensor");
+  return data_->data();
+}
+std::vector<int64_t> IntTensor::to_vector() const { return std::vector<int64_t>(data(), data() + numel()); }
 
 int64_t IntTensor::item() const {
-  if (numel() != 1) fail("item: tensor of shape {} has {} elements, not 1", shape_, numel());
+  if (numel() != 1) fail("item: tensor of shape {} has {} elements, not 1", shape(), numel());
   return data()[0];
 }
 
-int64_t IntTensor::at(std::initializer_list<int64_t> index) const { return data()[flat_index(shape_, index, "at")]; }
+int64_t IntTensor::at(std::initializer_list<int64_t> index) const { return data()[flat_index(shape(), index, "at")]; }
 
 IntTensor IntTensor::reshape(Shape shape) const {
   for (int64_t d : shape)

@@ -110,6 +110,7 @@ TEST_CASE("hardening/core: bad input to Shape and the Tensor and IntTensor acces
       {"Tensor::size(0) of a 0-d tensor", [] { scalar_tensor(1).size(0); },
        "size: dim 0 out of range for a 0-d tensor (it has no dims)"},
       {"Tensor::size(-1) of a 0-d tensor", [] { scalar_tensor(1).size(-1); }, "size: dim -1 out of range for a 0-d"},
+      {"IntTensor::size(0) of a 0-d tensor", [] { int_tensor({7}, Shape{}).size(0); }, "out of range for a 0-d"},
       {"Tensor::size: dim out of range",
        [] {
          zeros({2, 3}).size(2);
@@ -136,6 +137,19 @@ TEST_CASE("hardening/core: bad input to Shape and the Tensor and IntTensor acces
       {"Tensor::at on a 0-d tensor with an index", [] { scalar_tensor(1).at({0}); }, "at: 1 indices for a tensor"},
       {"Tensor::item of 2 elements", [] { zeros({2}).item(); }, "item: tensor of shape (2) has 2 elements, not 1"},
       {"Tensor::item of an empty tensor", [] { zeros({0}).item(); }, "has 0 elements, not 1"},
+      {"Tensor(): shape", [] { Tensor().shape(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): item", [] { Tensor().item(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): data", [] { Tensor().data(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): clone", [] { Tensor().clone(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): detach", [] { Tensor().detach(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): backward", [] { Tensor().backward(); }, "backward: undefined tensor"},
+      {"IntTensor(): item", [] { IntTensor().item(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): shape", [] { IntTensor().shape(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): numel", [] { IntTensor().numel(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): data", [] { IntTensor().data(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): to_vector", [] { IntTensor().to_vector(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): at", [] { IntTensor().at({0}); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): reshape", [] { IntTensor().reshape({1}); }, "IntTensor: use of an undefined tensor"},
       {"IntTensor::reshape: negative sizes whose product matches",
        [] {
          int_tensor({1, 2, 3, 4}).reshape({-2, -2});
