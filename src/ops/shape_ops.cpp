@@ -129,10 +129,14 @@ Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* 
   return out;
 }
 
-// start, start+step, … below end.
+// start, start+step, … below end, for 0 <= start, end and step >= 1. The
+// count ceil((end - start) / step) comes first, so no position is ever
+// computed past end: a loop of p += step would overflow for a huge step.
 std::vector<int64_t> positions(int64_t start, int64_t end, int64_t step) {
-  std::vector<int64_t> pos;
-  for (int64_t p = start; p < end; p += step) pos.push_back(p);
+  const int64_t span = end > start ? end - start : 0;
+  const int64_t count = span / step + (span % step != 0);
+  std::vector<int64_t> pos(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) pos[static_cast<size_t>(i)] = start + i * step;
   return pos;
 }
 
@@ -396,7 +400,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   if (split_size < 0 || (split_size == 0 && n != 0))
     fail("split: split_size {} for dim {} of size {}: must be at least 1", split_size, d, n);
   std::vector<int64_t> sizes;
-  for (int64_t start = 0; start < n; start += split_size) sizes.push_back(std::min(split_size, n - start));
+  for (int64_t start = 0; start < n; start += sizes.back()) sizes.push_back(std::min(split_size, n - start));
   if (sizes.empty()) sizes.push_back(0);  // a size-0 dim still gives one (empty) piece
   return split(x, sizes, d);
 }
@@ -410,7 +414,7 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   if (x.dim() == 0) fail("chunk: cannot chunk a 0-d tensor");
   int64_t n = x.shape()[d];
   if (n == 0) return split(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
-  return split(x, (n + chunks - 1) / chunks, d);
+  return split(x, n / chunks + (n % chunks != 0), d);  // ceil(n / chunks), without n + chunks overflowing
 }
 
 // x[…, start : start+length, …] along dim; start may be negative (from the end).
@@ -422,7 +426,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   if (start < -n || start > n) fail("narrow: start {} out of range for dim {} of size {}", start, d, n);
   if (start < 0) start += n;
   if (length < 0) fail("narrow: negative length {}", length);
-  if (start + length > n) fail("narrow: start {} + length {} exceeds size {} of dim {}", start, length, n, d);
+  if (length > n - start) fail("narrow: start {} + length {} exceeds size {} of dim {}", start, length, n, d);
   return take(x, d, positions(start, start + length, 1), "NarrowBackward");
 }
 

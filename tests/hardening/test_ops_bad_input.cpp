@@ -230,6 +230,8 @@ TEST_CASE("hardening/ops: shape ops") {
       {"split: undefined", [] { split(Tensor(), int64_t{1}); }, "split: x is an undefined tensor"},
       {"chunk: 0 chunks", [] { chunk(x4(), 0); }, "chunk: chunks must be at least 1, got 0"},
       {"chunk: INT64_MIN chunks", [] { chunk(x4(), kMin); }, "chunk: chunks must be at least 1"},
+      {"narrow: start + length past int64", [] { narrow(ones({4}), 0, 1, kMax); },
+       "narrow: start 1 + length 9223372036854775807 exceeds size 4 of dim 0"},
       {"narrow: start INT64_MIN", [] { narrow(ones({4}), 0, kMin, 1); }, "narrow: start -9223372036854775808 out of"},
       {"narrow: start INT64_MAX", [] { narrow(ones({4}), 0, kMax, 0); }, "out of range for dim 0 of size 4"},
       {"narrow: negative length", [] { narrow(ones({4}), 0, 0, -1); }, "narrow: negative length -1"},
@@ -262,4 +264,24 @@ TEST_CASE("hardening/ops: shape ops") {
       {"embedding: id V", [] { embedding(int_tensor({5}), w()); }, "embedding: index 5 out of range"},
       {"embedding: 1-d weight", [] { embedding(ids(), x4()); }, "embedding: weight must be 2-d (V, D), got shape (4)"},
   });
+}
+
+TEST_CASE("hardening/ops: extreme input that is valid gives Python's and PyTorch's answers") {
+  SUBCASE("slice with a step past the end takes only the start, as Python's x[1:3:huge] = [1.]") {
+    CHECK(slice(arange(4), 0, 1, 3, kMax).to_vector() == std::vector<float>{1});
+    CHECK(slice(arange(4), 0, 0, 4, k2to62).to_vector() == std::vector<float>{0});
+  }
+  SUBCASE("slice bounds at the ends of int64 clamp to the whole dim, as Python's x[-huge:huge]") {
+    CHECK(slice(arange(4), 0, kMin, kMax).to_vector() == std::vector<float>{0, 1, 2, 3});
+    CHECK(slice(arange(4), 0, kMax, kMin).numel() == 0);
+  }
+  SUBCASE("split with split_size INT64_MAX is one piece, chunk into INT64_MAX chunks is pieces of 1") {
+    // torch.arange(4.).split(2**63 - 1) -> (tensor([0., 1., 2., 3.]),);
+    // torch.arange(4.).chunk(2**63 - 1) -> four pieces of one (ceil(4 / c) = 1).
+    auto pieces = split(arange(4), kMax);
+    REQUIRE(pieces.size() == 1);
+    CHECK(pieces[0].to_vector() == std::vector<float>{0, 1, 2, 3});
+    CHECK(chunk(arange(4), kMax).size() == 4);
+  }
+  SUBCASE("narrow of length 0 at the end is an empty tensor") { CHECK(narrow(ones({4}), 0, 4, 0).numel() == 0); }
 }
