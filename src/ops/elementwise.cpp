@@ -196,12 +196,19 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // NOTE: ln a is -inf at a = 0; there PyTorch takes the limit a^b·ln a → 0
 // (for b > 0), and so does this, by zeroing ln a where a = 0. For a < 0,
 // ln a is NaN, as in PyTorch.
+// NOTE: where b = 0, y = a⁰ = 1 for every a, so da = 0; the formula would
+// give 0·0⁻¹ = 0·inf = NaN at a = 0. PyTorch's pow_backward_self sets da to
+// 0 wherever b = 0, and pow(a, 0.0f) below does the same.
 Tensor pow(const Tensor& a, const Tensor& exponent) {
   const Tensor& b = exponent;
   Tensor out = binary_op(kernels::Binary::Pow, a, b, "pow");
   record(out, "PowBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
-    if (a.requires_grad()) da = sum_to(dout * b * pow(a, b - 1.0f), a.shape());
+    if (a.requires_grad()) {
+      IntTensor b_is_zero = IntTensor::empty(b.shape());
+      for (int64_t i = 0; i < b.numel(); ++i) b_is_zero.data()[i] = b.data()[i] == 0.0f;
+      da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), b_is_zero, 0.0f), a.shape());
+    }
     if (b.requires_grad()) {
       IntTensor a_is_zero = IntTensor::empty(a.shape());
       for (int64_t i = 0; i < a.numel(); ++i) a_is_zero.data()[i] = a.data()[i] == 0.0f;

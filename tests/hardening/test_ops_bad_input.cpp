@@ -285,3 +285,25 @@ TEST_CASE("hardening/ops: extreme input that is valid gives Python's and PyTorch
   }
   SUBCASE("narrow of length 0 at the end is an empty tensor") { CHECK(narrow(ones({4}), 0, 4, 0).numel() == 0); }
 }
+
+TEST_CASE("hardening/ops: pow(a, b) has gradient 0 with respect to a where b = 0, also at a = 0") {
+  // a^b with b = 0 is the constant 1, so d(a^b)/da = 0 for every a. The
+  // formula b·a^(b-1) is 0·0⁻¹ = 0·inf = NaN at a = 0; PyTorch's
+  // pow_backward_self is 0 wherever b = 0 (torch 1.13:
+  // pow(tensor([0., 0., 2.]), tensor([0., 1., 0.])).sum().backward()
+  // gives a.grad = [0, 1, 0], b.grad = [0, 0, ln 2]).
+  Tensor a = tensor({0, 0, 2}).requires_grad_();
+  Tensor b = tensor({0, 1, 0}).requires_grad_();
+  sum(pow(a, b)).backward();
+  CHECK(a.grad().to_vector() == std::vector<float>{0, 1, 0});
+  std::vector<float> db = b.grad().to_vector();
+  CHECK(db[0] == 0);
+  CHECK(db[1] == 0);
+  CHECK(db[2] == doctest::Approx(std::log(2.0)).epsilon(1e-6));
+
+  SUBCASE("with b broadcast: a (3) against a 0-d b = 0") {
+    Tensor a2 = tensor({0, 1, 2}).requires_grad_();
+    sum(pow(a2, scalar_tensor(0))).backward();
+    CHECK(a2.grad().to_vector() == std::vector<float>{0, 0, 0});
+  }
+}
