@@ -177,4 +177,18 @@ TEST_CASE("hardening/core: the extremes that are not errors") {
   SUBCASE("a size-0 dim beside sizes whose product fits is an empty tensor") {
     CHECK(zeros({0, int64_t{1} << 40}).numel() == 0);
   }
+  SUBCASE("randint over the whole int64 range stays in it, and over [k, k+1) gives k") {
+    // [low, high) = [INT64_MIN, INT64_MAX): high - low = 2⁶⁴ - 1 only fits unsigned.
+    Generator gen(1);
+    IntTensor wide = randint(kMin, kMax, {64}, gen);
+    bool negative = false, positive = false;
+    for (int64_t v : wide.to_vector()) {
+      CHECK(v < kMax);
+      negative |= v < 0;
+      positive |= v > 0;
+    }
+    CHECK(negative);  // 64 draws, each sign with probability 1/2: both appear but for 2⁻⁶³
+    CHECK(positive);
+    CHECK(randint(kMax - 1, kMax, {3}, gen).to_vector() == std::vector<int64_t>(3, kMax - 1));
+  }
 }
