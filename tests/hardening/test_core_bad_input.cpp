@@ -191,4 +191,11 @@ TEST_CASE("hardening/core: the extremes that are not errors") {
     CHECK(positive);
     CHECK(randint(kMax - 1, kMax, {3}, gen).to_vector() == std::vector<int64_t>(3, kMax - 1));
   }
+  SUBCASE("printing a tensor of 100,000 size-1 dims does not recurse once per dim") {
+    std::vector<int64_t> dims(100000, 1);
+    std::string s = to_string(full(Shape(dims), 2.0f));
+    // One bracket per dim around the one element, in qkv's four decimals
+    // (format.hpp): tensor([[…[2.0000]…]]).
+    CHECK(s == "tensor(" + std::string(100000, '[') + "2.0000" + std::string(100000, ']') + ")");
+  }
 }
