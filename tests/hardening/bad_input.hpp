@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <qkv/qkv.hpp>
 
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,5 +42,18 @@ constexpr bool kAddressSanitizer = false;
 #else
 constexpr bool kAddressSanitizer = false;
 #endif
+
+// Whether asking for terabytes fails at the request, so a test may make one:
+// not under AddressSanitizer (above), and not when the kernel overcommits
+// without limit (vm.overcommit_memory = 1), where the request succeeds and
+// zeroing the storage would exhaust the machine instead. Linux's default
+// heuristic (0) and strict accounting (2) refuse a request larger than RAM
+// and swap.
+inline bool huge_allocations_fail() {
+  if (kAddressSanitizer) return false;
+  std::ifstream mode("/proc/sys/vm/overcommit_memory");
+  int value = -1;
+  return mode >> value && (value == 0 || value == 2);
+}
 
 }  // namespace qkv::test
