@@ -3,6 +3,7 @@
 #include <qkv/core/factory.hpp>
 
 #include <cmath>
+#include <cstdint>
 
 namespace qkv {
 
@@ -40,17 +41,26 @@ Tensor arange(float start, float end, float step) {
     fail("arange: start {}, end {} and step {} must be finite", start, end, step);
   // Like PyTorch: ceil((end - start) / step) elements, none if the range is empty.
   double count = std::ceil((static_cast<double>(end) - start) / step);
+  // 2⁶² is far past what can be allocated, and converting a larger double to
+  // int64 would be undefined: say so here instead.
+  if (count > 0x1.0p62)
+    fail("arange: start {}, end {} and step {} give {} elements, too many", start, end, step, count);
   int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-  std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    values[static_cast<size_t>(i)] = static_cast<float>(start + static_cast<double>(i) * step);
-  return tensor(std::move(values));
+  Tensor out = Tensor::empty(Shape{n});
+  float* values = out.data();
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(start + static_cast<double>(i) * step);
+  return out;
 }
 
 IntTensor arange_int(int64_t start, int64_t end) {
-  std::vector<int64_t> values;
-  for (int64_t i = start; i < end; ++i) values.push_back(i);
-  return int_tensor(std::move(values));
+  // end - start in unsigned arithmetic: exact for any end >= start, where the
+  // signed difference could overflow.
+  const uint64_t span = end > start ? static_cast<uint64_t>(end) - static_cast<uint64_t>(start) : 0;
+  if (span > static_cast<uint64_t>(INT64_MAX)) fail("arange_int: [{}, {}) has too many elements", start, end);
+  IntTensor out = IntTensor::empty(Shape{static_cast<int64_t>(span)});
+  int64_t* values = out.data();
+  for (int64_t i = 0; i < static_cast<int64_t>(span); ++i) values[i] = start + i;
+  return out;
 }
 
 Tensor eye(int64_t n) { return eye(n, n); }

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace qkv {
 
@@ -20,60 +22,89 @@ constexpr int64_t kThreshold = 1000;  // summarise above this many elements
 constexpr int64_t kEdgeItems = 3;
 constexpr int64_t kLineWidth = 80;
 
-// The nested [ … ] of a row-major array, laid out as PyTorch lays it out:
-// the last dim's elements wrapped to the line width, inner blocks separated
-// by one newline per remaining dim. `element(i)` formats element i, padded
-// to the common `width`; `indent` is the column the block starts after.
-std::string block(const Shape& shape, int64_t d, int64_t offset, size_t indent,
-                  const std::function<std::string(int64_t)>& element, int64_t width, bool summarise) {
-  int64_t size = shape[d], stride = 1;
-  for (int64_t k = d + 1; k < shape.ndim(); ++k) stride *= shape[k];
-  std::vector<std::string> items;  // the elements (last dim) or sub-blocks
-  for (int64_t i = 0; i < size; ++i) {
-    if (summarise && size > 2 * kEdgeItems && i == kEdgeItems) {
-      items.push_back(d == shape.ndim() - 1 ? " ..." : "...");
-      i = size - kEdgeItems;
+// How many entries along a dim of `size` printing shows: all, or the
+// kEdgeItems at each end when summarising.
+int64_t shown_size(int64_t size, bool summarise) { return summarise && size > 2 * kEdgeItems ? 2 * kEdgeItems : size; }
+
+// The flat offsets of the elements printing shows (all, or the edges of
+// every dim), row-major. An odometer over the shown indices rather than a
+// recursion over the dims, so a tensor of 100,000 size-1 dims does not run
+// out of stack.
+std::vector<int64_t> shown(const Shape& shape, bool summarise) {
+  const auto nd = static_cast<size_t>(shape.ndim());
+  std::vector<int64_t> stride(nd, 1), index(nd, 0), out;
+  for (size_t k = nd; k-- > 1;) stride[k - 1] = stride[k] * shape.dims()[k];
+  while (true) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < nd; ++k) {
+      const int64_t size = shape.dims()[k];
+      const bool cut = shown_size(size, summarise) < size;
+      offset += (cut && index[k] >= kEdgeItems ? size - 2 * kEdgeItems + index[k] : index[k]) * stride[k];
     }
-    items.push_back(d == shape.ndim() - 1
-                        ? element(offset + i)
-                        : block(shape, d + 1, offset + i * stride, indent + 1, element, width, summarise));
+    out.push_back(offset);
+    size_t k = nd;
+    while (k-- > 0 && ++index[k] == shown_size(shape.dims()[k], summarise)) index[k] = 0;
+    if (k == SIZE_MAX) return out;  // every digit wrapped: done
   }
-  std::string s = "[";
-  if (d == shape.ndim() - 1) {
-    auto per_line =
-        static_cast<size_t>(std::max<int64_t>(1, (kLineWidth - static_cast<int64_t>(indent)) / (width + 2)));
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (i > 0 && i % per_line == 0)
-        s += ",\n" + std::string(indent + 1, ' ');
-      else if (i > 0)
-        s += ", ";
-      s += items[i];
-    }
-  } else {
-    std::string separator = fmt::format(",{}{}", std::string(static_cast<size_t>(shape.ndim() - d - 1), '\n'),
-                                        std::string(indent + 1, ' '));
-    for (size_t i = 0; i < items.size(); ++i) s += (i > 0 ? separator : "") + items[i];
-  }
-  return s + "]";
 }
 
-// The indices printing will show (all, or the edges of every dim).
-std::vector<int64_t> shown(const Shape& shape, bool summarise) {
-  std::vector<int64_t> out;
-  std::function<void(int64_t, int64_t)> walk = [&](int64_t d, int64_t offset) {
-    if (d == shape.ndim()) {
-      out.push_back(offset);
-      return;
+// A block of the printout: `wraps` brackets around `body`, kept apart so a
+// run of size-1 dims costs one counter per dim, not a copy of the string.
+struct Block {
+  std::string body;
+  int64_t wraps = 0;
+  std::string str() const {
+    const auto n = static_cast<size_t>(wraps);
+    return std::string(n, '[') + body + std::string(n, ']');
+  }
+};
+
+// The nested [ … ] of a row-major array, laid out as PyTorch lays it out:
+// the last dim's elements wrapped to the line width, inner blocks separated
+// by one newline per remaining dim. `elements` are the shown elements,
+// formatted and padded to the common `width`. Built from the last dim out:
+// each pass groups the blocks of dim d+1 into the blocks of dim d, whose
+// contents start at column 7 + d + 1 (after "tensor(" and d + 1 brackets).
+std::string layout(const Shape& shape, const std::vector<std::string>& elements, int64_t width, bool summarise) {
+  const int64_t nd = shape.ndim();
+  std::vector<Block> items;
+  items.reserve(elements.size());
+  for (const std::string& e : elements) items.push_back({e, 0});
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    const int64_t size = shape[d];
+    const auto count = static_cast<size_t>(shown_size(size, summarise));
+    const bool cut = count < static_cast<size_t>(size);
+    if (count == 1) {  // a size-1 dim only adds a bracket
+      for (Block& b : items) ++b.wraps;
+      continue;
     }
-    int64_t stride = 1;
-    for (int64_t k = d + 1; k < shape.ndim(); ++k) stride *= shape[k];
-    for (int64_t i = 0; i < shape[d]; ++i) {
-      if (summarise && shape[d] > 2 * kEdgeItems && i == kEdgeItems) i = shape[d] - kEdgeItems;
-      walk(d + 1, offset + i * stride);
+    const auto indent = static_cast<size_t>(7 + d);
+    std::vector<Block> blocks;
+    for (size_t g = 0; g < items.size(); g += count) {
+      std::vector<std::string> group;
+      for (size_t i = g; i < g + count; ++i) group.push_back(items[i].str());
+      if (cut) group.insert(group.begin() + kEdgeItems, d == nd - 1 ? " ..." : "...");
+      std::string s;
+      if (d == nd - 1) {
+        auto per_line =
+            static_cast<size_t>(std::max<int64_t>(1, (kLineWidth - static_cast<int64_t>(indent)) / (width + 2)));
+        for (size_t i = 0; i < group.size(); ++i) {
+          if (i > 0 && i % per_line == 0)
+            s += ",\n" + std::string(indent + 1, ' ');
+          else if (i > 0)
+            s += ", ";
+          s += group[i];
+        }
+      } else {
+        std::string separator =
+            fmt::format(",{}{}", std::string(static_cast<size_t>(nd - d - 1), '\n'), std::string(indent + 1, ' '));
+        for (size_t i = 0; i < group.size(); ++i) s += (i > 0 ? separator : "") + group[i];
+      }
+      blocks.push_back({std::move(s), 1});
     }
-  };
-  walk(0, 0);
-  return out;
+    items = std::move(blocks);
+  }
+  return items.at(0).str();
 }
 
 std::string with_suffix(std::string body, const Shape& shape, const std::string& suffix) {
@@ -110,9 +141,10 @@ std::string to_string(const Tensor& x) {
   };
   int64_t width = 0;
   for (int64_t i : idx) width = std::max<int64_t>(width, static_cast<int64_t>(plain(v[i]).size()));
-  auto element = [&](int64_t i) { return fmt::format("{:>{}}", plain(v[i]), width); };
   if (shape.ndim() == 0) return with_suffix(plain(v[0]), shape, suffix);
-  return with_suffix(block(shape, 0, 0, 7, element, width, summarise), shape, suffix);
+  std::vector<std::string> elements;
+  for (int64_t i : idx) elements.push_back(fmt::format("{:>{}}", plain(v[i]), width));
+  return with_suffix(layout(shape, elements, width, summarise), shape, suffix);
 }
 
 std::string to_string(const IntTensor& x) {
@@ -121,11 +153,12 @@ std::string to_string(const IntTensor& x) {
   if (shape.numel() == 0) return with_suffix("[]", shape, "");
   if (shape.ndim() == 0) return with_suffix(std::to_string(x.data()[0]), shape, "");
   bool summarise = shape.numel() > kThreshold;
+  const std::vector<int64_t> idx = shown(shape, summarise);
   int64_t width = 0;
-  for (int64_t i : shown(shape, summarise))
-    width = std::max<int64_t>(width, static_cast<int64_t>(std::to_string(x.data()[i]).size()));
-  auto element = [&](int64_t i) { return fmt::format("{:>{}}", x.data()[i], width); };
-  return with_suffix(block(shape, 0, 0, 7, element, width, summarise), shape, "");
+  for (int64_t i : idx) width = std::max<int64_t>(width, static_cast<int64_t>(std::to_string(x.data()[i]).size()));
+  std::vector<std::string> elements;
+  for (int64_t i : idx) elements.push_back(fmt::format("{:>{}}", x.data()[i], width));
+  return with_suffix(layout(shape, elements, width, summarise), shape, "");
 }
 
 }  // namespace qkv

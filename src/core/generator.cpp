@@ -34,8 +34,12 @@ float Generator::normal(float mean, float std) {
 
 int64_t Generator::randint(int64_t low, int64_t high) {
   if (high <= low) fail("randint: empty range [{}, {})", low, high);
+  // high - low and low + r in unsigned arithmetic: high - low can exceed
+  // INT64_MAX (randint(INT64_MIN, INT64_MAX)), where the signed difference is
+  // undefined; modulo 2⁶⁴ both are exact, and the sum lands in [low, high).
   // NOTE: the modulo bias is at most (high - low) / 2⁶⁴: invisible at any size we use.
-  return low + static_cast<int64_t>(next_u64() % static_cast<uint64_t>(high - low));
+  const uint64_t span = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  return static_cast<int64_t>(static_cast<uint64_t>(low) + next_u64() % span);
 }
 
 Generator& default_generator() {

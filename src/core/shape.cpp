@@ -5,9 +5,32 @@
 namespace qkv {
 
 int64_t Shape::numel() const {
+  // Zeros are skipped while multiplying, so (0, 2⁶², 4) is an Error too: its
+  // strides (2⁶²·4 for dim 0) would overflow even though it has no elements.
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  bool empty = false;
+  for (int64_t d : dims_) {
+    if (d == 0) {
+      empty = true;
+    } else if (__builtin_mul_overflow(n, d, &n)) {
+      fail("shape {}: the number of elements overflows int64", *this);
+    }
+  }
+  return empty ? 0 : n;
+}
+
+void Shape::out_of_range(int64_t i) const { fail("shape {}: no dim {} in a {}-d shape", *this, i, ndim()); }
+
+int64_t checked_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) fail("{}: {} * {} overflows int64", op, a, b);
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const char* op) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) fail("{}: {} + {} overflows int64", op, a, b);
+  return r;
 }
 
 std::string Shape::str() const {

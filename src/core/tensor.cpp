@@ -4,6 +4,10 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/tensor.hpp>
 
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+
 namespace qkv {
 
 namespace {
@@ -12,6 +16,33 @@ void check_size(size_t values, const Shape& shape, const char* what) {
     if (d < 0) fail("{}: negative size in shape {}", what, shape);
   if (static_cast<int64_t>(values) != shape.numel())
     fail("{}: {} values do not fill shape {} ({} elements)", what, values, shape, shape.numel());
+}
+
+// The most bytes one tensor may ask for: 2⁴⁸ (256 TiB), the virtual address
+// space of a process on x86-64 and AArch64 (48-bit addresses). Nothing
+// larger can ever be allocated there, so it is refused before asking.
+constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
+
+// Zeroed storage for `shape`, checked before anything is allocated: no
+// negative size, an element count that fits in int64 (Shape::numel), and at
+// most kMaxBytes. A size within that which the machine still cannot provide
+// is an Error naming the shape and the bytes, not a std::bad_alloc from deep
+// inside the standard library.
+template <class T>
+std::shared_ptr<std::vector<T>> allocate(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) fail("empty: negative size in shape {}", shape);
+  const auto n = static_cast<uint64_t>(shape.numel());
+  if (n > kMaxBytes / sizeof(T))
+    fail("empty: shape {} has {} elements of {} bytes, more than the {} bytes that can be addressed", shape, n,
+         sizeof(T), kMaxBytes);
+  try {
+    return std::make_shared<std::vector<T>>(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    fail("empty: out of memory allocating shape {} ({} bytes)", shape, n * sizeof(T));
+  } catch (const std::length_error&) {
+    fail("empty: shape {} ({} bytes) is too large to allocate", shape, n * sizeof(T));
+  }
 }
 }  // namespace
 
@@ -25,9 +56,10 @@ Tensor::Tensor(std::vector<float> values, Shape shape) {
 }
 
 Tensor Tensor::empty(Shape shape) {
-  for (int64_t d : shape)
-    if (d < 0) fail("empty: negative size in shape {}", shape);
-  return Tensor(std::vector<float>(static_cast<size_t>(shape.numel())), shape);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = allocate<float>(shape);
+  impl->shape = std::move(shape);
+  return Tensor(std::move(impl));
 }
 
 namespace {
@@ -38,7 +70,18 @@ const TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl) {
 }  // namespace
 
 const Shape& Tensor::shape() const { return checked(impl_).shape; }
-int64_t Tensor::size(int64_t dim) const { return shape()[normalize_dim(dim, this->dim(), "size")]; }
+
+namespace {
+// One dim's size; a 0-d tensor has no dims to ask about (PyTorch: "dimension
+// specified as 0 but tensor has no dimensions"), so normalize_dim's
+// allowance of dim 0 / -1 for reductions does not apply here.
+int64_t size_of(const Shape& shape, int64_t dim) {
+  if (shape.ndim() == 0) fail("size: dim {} out of range for a 0-d tensor (it has no dims)", dim);
+  return shape[normalize_dim(dim, shape.ndim(), "size")];
+}
+}  // namespace
+
+int64_t Tensor::size(int64_t dim) const { return size_of(shape(), dim); }
 float* Tensor::data() { return const_cast<float*>(std::as_const(*this).data()); }
 const float* Tensor::data() const { return checked(impl_).storage->data(); }
 std::vector<float> Tensor::to_vector() const { return std::vector<float>(data(), data() + numel()); }
@@ -99,21 +142,36 @@ IntTensor::IntTensor(std::vector<int64_t> values, Shape shape) : shape_(std::mov
 }
 
 IntTensor IntTensor::empty(Shape shape) {
-  for (int64_t d : shape)
-    if (d < 0) fail("empty: negative size in shape {}", shape);
-  return IntTensor(std::vector<int64_t>(static_cast<size_t>(shape.numel())), shape);
+  IntTensor out;
+  out.data_ = allocate<int64_t>(shape);
+  out.shape_ = std::move(shape);
+  return out;
 }
 
-int64_t IntTensor::size(int64_t dim) const { return shape_[normalize_dim(dim, this->dim(), "size")]; }
+// A default-constructed IntTensor has no storage: every accessor says so
+// rather than reading through a null pointer.
+const Shape& IntTensor::shape() const {
+  if (!data_) fail("IntTensor: use of an undefined tensor");
+  return shape_;
+}
+int64_t IntTensor::size(int64_t dim) const { return size_of(shape(), dim); }
+int64_t* IntTensor::data() { return const_cast<int64_t*>(std::as_const(*this).data()); }
+const int64_t* IntTensor::data() const {
+  if (!data_) fail("IntTensor: use of an undefined tensor");
+  return data_->data();
+}
+std::vector<int64_t> IntTensor::to_vector() const { return std::vector<int64_t>(data(), data() + numel()); }
 
 int64_t IntTensor::item() const {
-  if (numel() != 1) fail("item: tensor of shape {} has {} elements, not 1", shape_, numel());
+  if (numel() != 1) fail("item: tensor of shape {} has {} elements, not 1", shape(), numel());
   return data()[0];
 }
 
-int64_t IntTensor::at(std::initializer_list<int64_t> index) const { return data()[flat_index(shape_, index, "at")]; }
+int64_t IntTensor::at(std::initializer_list<int64_t> index) const { return data()[flat_index(shape(), index, "at")]; }
 
 IntTensor IntTensor::reshape(Shape shape) const {
+  for (int64_t d : shape)
+    if (d < 0) fail("reshape: invalid size {} in {}", d, shape);
   if (shape.numel() != numel()) fail("reshape: cannot reshape {} ({} elements) to {}", shape_, numel(), shape);
   IntTensor out = *this;
   out.shape_ = std::move(shape);

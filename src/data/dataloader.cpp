@@ -3,7 +3,6 @@
 #include <qkv/data/dataloader.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 namespace qkv::data::detail {
@@ -35,12 +34,14 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, Generator& gen) {
 
 namespace {
 // out row r = x row indices[r]; a row is every element after the first dim.
+// NOTE: copy_n, not memcpy: rows of width 0 (a (N, 0) tensor) have no
+// storage, and memcpy from a null pointer is undefined even for 0 bytes.
 template <class T>
 void copy_rows(const T* x, int64_t n, int64_t row_size, const std::vector<int64_t>& indices, T* out) {
   for (size_t r = 0; r < indices.size(); ++r) {
     int64_t i = indices[r];
     if (i < 0 || i >= n) fail("DataLoader: example index {} is out of range for {} examples", i, n);
-    std::memcpy(out + static_cast<int64_t>(r) * row_size, x + i * row_size, sizeof(T) * static_cast<size_t>(row_size));
+    std::copy_n(x + i * row_size, row_size, out + static_cast<int64_t>(r) * row_size);
   }
 }
 

@@ -3,6 +3,10 @@
 #include <qkv/core/error.hpp>
 #include <qkv/data/nmt.hpp>
 
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+
 #include "read_text.hpp"
 
 namespace qkv::data {
@@ -100,7 +104,14 @@ namespace {
 template <class T>
 std::vector<T> truncate_pad_impl(std::vector<T> line, int64_t num_steps, const T& padding_token) {
   if (num_steps <= 0) fail("truncate_pad: num_steps {} must be positive", num_steps);
-  line.resize(static_cast<size_t>(num_steps), padding_token);  // cuts, or pads at the end
+  try {
+    line.resize(static_cast<size_t>(num_steps), padding_token);  // cuts, or pads at the end
+  } catch (const std::bad_alloc&) {
+    fail("truncate_pad: out of memory padding a line to num_steps {} ({} bytes)", num_steps,
+         static_cast<uint64_t>(num_steps) * sizeof(T));
+  } catch (const std::length_error&) {
+    fail("truncate_pad: num_steps {} is too large to allocate", num_steps);
+  }
   return line;
 }
 }  // namespace
@@ -162,6 +173,8 @@ NMTData load_data_nmt(const std::string& path, int64_t num_steps, int64_t min_fr
   } catch (const Error& e) {
     fail("load_data_nmt: '{}': {}", path, e.what());  // say which file the line is in
   }
+  if (tokens.source.empty() && num_examples.value_or(1) != 0)
+    fail("load_data_nmt: '{}' has no sentence pairs (the file is empty or blank)", path);
   const std::vector<std::string> reserved = {"<pad>", "<bos>", "<eos>"};
   Vocab src_vocab(tokens.source, min_freq, reserved);
   Vocab tgt_vocab(tokens.target, min_freq, reserved);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 
 #include "read_text.hpp"
 
@@ -31,6 +32,10 @@ LabeledText read_text_classification(const std::string& path) {
         !field.empty() && std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits_only || err != std::errc() || end != field.data() + field.size())
       fail("{}: '{}': line {}: label '{}' is not a class id (an integer >= 0)", op, path, line_number, field);
+    // num_classes is the largest label + 1, which must fit in int64 too.
+    if (label == INT64_MAX)
+      fail("{}: '{}': line {}: label {} is too large (the number of classes, label + 1, overflows int64)", op, path,
+           line_number, label);
 
     std::vector<std::string> tokens = detail::split_spaces(preprocess_nmt(line.substr(tab + 1)));
     if (tokens.empty()) fail("{}: '{}': line {} has an empty sentence", op, path, line_number);

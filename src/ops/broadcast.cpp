@@ -7,6 +7,7 @@
 #include <qkv/ops/shape_ops.hpp>
 
 #include "kernels/reduce.hpp"
+#include "ops/util.hpp"
 
 namespace qkv {
 
@@ -28,6 +29,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 // and S does not. Each such dim is reduced as the middle axis of an
 // (outer, n, inner) view; runs of adjacent reduced dims are merged first.
 Tensor sum_to(const Tensor& x, const Shape& shape) {
+  detail::check_input(x, "sum_to", "x");
   const Shape& from = x.shape();
   if (from == shape) return x;
   if (broadcast_shapes(from, shape, "sum_to") != from) fail("sum_to: {} does not broadcast to {}", shape, from);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/elementwise.hpp"
+#include "ops/util.hpp"
 
 namespace qkv {
 
@@ -108,6 +109,8 @@ struct BroadcastRows {
 
 // out = a ∘ b, broadcasting; `name` is the op named in a shape error.
 Tensor binary_op(kernels::Binary op, const Tensor& a, const Tensor& b, const char* name) {
+  detail::check_input(a, name, "a");
+  detail::check_input(b, name, "b");
   Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name));
   if (out.numel() == 0) return out;
   BroadcastRows rows(a.shape(), b.shape(), out.shape());
@@ -121,12 +124,14 @@ Tensor binary_op(kernels::Binary op, const Tensor& a, const Tensor& b, const cha
 }
 
 // out = a ∘ s and out = s ∘ b: the scalar is a step-0 operand, no tensor made for it.
-Tensor binary_op(kernels::Binary op, const Tensor& a, float s) {
+Tensor binary_op(kernels::Binary op, const Tensor& a, float s, const char* name) {
+  detail::check_input(a, name, "a");
   Tensor out = Tensor::empty(a.shape());
   kernels::binary(op, a.numel(), a.data(), 1, &s, 0, out.data());
   return out;
 }
-Tensor binary_op(kernels::Binary op, float s, const Tensor& b) {
+Tensor binary_op(kernels::Binary op, float s, const Tensor& b, const char* name) {
+  detail::check_input(b, name, "b");
   Tensor out = Tensor::empty(b.shape());
   kernels::binary(op, b.numel(), &s, 0, b.data(), 1, out.data());
   return out;
@@ -134,7 +139,8 @@ Tensor binary_op(kernels::Binary op, float s, const Tensor& b) {
 
 // y = f(x), recording nothing: the forward of the unary ops, and the
 // derivatives (Sign, Step, GeluGrad) their backwards need.
-Tensor unary_op(kernels::Unary op, const Tensor& x) {
+Tensor unary_op(kernels::Unary op, const Tensor& x, const char* name) {
+  detail::check_input(x, name, "x");
   Tensor out = Tensor::empty(x.shape());
   kernels::unary(op, x.numel(), x.data(), out.data());
   return out;
@@ -190,12 +196,19 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // NOTE: ln a is -inf at a = 0; there PyTorch takes the limit a^b·ln a → 0
 // (for b > 0), and so does this, by zeroing ln a where a = 0. For a < 0,
 // ln a is NaN, as in PyTorch.
+// NOTE: where b = 0, y = a⁰ = 1 for every a, so da = 0; the formula would
+// give 0·0⁻¹ = 0·inf = NaN at a = 0. PyTorch's pow_backward_self sets da to
+// 0 wherever b = 0, and pow(a, 0.0f) below does the same.
 Tensor pow(const Tensor& a, const Tensor& exponent) {
   const Tensor& b = exponent;
   Tensor out = binary_op(kernels::Binary::Pow, a, b, "pow");
   record(out, "PowBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
-    if (a.requires_grad()) da = sum_to(dout * b * pow(a, b - 1.0f), a.shape());
+    if (a.requires_grad()) {
+      IntTensor b_is_zero = IntTensor::empty(b.shape());
+      for (int64_t i = 0; i < b.numel(); ++i) b_is_zero.data()[i] = b.data()[i] == 0.0f;
+      da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), b_is_zero, 0.0f), a.shape());
+    }
     if (b.requires_grad()) {
       IntTensor a_is_zero = IntTensor::empty(a.shape());
       for (int64_t i = 0; i < a.numel(); ++i) a_is_zero.data()[i] = a.data()[i] == 0.0f;
@@ -210,42 +223,42 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
 
 // y = a + s      da = dout
 Tensor add(const Tensor& a, float b) {
-  Tensor out = binary_op(kernels::Binary::Add, a, b);
+  Tensor out = binary_op(kernels::Binary::Add, a, b, "add");
   record(out, "AddBackward", {a}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
   return out;
 }
 
 // y = a - s      da = dout
 Tensor sub(const Tensor& a, float b) {
-  Tensor out = binary_op(kernels::Binary::Sub, a, b);
+  Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
   record(out, "SubBackward", {a}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
   return out;
 }
 
 // y = s - b      db = -dout
 Tensor sub(float a, const Tensor& b) {
-  Tensor out = binary_op(kernels::Binary::Sub, a, b);
+  Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
   record(out, "RsubBackward", {b}, [](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout)}; });
   return out;
 }
 
 // y = a·s        da = dout·s
 Tensor mul(const Tensor& a, float b) {
-  Tensor out = binary_op(kernels::Binary::Mul, a, b);
+  Tensor out = binary_op(kernels::Binary::Mul, a, b, "mul");
   record(out, "MulBackward", {a}, [b](const Tensor& dout) -> std::vector<Tensor> { return {dout * b}; });
   return out;
 }
 
 // y = a / s      da = dout / s
 Tensor div(const Tensor& a, float b) {
-  Tensor out = binary_op(kernels::Binary::Div, a, b);
+  Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
   record(out, "DivBackward", {a}, [b](const Tensor& dout) -> std::vector<Tensor> { return {dout / b}; });
   return out;
 }
 
 // y = s / b      db = -dout·s / b² = -dout·y / b
 Tensor div(float a, const Tensor& b) {
-  Tensor out = binary_op(kernels::Binary::Div, a, b);
+  Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
   record(out, "RdivBackward", {b},
          [b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout * y / b)}; });
   return out;
@@ -255,8 +268,8 @@ Tensor div(float a, const Tensor& b) {
 Tensor pow(const Tensor& a, float exponent) {
   // a² is the common case (variances, squared errors): a·a is exact and
   // faster than a general power.
-  Tensor out =
-      exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow") : binary_op(kernels::Binary::Pow, a, exponent);
+  Tensor out = exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow")
+                                : binary_op(kernels::Binary::Pow, a, exponent, "pow");
   record(out, "PowBackward", {a}, [a, p = exponent](const Tensor& dout) -> std::vector<Tensor> {
     if (p == 0.0f) return {Tensor::empty(a.shape())};
     return {dout * (pow(a, p - 1.0f) * p)};
@@ -268,28 +281,28 @@ Tensor pow(const Tensor& a, float exponent) {
 
 // y = -x         dx = -dout
 Tensor neg(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Neg, x);
+  Tensor out = unary_op(kernels::Unary::Neg, x, "neg");
   record(out, "NegBackward", {x}, [](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout)}; });
   return out;
 }
 
 // y = eˣ         dx = dout·y
 Tensor exp(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Exp, x);
+  Tensor out = unary_op(kernels::Unary::Exp, x, "exp");
   record(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * y}; });
   return out;
 }
 
 // y = ln x       dx = dout / x
 Tensor log(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Log, x);
+  Tensor out = unary_op(kernels::Unary::Log, x, "log");
   record(out, "LogBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> { return {dout / x}; });
   return out;
 }
 
 // y = √x         dx = dout / (2y)
 Tensor sqrt(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Sqrt, x);
+  Tensor out = unary_op(kernels::Unary::Sqrt, x, "sqrt");
   record(out, "SqrtBackward", {x},
          [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout / (y * 2.0f)}; });
   return out;
@@ -297,15 +310,15 @@ Tensor sqrt(const Tensor& x) {
 
 // y = |x|        dx = dout·sign(x)      (sign 0 = 0: no gradient at the kink)
 Tensor abs(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Abs, x);
+  Tensor out = unary_op(kernels::Unary::Abs, x, "abs");
   record(out, "AbsBackward", {x},
-         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Sign, x)}; });
+         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Sign, x, "abs")}; });
   return out;
 }
 
 // y = tanh x     dx = dout·(1 - y²)
 Tensor tanh(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Tanh, x);
+  Tensor out = unary_op(kernels::Unary::Tanh, x, "tanh");
   record(out, "TanhBackward", {x},
          [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * (1.0f - y * y)}; });
   return out;
@@ -313,7 +326,7 @@ Tensor tanh(const Tensor& x) {
 
 // y = σ(x) = 1 / (1 + e⁻ˣ)      dx = dout·y·(1 - y)
 Tensor sigmoid(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Sigmoid, x);
+  Tensor out = unary_op(kernels::Unary::Sigmoid, x, "sigmoid");
   record(out, "SigmoidBackward", {x},
          [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * y * (1.0f - y)}; });
   return out;
@@ -321,17 +334,18 @@ Tensor sigmoid(const Tensor& x) {
 
 // y = max(x, 0)  dx = dout·[x > 0]      (0 at x = 0)
 Tensor relu(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Relu, x);
+  Tensor out = unary_op(kernels::Unary::Relu, x, "relu");
   record(out, "ReluBackward", {x},
-         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Step, x)}; });
+         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Step, x, "relu")}; });
   return out;
 }
 
 // y = x·Φ(x)     dx = dout·(Φ(x) + x·φ(x))      (Φ, φ: the standard normal cdf and pdf)
 Tensor gelu(const Tensor& x) {
-  Tensor out = unary_op(kernels::Unary::Gelu, x);
-  record(out, "GeluBackward", {x},
-         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::GeluGrad, x)}; });
+  Tensor out = unary_op(kernels::Unary::Gelu, x, "gelu");
+  record(out, "GeluBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
+    return {dout * unary_op(kernels::Unary::GeluGrad, x, "gelu")};
+  });
   return out;
 }
 
@@ -340,6 +354,8 @@ Tensor gelu(const Tensor& x) {
 // y = value where mask ≠ 0, else x      dx = dout where mask = 0, else 0
 // The mask broadcasts to x's shape (not the other way round): y has x's shape.
 Tensor masked_fill(const Tensor& x, const IntTensor& mask, float value) {
+  detail::check_input(x, "masked_fill", "x");
+  detail::check_input(mask, "masked_fill", "mask");
   if (broadcast_shapes(x.shape(), mask.shape(), "masked_fill") != x.shape())
     fail("masked_fill: mask of shape {} does not broadcast to x's shape {}", mask.shape(), x.shape());
   Tensor out(x.to_vector(), x.shape());

@@ -49,6 +49,7 @@ Tensor clamped_norm(const Tensor& x, float p, int64_t dim, float eps) {
 // y = x ⊙ mask,  mask = 0 with probability p, else 1/(1-p)   (so E[y] = x)
 // The mask is a constant to autograd, so dx = dy ⊙ mask comes from mul.
 Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
+  detail::check_input(x, "dropout", "x");
   if (!(p >= 0 && p <= 1)) fail("dropout: probability has to be between 0 and 1, but got {}", p);
   if (!training || p == 0) return x;
   // p == 1 drops every element: the mask is all zeros (never 1/0), as PyTorch's.
@@ -66,6 +67,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
 // NOTE: σ² is computed from the centred values (two passes), not as
 // E[x²] - μ², which in float32 cancels to garbage when |μ| ≫ σ (x ≈ 1e4 + noise).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, float eps) {
+  detail::check_input(x, "layer_norm", "x");
   const int64_t k = normalized_shape.ndim();
   if (k == 0) fail("layer_norm: normalized_shape is empty; give the trailing dims to normalise over");
   bool fits = k <= x.dim();
@@ -178,6 +180,8 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, const Tensor
 
 // loss = (x - target)², reduced; the gradient reaches both x and target.
 Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  detail::check_input(x, "mse_loss", "x");
+  detail::check_input(target, "mse_loss", "target");
   if (x.shape() != target.shape())
     fail("mse_loss: x {} and target {} have different shapes", x.shape(), target.shape());
   Tensor diff = x - target;
@@ -203,6 +207,8 @@ Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
 // NOTE: where 0 < ‖x‖ < eps, PyTorch lets the gradient through its clamp and
 // qkv does not (as clamp_min), so gradients differ there; values agree.
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, float eps) {
+  detail::check_input(x1, "cosine_similarity", "x1");
+  detail::check_input(x2, "cosine_similarity", "x2");
   const Shape shape = broadcast_shapes(x1.shape(), x2.shape(), "cosine_similarity");
   const int64_t d = normalize_dim(dim, shape.ndim(), "cosine_similarity");
   // Expand first: if x1 has size 1 along dim, its norm is that of the repeated vector.
@@ -215,6 +221,7 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, float 
 
 // y = x / max(‖x‖_p, eps)   along dim; p = 2 by default, p = ∞ is max |x|.
 Tensor normalize(const Tensor& x, float p, int64_t dim, float eps) {
+  detail::check_input(x, "normalize", "x");
   if (!(p > 0)) fail("normalize: p must be positive (or inf), got {}", p);
   const int64_t d = normalize_dim(dim, x.dim(), "normalize");
   return x / clamped_norm(x, p, d, eps);  // (*, D, *) / (*, 1, *)

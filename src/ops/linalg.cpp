@@ -15,6 +15,7 @@
 
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
+#include "ops/util.hpp"
 
 namespace qkv {
 
@@ -132,6 +133,8 @@ Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, cons
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::check_input(a, "matmul", "a");
+  detail::check_input(b, "matmul", "b");
   if (a.dim() == 0 || b.dim() == 0) fail("matmul: {} x {}: both operands need at least 1 dim", a.shape(), b.shape());
   const int64_t ka = a.shape()[a.dim() - 1];
   const int64_t kb = b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2];
@@ -163,6 +166,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 // y = x·Wᵀ + b: x (…, K) folds to (R, K) rows as in matmul_folded.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_input(x, "linear", "x");
+  detail::check_input(weight, "linear", "weight");
   if (x.dim() == 0 || weight.dim() != 2)
     fail("linear: input {} and weight {}: need an input with ≥ 1 dim and a 2-d weight (out, in)", x.shape(),
          weight.shape());
@@ -201,6 +206,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 // (B, M, K)·(B, K, N) -> (B, M, N): matmul without broadcasting or 1-D rules.
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  detail::check_input(a, "bmm", "a");
+  detail::check_input(b, "bmm", "b");
   if (a.dim() != 3 || b.dim() != 3) fail("bmm: {} x {}: both operands must be 3-d", a.shape(), b.shape());
   if (a.shape()[0] != b.shape()[0])
     fail("bmm: {} x {}: batch sizes {} and {} differ", a.shape(), b.shape(), a.shape()[0], b.shape()[0]);

@@ -66,6 +66,7 @@ void check_not_empty(const Tensor& x, const char* op) {
 
 // y = Σᵢ xᵢ (shape ())         dx = dy at every position
 Tensor sum(const Tensor& x) {
+  detail::check_input(x, "sum", "x");
   Tensor out = Tensor::empty(Shape());
   if (x.numel() > 0) kernels::reduce(kernels::Reduce::Sum, 1, x.numel(), 1, x.data(), out.data());
   record(out, "SumBackward", {x},
@@ -75,6 +76,7 @@ Tensor sum(const Tensor& x) {
 
 // y[o, i] = Σₖ x[o, k, i]      dx[o, k, i] = dy[o, i] for every k
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::check_input(x, "sum", "x");
   int64_t d = normalize_dim(dim, x.dim(), "sum");
   Tensor out = reduce_along(kernels::Reduce::Sum, x, d, keepdim);
   record(out, "SumBackward", {x}, [shape = x.shape(), d, keepdim](const Tensor& dout) -> std::vector<Tensor> {
@@ -87,12 +89,14 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
 
 // y = Σᵢ xᵢ / N                dx = dy / N
 Tensor mean(const Tensor& x) {
+  detail::check_input(x, "mean", "x");
   check_not_empty(x, "mean");
   return div(sum(x), static_cast<float>(x.numel()));
 }
 
 // y[o, i] = Σₖ x[o, k, i] / n  dx[o, k, i] = dy[o, i] / n
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::check_input(x, "mean", "x");
   int64_t d = normalize_dim(dim, x.dim(), "mean");
   check_not_empty_dim(x, d, "mean");
   int64_t n = x.dim() == 0 ? 1 : x.size(d);
@@ -107,6 +111,7 @@ namespace {
 // dy is split evenly among the positions that hold the extreme value
 // (with one such position, it all goes there).
 Tensor extreme_all(kernels::Reduce op, const Tensor& x, const char* name, const char* backward_name) {
+  detail::check_input(x, name, "x");
   check_not_empty(x, name);
   Tensor out = Tensor::empty(Shape());
   kernels::reduce(op, 1, x.numel(), 1, x.data(), out.data());
@@ -129,6 +134,7 @@ Tensor extreme_all(kernels::Reduce op, const Tensor& x, const char* name, const 
 // (the index argmax/argmin returns); every other position gets 0.
 Tensor extreme_along(kernels::Reduce op, const Tensor& x, int64_t dim, bool keepdim, const char* name,
                      const char* backward_name) {
+  detail::check_input(x, name, "x");
   int64_t d = normalize_dim(dim, x.dim(), name);
   check_not_empty_dim(x, d, name);
   Tensor out = reduce_along(op, x, d, keepdim);
@@ -171,6 +177,7 @@ Tensor min(const Tensor& x, int64_t dim, bool keepdim) {
 
 // The index of the largest element of x flattened (shape ()).
 IntTensor argmax(const Tensor& x) {
+  detail::check_input(x, "argmax", "x");
   check_not_empty(x, "argmax");
   IntTensor out = IntTensor::empty(Shape());
   kernels::argmax(1, x.numel(), 1, x.data(), out.data());
@@ -179,6 +186,7 @@ IntTensor argmax(const Tensor& x) {
 
 // The index of the smallest element of x flattened (shape ()).
 IntTensor argmin(const Tensor& x) {
+  detail::check_input(x, "argmin", "x");
   check_not_empty(x, "argmin");
   IntTensor out = IntTensor::empty(Shape());
   kernels::argmin(1, x.numel(), 1, x.data(), out.data());
@@ -186,6 +194,7 @@ IntTensor argmin(const Tensor& x) {
 }
 
 IntTensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::check_input(x, "argmax", "x");
   int64_t d = normalize_dim(dim, x.dim(), "argmax");
   check_not_empty_dim(x, d, "argmax");
   auto [outer, n, inner] = detail::axis_view(x.shape(), d);
@@ -195,6 +204,7 @@ IntTensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 IntTensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  detail::check_input(x, "argmin", "x");
   int64_t d = normalize_dim(dim, x.dim(), "argmin");
   check_not_empty_dim(x, d, "argmin");
   auto [outer, n, inner] = detail::axis_view(x.shape(), d);

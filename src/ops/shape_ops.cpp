@@ -129,10 +129,14 @@ Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* 
   return out;
 }
 
-// start, start+step, … below end.
+// start, start+step, … below end, for 0 <= start, end and step >= 1. The
+// count ceil((end - start) / step) comes first, so no position is ever
+// computed past end: a loop of p += step would overflow for a huge step.
 std::vector<int64_t> positions(int64_t start, int64_t end, int64_t step) {
-  std::vector<int64_t> pos;
-  for (int64_t p = start; p < end; p += step) pos.push_back(p);
+  const int64_t span = end > start ? end - start : 0;
+  const int64_t count = span / step + (span % step != 0);
+  std::vector<int64_t> pos(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) pos[static_cast<size_t>(i)] = start + i * step;
   return pos;
 }
 
@@ -146,7 +150,7 @@ Shape infer_shape(const Shape& from, Shape shape, const char* op) {
     } else if (shape[d] < 0) {
       fail("{}: invalid size {} in {}", op, shape[d], shape);
     } else {
-      known *= shape[d];
+      known = checked_mul(known, shape[d], op);
     }
   }
   if (infer >= 0) {
@@ -167,15 +171,18 @@ Shape infer_shape(const Shape& from, Shape shape, const char* op) {
 // ---- views: same numbers, new shape -------------------------------------------
 
 Tensor reshape(const Tensor& x, Shape shape) {
+  detail::check_input(x, "reshape", "x");
   return view_as_shape(x, infer_shape(x.shape(), std::move(shape), "reshape"), "ReshapeBackward");
 }
 
 Tensor view(const Tensor& x, Shape shape) {
+  detail::check_input(x, "view", "x");
   return view_as_shape(x, infer_shape(x.shape(), std::move(shape), "view"), "ViewBackward");
 }
 
 // (d₀, …, d_start, …, d_end, …) -> (d₀, …, d_start·…·d_end, …); a 0-d tensor becomes (1).
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  detail::check_input(x, "flatten", "x");
   int64_t start = normalize_dim(start_dim, x.dim(), "flatten");
   int64_t end = normalize_dim(end_dim, x.dim(), "flatten");
   if (x.dim() == 0) return view_as_shape(x, Shape{1}, "FlattenBackward");
@@ -193,6 +200,7 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
 }
 
 Tensor squeeze(const Tensor& x) {
+  detail::check_input(x, "squeeze", "x");
   std::vector<int64_t> dims;
   for (int64_t s : x.shape())
     if (s != 1) dims.push_back(s);
@@ -200,6 +208,7 @@ Tensor squeeze(const Tensor& x) {
 }
 
 Tensor squeeze(const Tensor& x, int64_t dim) {
+  detail::check_input(x, "squeeze", "x");
   int64_t d = normalize_dim(dim, x.dim(), "squeeze");
   if (x.dim() == 0 || x.shape()[d] != 1) return view_as_shape(x, x.shape(), "SqueezeBackward");
   return view_as_shape(x, detail::reduced_shape(x.shape(), d, false), "SqueezeBackward");
@@ -207,6 +216,7 @@ Tensor squeeze(const Tensor& x, int64_t dim) {
 
 // A new size-1 dim at `dim`, which may be 0 … ndim (after the last).
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  detail::check_input(x, "unsqueeze", "x");
   int64_t d = normalize_dim(dim, x.dim() + 1, "unsqueeze");
   std::vector<int64_t> dims = x.shape().dims();
   dims.insert(dims.begin() + d, 1);
@@ -218,6 +228,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
 // y[i_dims[0], i_dims[1], …] = x[i₀, i₁, …]: y's dim k is x's dim dims[k].
 // dx = dout permuted back by the inverse permutation (x's dim dims[k] is y's dim k).
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  detail::check_input(x, "permute", "x");
   const int64_t nd = x.dim();
   if (static_cast<int64_t>(dims.size()) != nd)
     fail("permute: {} dims given for a {}-d tensor of shape {}", dims.size(), nd, x.shape());
@@ -243,6 +254,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
 
 // Swap two dims: the permutation that exchanges dim0 and dim1 (its own inverse).
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  detail::check_input(x, "transpose", "x");
   int64_t d0 = normalize_dim(dim0, x.dim(), "transpose");
   int64_t d1 = normalize_dim(dim1, x.dim(), "transpose");
   if (x.dim() == 0) return view_as_shape(x, x.shape(), "TransposeBackward");
@@ -257,6 +269,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
 // y = x broadcast to `shape`: a size-1 dim repeats its one value (stride 0),
 // new dims go in front.   dx = sum_to(dout, x.shape), the sum over the copies.
 Tensor expand(const Tensor& x, Shape shape) {
+  detail::check_input(x, "expand", "x");
   const int64_t nd = shape.ndim(), lead = shape.ndim() - x.dim();
   if (lead < 0) fail("expand: cannot expand {} to {}: the target has fewer dims", x.shape(), shape);
   const std::vector<int64_t> x_strides = contiguous_strides(x.shape());
@@ -287,6 +300,7 @@ Tensor expand(const Tensor& x, Shape shape) {
 // (r₀, p₀, r₁, p₁, …), viewed as (r₀·p₀, r₁·p₁, …). The gradient comes from
 // expand's: each copy's gradient is summed back.
 Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
+  detail::check_input(x, "repeat", "x");
   const int64_t n = static_cast<int64_t>(repeats.size());
   if (n < x.dim())
     fail("repeat: {} repeats for a {}-d tensor of shape {}: need at least one per dim", n, x.dim(), x.shape());
@@ -297,7 +311,7 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
     int64_t p = k < n - x.dim() ? 1 : x.shape()[k - (n - x.dim())];
     interleaved.insert(interleaved.end(), {1, p});
     tiled.insert(tiled.end(), {r, p});
-    out_dims.push_back(r * p);
+    out_dims.push_back(checked_mul(r, p, "repeat"));
   }
   return reshape(expand(reshape(x, Shape(interleaved)), Shape(tiled)), Shape(out_dims));
 }
@@ -308,6 +322,7 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
 // nᵢ·inner contiguous values of every outer row.   dxᵢ = dout split back.
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   if (xs.empty()) fail("cat: expected a non-empty list of tensors");
+  for (const Tensor& x : xs) detail::check_input(x, "cat", "a tensor in the list");
   const Shape& first = xs[0].shape();
   if (first.ndim() == 0) fail("cat: a 0-d tensor cannot be concatenated (give it a dim with unsqueeze)");
   int64_t d = normalize_dim(dim, first.ndim(), "cat");
@@ -322,7 +337,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   }
   std::vector<int64_t> dims = first.dims();
   dims[static_cast<size_t>(d)] = 0;
-  for (int64_t n : sizes) dims[static_cast<size_t>(d)] += n;
+  for (int64_t n : sizes) dims[static_cast<size_t>(d)] = checked_add(dims[static_cast<size_t>(d)], n, "cat");
   Tensor out = Tensor::empty(Shape(dims));
   auto [outer, total, inner] = detail::axis_view(out.shape(), d);
   int64_t offset = 0;  // where along dim the current input starts
@@ -340,6 +355,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
 // Join equal shapes along a new dim: cat of each x unsqueezed at dim.
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   if (xs.empty()) fail("stack: expected a non-empty list of tensors");
+  for (const Tensor& x : xs) detail::check_input(x, "stack", "a tensor in the list");
   int64_t d = normalize_dim(dim, xs[0].dim() + 1, "stack");
   std::vector<Tensor> parts;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -356,12 +372,13 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
 // its own range, so each gets its own backward (scatter into zeros) and the
 // engine adds them up in dx.
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  detail::check_input(x, "split", "x");
   int64_t d = normalize_dim(dim, x.dim(), "split");
   if (x.dim() == 0) fail("split: cannot split a 0-d tensor");
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) fail("split: negative size {} in the sizes", s);
-    total += s;
+    total = checked_add(total, s, "split");
   }
   if (total != x.shape()[d])
     fail("split: sizes add up to {}, but dim {} of {} has size {}", total, d, x.shape(), x.shape()[d]);
@@ -376,13 +393,14 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 
 // Pieces of split_size (the last one smaller if the size does not divide).
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  detail::check_input(x, "split", "x");
   int64_t d = normalize_dim(dim, x.dim(), "split");
   if (x.dim() == 0) fail("split: cannot split a 0-d tensor");
   int64_t n = x.shape()[d];
   if (split_size < 0 || (split_size == 0 && n != 0))
     fail("split: split_size {} for dim {} of size {}: must be at least 1", split_size, d, n);
   std::vector<int64_t> sizes;
-  for (int64_t start = 0; start < n; start += split_size) sizes.push_back(std::min(split_size, n - start));
+  for (int64_t start = 0; start < n; start += sizes.back()) sizes.push_back(std::min(split_size, n - start));
   if (sizes.empty()) sizes.push_back(0);  // a size-0 dim still gives one (empty) piece
   return split(x, sizes, d);
 }
@@ -390,23 +408,25 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
 // PyTorch's sizing: pieces of ceil(n / chunks), so there may be fewer than
 // `chunks` of them (a size 5 dim in 4 chunks gives 2, 2, 1).
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  detail::check_input(x, "chunk", "x");
   if (chunks < 1) fail("chunk: chunks must be at least 1, got {}", chunks);
   int64_t d = normalize_dim(dim, x.dim(), "chunk");
   if (x.dim() == 0) fail("chunk: cannot chunk a 0-d tensor");
   int64_t n = x.shape()[d];
   if (n == 0) return split(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
-  return split(x, (n + chunks - 1) / chunks, d);
+  return split(x, n / chunks + (n % chunks != 0), d);  // ceil(n / chunks), without n + chunks overflowing
 }
 
 // x[…, start : start+length, …] along dim; start may be negative (from the end).
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  detail::check_input(x, "narrow", "x");
   if (x.dim() == 0) fail("narrow: cannot narrow a 0-d tensor");
   int64_t d = normalize_dim(dim, x.dim(), "narrow");
   int64_t n = x.shape()[d];
   if (start < -n || start > n) fail("narrow: start {} out of range for dim {} of size {}", start, d, n);
   if (start < 0) start += n;
   if (length < 0) fail("narrow: negative length {}", length);
-  if (start + length > n) fail("narrow: start {} + length {} exceeds size {} of dim {}", start, length, n, d);
+  if (length > n - start) fail("narrow: start {} + length {} exceeds size {} of dim {}", start, length, n, d);
   return take(x, d, positions(start, start + length, 1), "NarrowBackward");
 }
 
@@ -414,6 +434,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
 // then both are clamped to 0 … n, so out-of-range bounds give a shorter (or
 // empty) result rather than an error.
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  detail::check_input(x, "slice", "x");
   if (x.dim() == 0) fail("slice: cannot slice a 0-d tensor");
   int64_t d = normalize_dim(dim, x.dim(), "slice");
   if (step < 1) fail("slice: step must be at least 1, got {}", step);
@@ -427,6 +448,8 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 // y[…, j, …] = x[…, index[j], …] along dim.   dx = dout added back at index
 // (an index that appears twice gets both gradients).
 Tensor index_select(const Tensor& x, int64_t dim, const IntTensor& index) {
+  detail::check_input(x, "index_select", "x");
+  detail::check_input(index, "index_select", "index");
   if (index.dim() > 1) fail("index_select: index must be 1-d, got shape {}", index.shape());
   int64_t d = normalize_dim(dim, x.dim(), "index_select");
   if (x.dim() == 0) fail("index_select: cannot index a 0-d tensor");
@@ -441,6 +464,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const IntTensor& index) {
 // The rows weight[ids] as one index_select, reshaped to ids.shape + (D);
 // its gradient adds dout's rows into the rows of weight that were picked.
 Tensor embedding(const IntTensor& ids, const Tensor& weight) {
+  detail::check_input(ids, "embedding", "ids");
+  detail::check_input(weight, "embedding", "weight");
   if (weight.dim() != 2) fail("embedding: weight must be 2-d (V, D), got shape {}", weight.shape());
   const int64_t V = weight.shape()[0], D = weight.shape()[1];
   const int64_t* id = ids.data();

@@ -22,6 +22,7 @@ namespace qkv {
 // yₖ = exp(xₖ) / Σⱼ exp(xⱼ)  along dim
 // dx = y ⊙ (dy - Σⱼ dyⱼ yⱼ)   (the Jacobian diag(y) - y yᵀ applied to dy)
 Tensor softmax(const Tensor& x, int64_t dim) {
+  detail::check_input(x, "softmax", "x");
   int64_t d = normalize_dim(dim, x.dim(), "softmax");
   auto [outer, n, inner] = detail::axis_view(x.shape(), d);
   Tensor out = Tensor::empty(x.shape());
@@ -36,6 +37,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 // yₖ = xₖ - log Σⱼ exp(xⱼ)    along dim
 // dx = dy - softmax(x) · Σⱼ dyⱼ,  with softmax(x) = exp(y)
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  detail::check_input(x, "log_softmax", "x");
   int64_t d = normalize_dim(dim, x.dim(), "log_softmax");
   auto [outer, n, inner] = detail::axis_view(x.shape(), d);
   Tensor out = Tensor::empty(x.shape());
@@ -53,6 +55,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 // NOTE: -1e6, not -inf, as d2l: a row whose valid length is 0 then gets
 // uniform weights 1/K instead of 0/0 = NaN. A length above K keeps every key.
 Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
+  detail::check_input(x, "masked_softmax", "x");
   if (!valid_lens.defined()) return softmax(x, -1);
   if (x.dim() != 3) fail("masked_softmax: x must be 3-D (B, Q, K), got {}", x.shape());
   const int64_t B = x.size(0), Q = x.size(1), K = x.size(2);

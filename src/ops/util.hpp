@@ -3,7 +3,24 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/tensor.hpp>
 
+#include <cstdint>
+
 namespace qkv::detail {
+
+// The check an op makes of each tensor it receives, before it reads a size:
+// the tensor is defined (a default-constructed Tensor or IntTensor has no
+// numbers) and, when the op needs it, has between min_rank and max_rank
+// dims. `arg` names the argument: "index_select: index is an undefined tensor".
+template <class T>
+void check_input(const T& x, const char* op, const char* arg, int64_t min_rank = 0, int64_t max_rank = INT64_MAX) {
+  if (!x.defined()) fail("{}: {} is an undefined tensor", op, arg);
+  const int64_t nd = x.dim();
+  if (nd < min_rank || nd > max_rank) {
+    if (max_rank == INT64_MAX) fail("{}: {} must have at least {} dims, got shape {}", op, arg, min_rank, x.shape());
+    if (min_rank == max_rank) fail("{}: {} must be {}-d, got shape {}", op, arg, min_rank, x.shape());
+    fail("{}: {} must have {} to {} dims, got shape {}", op, arg, min_rank, max_rank, x.shape());
+  }
+}
 
 // A row-major tensor seen as (outer, n, inner) around one dim: outer is the
 // product of the sizes before `dim`, n its size, inner the product after it.

@@ -166,13 +166,13 @@ class IntTensor {
   static IntTensor empty(Shape shape);  // all zeros
 
   bool defined() const { return data_ != nullptr; }
-  const Shape& shape() const { return shape_; }
-  int64_t dim() const { return shape_.ndim(); }
+  const Shape& shape() const;  // an Error on an undefined IntTensor, as every accessor below
+  int64_t dim() const { return shape().ndim(); }
   int64_t size(int64_t dim) const;
-  int64_t numel() const { return shape_.numel(); }
-  int64_t* data() { return data_->data(); }
-  const int64_t* data() const { return data_->data(); }
-  std::vector<int64_t> to_vector() const { return *data_; }
+  int64_t numel() const { return shape().numel(); }
+  int64_t* data();
+  const int64_t* data() const;
+  std::vector<int64_t> to_vector() const;
   int64_t item() const;
   int64_t at(std::initializer_list<int64_t> index) const;
   IntTensor reshape(Shape shape) const;  // same storage, new shape

@@ -96,9 +96,10 @@ class DataLoader {
   }
 
   // Batches per epoch, PyTorch's len(loader): N / B rounded up, or down with drop_last.
+  // (Rounded up as n / b plus one for a remainder: n + b - 1 overflows for a huge b.)
   int64_t size() const {
     int64_t n = dataset_.size(), b = options_.batch_size;
-    return options_.drop_last ? n / b : (n + b - 1) / b;
+    return n / b + (!options_.drop_last && n % b != 0);
   }
   const TensorDataset<Ts...>& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
@@ -121,12 +122,14 @@ class DataLoader {
       load();
     }
     // Batch index_ is the examples order[index_·B, min((index_+1)·B, N)).
+    // index_·B < N here, so it fits; the end is taken as a count, min(B, N - start),
+    // since (index_+1)·B may not fit for a huge B.
     void load() {
       if (!order_ || index_ >= loader_->size()) return;
-      int64_t b = loader_->options_.batch_size;
-      auto first = order_->begin() + index_ * b;
-      auto last = order_->begin() + std::min<int64_t>((index_ + 1) * b, static_cast<int64_t>(order_->size()));
-      batch_ = loader_->dataset_.rows(std::vector<int64_t>(first, last));
+      int64_t b = loader_->options_.batch_size, n = static_cast<int64_t>(order_->size());
+      int64_t start = index_ * b;
+      auto first = order_->begin() + start;
+      batch_ = loader_->dataset_.rows(std::vector<int64_t>(first, first + std::min(b, n - start)));
     }
 
     const DataLoader* loader_;

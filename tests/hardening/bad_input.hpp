@@ -1,0 +1,59 @@
+// The bad-input table of tests/hardening: rows of {description, call,
+// fragment}, each run as its own SUBCASE that expects the call to throw a
+// qkv::Error whose message contains the fragment. A crash, a different
+// exception or a call that returns fails the row.
+#pragma once
+#include <doctest/doctest.h>
+#include <qkv/qkv.hpp>
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace qkv::test {
+
+struct BadInput {
+  std::string description;     // what is wrong with the input
+  std::function<void()> call;  // the call that must throw
+  std::string fragment;        // part of the qkv::Error message it must give
+};
+
+inline void check_bad_inputs(const std::vector<BadInput>& rows) {
+  for (const BadInput& row : rows) {
+    SUBCASE(row.description.c_str()) {
+      CHECK_THROWS_WITH_AS(row.call(), doctest::Contains(row.fragment.c_str()), Error);
+    }
+  }
+}
+
+// Under AddressSanitizer an allocation larger than its own limit (1 TiB)
+// aborts the process instead of throwing std::bad_alloc, unless the run sets
+// ASAN_OPTIONS=allocator_may_return_null=1; rows that need a real failed
+// allocation are left out there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// Whether asking for terabytes fails at the request, so a test may make one:
+// not under AddressSanitizer (above), and not when the kernel overcommits
+// without limit (vm.overcommit_memory = 1), where the request succeeds and
+// zeroing the storage would exhaust the machine instead. Linux's default
+// heuristic (0) and strict accounting (2) refuse a request larger than RAM
+// and swap.
+inline bool huge_allocations_fail() {
+  if (kAddressSanitizer) return false;
+  std::ifstream mode("/proc/sys/vm/overcommit_memory");
+  int value = -1;
+  return mode >> value && (value == 0 || value == 2);
+}
+
+}  // namespace qkv::test

@@ -1,0 +1,201 @@
+// Bad and extreme input for the core: the factories, Shape, and the
+// accessors of Tensor and IntTensor. Each row is an input that used to crash,
+// wrap around or allocate without bound, or one a user could plausibly give;
+// each must end in a qkv::Error naming what was wrong.
+//
+// Expected behaviour comes from PyTorch where it has one (a 0-d tensor has no
+// dim 0: "Dimension specified as 0 but tensor has no dimensions") and from
+// int64 arithmetic otherwise (2⁶²·4 = 2⁶⁴ does not fit).
+#include <doctest/doctest.h>
+#include <qkv/qkv.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "hardening/bad_input.hpp"
+
+using namespace qkv;
+using qkv::test::BadInput;
+using qkv::test::check_bad_inputs;
+
+namespace {
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t k2to62 = int64_t{1} << 62;
+}  // namespace
+
+TEST_CASE("hardening/core: bad input to the factories") {
+  check_bad_inputs({
+      {"zeros: sizes whose product overflows int64",
+       [] {
+         zeros({k2to62, 4});
+       },
+       "overflows int64"},
+      {"zeros: an overflowing product hidden behind a size-0 dim",
+       [] {
+         zeros({0, k2to62, 4});
+       },
+       "shape (0, 4611686018427387904, 4): the number of elements overflows int64"},
+      {"ones: overflow",
+       [] {
+         ones({k2to62, 4});
+       },
+       "overflows int64"},
+      {"full: overflow",
+       [] {
+         full({4, k2to62}, 1.0f);
+       },
+       "overflows int64"},
+      {"rand: overflow",
+       [] {
+         rand({k2to62, k2to62});
+       },
+       "overflows int64"},
+      {"randn: overflow",
+       [] {
+         randn({kMax, 2});
+       },
+       "overflows int64"},
+      {"randint: overflow",
+       [] {
+         randint(0, 2, {kMax, kMax});
+       },
+       "overflows int64"},
+      {"eye(2^32): 2^64 elements", [] { eye(int64_t{1} << 32); }, "overflows int64"},
+      {"eye: n by m overflows", [] { eye(kMax, 3); }, "overflows int64"},
+      {"zeros: more bytes than an address space holds", [] { zeros({int64_t{1} << 50}); },
+       "more than the 281474976710656 bytes that can be addressed"},
+      {"IntTensor::empty: more bytes than can be addressed", [] { IntTensor::empty({int64_t{1} << 46}); },
+       "can be addressed"},
+      {"zeros: a negative size",
+       [] {
+         zeros({2, -1});
+       },
+       "empty: negative size in shape (2, -1)"},
+      {"tensor: values do not fill the shape",
+       [] {
+         tensor({1, 2, 3}, {2, 2});
+       },
+       "3 values do not fill shape (2, 2)"},
+      {"tensor: a negative size whose product matches",
+       [] {
+         tensor({1, 2, 3, 4}, {-2, -2});
+       },
+       "negative size"},
+      {"eye: negative size", [] { eye(-1); }, "eye: sizes -1 and -1 must not be negative"},
+      {"arange: step 0", [] { arange(0, 1, 0); }, "arange: step must be non-zero"},
+      {"arange: NaN end", [] { arange(0, std::numeric_limits<float>::quiet_NaN()); }, "must be finite"},
+      {"arange: infinite end", [] { arange(0, std::numeric_limits<float>::infinity()); }, "must be finite"},
+      {"arange: more elements than int64 holds", [] { arange(0, 1e30f, 1); }, "too many"},
+      {"arange: more elements than can be addressed", [] { arange(0, 3e18f, 1); }, "can be addressed"},
+      {"arange_int: a range wider than int64", [] { arange_int(kMin, kMax); }, "arange_int: [-9223372036854775808, "},
+      {"arange_int: more elements than can be addressed", [] { arange_int(0, kMax); }, "can be addressed"},
+      {"randint: empty range", [] { randint(3, 3, {2}); }, "randint: empty range [3, 3)"},
+  });
+}
+
+TEST_CASE("hardening/core: an allocation the machine cannot make is a qkv::Error naming the shape and bytes") {
+  // 2⁴⁴ floats = 64 TiB: below the address-space cap, so it is really asked
+  // for, and more than any machine running the tests has (RAM and swap).
+  if (!qkv::test::huge_allocations_fail()) return;  // see bad_input.hpp
+  check_bad_inputs({
+      {"zeros of 64 TiB", [] { zeros({int64_t{1} << 44}); },
+       "empty: out of memory allocating shape (17592186044416) (70368744177664 bytes)"},
+  });
+}
+
+TEST_CASE("hardening/core: bad input to Shape and the Tensor and IntTensor accessors") {
+  check_bad_inputs({
+      {"Tensor::size(0) of a 0-d tensor", [] { scalar_tensor(1).size(0); },
+       "size: dim 0 out of range for a 0-d tensor (it has no dims)"},
+      {"Tensor::size(-1) of a 0-d tensor", [] { scalar_tensor(1).size(-1); }, "size: dim -1 out of range for a 0-d"},
+      {"IntTensor::size(0) of a 0-d tensor", [] { int_tensor({7}, Shape{}).size(0); }, "out of range for a 0-d"},
+      {"Tensor::size: dim out of range",
+       [] {
+         zeros({2, 3}).size(2);
+       },
+       "size: dim 2 out of range for a 2-d tensor"},
+      {"Tensor::size: dim INT64_MIN",
+       [] {
+         zeros({2, 3}).size(kMin);
+       },
+       "size: dim -9223372036854775808 out of range"},
+      {"Shape: a dim a 0-d shape does not have", [] { (void)Shape{}[0]; }, "shape (): no dim 0 in a 0-d shape"},
+      {"Shape: a negative dim index",
+       [] {
+         (void)Shape{2, 3}[-1];
+       },
+       "shape (2, 3): no dim -1"},
+      {"Tensor::at: index past the end", [] { zeros({2}).at({2}); }, "at: index 2 out of range for dim 0 of size 2"},
+      {"Tensor::at: INT64_MIN", [] { zeros({2}).at({kMin}); }, "at: index -9223372036854775808 out of range"},
+      {"Tensor::at: too many indices",
+       [] {
+         zeros({2}).at({0, 0});
+       },
+       "at: 2 indices for a tensor of shape (2)"},
+      {"Tensor::at on a 0-d tensor with an index", [] { scalar_tensor(1).at({0}); }, "at: 1 indices for a tensor"},
+      {"Tensor::item of 2 elements", [] { zeros({2}).item(); }, "item: tensor of shape (2) has 2 elements, not 1"},
+      {"Tensor::item of an empty tensor", [] { zeros({0}).item(); }, "has 0 elements, not 1"},
+      {"Tensor(): shape", [] { Tensor().shape(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): item", [] { Tensor().item(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): data", [] { Tensor().data(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): clone", [] { Tensor().clone(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): detach", [] { Tensor().detach(); }, "Tensor: use of an undefined tensor"},
+      {"Tensor(): backward", [] { Tensor().backward(); }, "backward: undefined tensor"},
+      {"IntTensor(): item", [] { IntTensor().item(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): shape", [] { IntTensor().shape(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): numel", [] { IntTensor().numel(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): data", [] { IntTensor().data(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): to_vector", [] { IntTensor().to_vector(); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): at", [] { IntTensor().at({0}); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor(): reshape", [] { IntTensor().reshape({1}); }, "IntTensor: use of an undefined tensor"},
+      {"IntTensor::reshape: negative sizes whose product matches",
+       [] {
+         int_tensor({1, 2, 3, 4}).reshape({-2, -2});
+       },
+       "reshape: invalid size -2 in (-2, -2)"},
+      {"IntTensor::reshape: numel differs",
+       [] {
+         int_tensor({1, 2, 3}).reshape({2, 2});
+       },
+       "reshape: cannot reshape (3) (3 elements) to (2, 2)"},
+      {"IntTensor::reshape: overflowing sizes",
+       [] {
+         int_tensor({}).reshape({0, k2to62, 4});
+       },
+       "overflows int64"},
+      {"IntTensor::at: index past the end",
+       [] {
+         int_tensor({1, 2}).at({2});
+       },
+       "at: index 2 out of range"},
+  });
+}
+
+TEST_CASE("hardening/core: the extremes that are not errors") {
+  SUBCASE("a size-0 dim beside sizes whose product fits is an empty tensor") {
+    CHECK(zeros({0, int64_t{1} << 40}).numel() == 0);
+  }
+  SUBCASE("randint over the whole int64 range stays in it, and over [k, k+1) gives k") {
+    // [low, high) = [INT64_MIN, INT64_MAX): high - low = 2⁶⁴ - 1 only fits unsigned.
+    Generator gen(1);
+    IntTensor wide = randint(kMin, kMax, {64}, gen);
+    bool negative = false, positive = false;
+    for (int64_t v : wide.to_vector()) {
+      CHECK(v < kMax);
+      negative |= v < 0;
+      positive |= v > 0;
+    }
+    CHECK(negative);  // 64 draws, each sign with probability 1/2: both appear but for 2⁻⁶³
+    CHECK(positive);
+    CHECK(randint(kMax - 1, kMax, {3}, gen).to_vector() == std::vector<int64_t>(3, kMax - 1));
+  }
+  SUBCASE("printing a tensor of 100,000 size-1 dims does not recurse once per dim") {
+    std::vector<int64_t> dims(100000, 1);
+    std::string s = to_string(full(Shape(dims), 2.0f));
+    // One bracket per dim around the one element, in qkv's four decimals
+    // (format.hpp): tensor([[…[2.0000]…]]).
+    CHECK(s == "tensor(" + std::string(100000, '[') + "2.0000" + std::string(100000, ']') + ")");
+  }
+}
