@@ -31,7 +31,7 @@ std::string block(const Shape& shape, int64_t d, int64_t offset, size_t indent,
   std::vector<std::string> items;  // the elements (last dim) or sub-blocks
   for (int64_t i = 0; i < size; ++i) {
     if (summarise && size > 2 * kEdgeItems && i == kEdgeItems) {
-      items.push_back(d == shape.ndim() - 1 ? " ..." : "...");
+      items.emplace_back(d == shape.ndim() - 1 ? " ..." : "...");
       i = size - kEdgeItems;
     }
     items.push_back(d == shape.ndim() - 1
@@ -76,7 +76,7 @@ std::vector<int64_t> shown(const Shape& shape, bool summarise) {
   return out;
 }
 
-std::string with_suffix(std::string body, const Shape& shape, const std::string& suffix) {
+std::string with_suffix(const std::string& body, const Shape& shape, const std::string& suffix) {
   std::string s = "tensor(" + body;
   if (shape.numel() == 0 && shape.ndim() != 1) s += ", size=" + shape.str();
   return s + suffix + ")";

@@ -33,7 +33,7 @@ void check_model_state(const nn::Module& model, const TensorMap& state, const st
            model.type_name());
   }
   for (const auto& [name, t] : state)
-    if (shapes.count(name) == 0) unexpected.push_back(name);
+    if (!shapes.contains(name)) unexpected.push_back(name);
   if (!missing.empty() || !unexpected.empty())
     fail("{}: not a checkpoint of this {}: missing keys [{}], unexpected keys [{}]", where, model.type_name(),
          fmt::join(missing, ", "), fmt::join(unexpected, ", "));
