@@ -6,6 +6,7 @@
 #   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
 #   ./qkv.sh bench      build and run the benchmark (build/release/bench; arguments go to it)
 #   ./qkv.sh format     format the C++ sources with clang-format (--check: only report, exit 1 if any differ)
+#   ./qkv.sh tidy       clang-tidy (.clang-tidy's checks) over src/, or the files/folders given; exit 1 on a finding
 #
 # Builds go to build/<preset>/ through CMake presets (CMakePresets.json).
 set -euo pipefail
@@ -74,8 +75,32 @@ case "${1:-}" in
       clang-format -i "${sources[@]}"
     fi
     ;;
+  tidy)
+    # Debian 12's clang-tidy (14), with the flags of the Release build: the
+    # configure step writes build/release/compile_commands.json.
+    install_missing clang-tidy
+    cmake --preset release >/dev/null
+    paths=("${@:2}")
+    [ ${#paths[@]} -gt 0 ] || paths=(src)
+    mapfile -t sources < <(git ls-files -- "${paths[@]}" | grep '\.cpp$')
+    [ ${#sources[@]} -gt 0 ] || { echo "qkv: no .cpp files under: ${paths[*]}" >&2; exit 2; }
+    log=$(mktemp)
+    trap 'rm -f "$log"' EXIT
+    # run-clang-tidy takes regexes on the database's absolute paths.
+    # It colours its output and echoes each command: keep the findings.
+    run-clang-tidy -p build/release -j "$(nproc)" -quiet "${sources[@]/#/^$PWD/}" 2>&1 |
+      sed 's/\x1b\[[0-9;]*m//g' | grep -v -e '^clang-tidy' -e '^[0-9]* warnings\? generated\.$' \
+        -e '^Suppressed [0-9]* warnings' -e '^Use -header-filter' -e '^Running clang-tidy for' | tee "$log" || true
+    # A header's finding is reported once per file that includes it: count each once.
+    found=$( (grep -E '^/.*: (warning|error):' "$log" || true) | sort -u | wc -l)
+    if [ "$found" -gt 0 ]; then
+      echo "qkv: clang-tidy: $found findings in ${#sources[@]} files" >&2
+      exit 1
+    fi
+    echo "qkv: clang-tidy: ${#sources[@]} files, nothing found"
+    ;;
   *)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

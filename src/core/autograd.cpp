@@ -76,7 +76,7 @@ std::vector<TensorImpl*> topological_order(TensorImpl* root) {
     const std::vector<Tensor>& inputs = t->grad_fn ? t->grad_fn->inputs : no_inputs;
     if (next < inputs.size()) {
       TensorImpl* child = inputs[next++].impl().get();
-      if (child && child->requires_grad && seen.insert(child).second) stack.push_back({child, 0});
+      if (child && child->requires_grad && seen.insert(child).second) stack.emplace_back(child, 0);
     } else {
       post_order.push_back(t);
       stack.pop_back();

@@ -224,6 +224,7 @@ StateDict load_safetensors(const std::filesystem::path& path, Metadata* metadata
       fail("{}: tensor '{}': data_offsets [{}, {}] run past the end of the data ({} bytes after the header)", where,
            e.name, e.begin, e.end, data_size);
   std::vector<const Entry*> order;
+  order.reserve(entries.size());
   for (const Entry& e : entries) order.push_back(&e);
   std::sort(order.begin(), order.end(),
             [](const Entry* a, const Entry* b) { return std::tie(a->begin, a->end) < std::tie(b->begin, b->end); });
