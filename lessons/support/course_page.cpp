@@ -205,6 +205,8 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
     fmt::format_to(std::back_inserter(page), fmt::runtime(format), args...);
   };
   auto anchor = [](const CatalogEntry& e) { return fmt::format("lesson-{:02d}", e.number); };
+  // The notes' headings are Chinese: marked so, a browser picks a Chinese font for them.
+  constexpr std::string_view chinese = "lang=\"zh-Hans\" xml:lang=\"zh-Hans\"";
   auto shown = [](State s) { return s == State::Finished || s == State::Failed || s == State::Earlier; };
 
   add("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE html>\n");
@@ -232,8 +234,8 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
                            : r.state == State::Planned ? "planned"
                            : r.state == State::NotRun  ? "not-run"
                                                        : "finished";
-    add("<tr id=\"contents-{:02d}\"><td>{:02d}</td><td>{}</td><td>{}</td><td class=\"state-{}\">{}</td></tr>\n",
-        r.entry.number, r.entry.number, title, xml_escape(r.entry.sections), css, state);
+    add("<tr id=\"contents-{:02d}\"><td>{:02d}</td><td>{}</td><td {}>{}</td><td class=\"state-{}\">{}</td></tr>\n",
+        r.entry.number, r.entry.number, title, chinese, xml_escape(r.entry.sections), css, state);
   }
   add("</table>\n");
 
@@ -243,7 +245,7 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
     const CatalogEntry& e = r.entry;
     add("<section class=\"lesson{}\" id=\"{}\">\n", r.state == State::Failed ? " failed" : "", anchor(e));
     add("<h2>{:02d} · {}</h2>\n", e.number, xml_escape(e.title));
-    add("<p class=\"sections\">Sections of the notes: {}</p>\n", xml_escape(e.sections));
+    add("<p class=\"sections\">Sections of the notes: <span {}>{}</span></p>\n", chinese, xml_escape(e.sections));
     add("<p>Program <code>{}</code>", xml_escape(e.program));
     if (r.source)
       add(": <a class=\"source\" href=\"{}\">its source, lessons/{}.cpp</a>", href(e.program, source_copy_name),
