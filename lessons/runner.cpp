@@ -8,18 +8,27 @@
 //
 // Each lesson is its own program, found in the folder this one is in; the
 // runner prints each one's wall time and a final table, and exits non-zero if
-// any lesson failed.
+// any lesson failed. After a run it writes the course page, DIR/index.html
+// (course_page.hpp): every lesson of the course, with the transcript,
+// pictures and source of each lesson in DIR — those of this run, failed ones
+// with their error, and those an earlier run left there.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "catalog.hpp"
+#include "course_page.hpp"
+
+#ifndef QKV_LESSON_SOURCES_DIR
+#error "the build passes QKV_LESSON_SOURCES_DIR, the folder of the lessons' .cpp files"
+#endif
 
 namespace {
 
@@ -65,8 +74,10 @@ std::vector<CatalogEntry> select(const std::string& which, std::string& error) {
   return chosen;
 }
 
-// Run `program` with `args`, its output going straight to ours; its exit status.
-int run(const std::filesystem::path& program, const std::vector<std::string>& args) {
+// Run `program` with `args`, its output going straight to ours; its exit
+// status. What it prints on stderr is also kept in `errors` (the last few
+// kilobytes), for the course page to show when it fails.
+int run(const std::filesystem::path& program, const std::vector<std::string>& args, std::string& errors) {
   std::vector<char*> argv;
   std::string path = program.string();
   argv.push_back(path.data());
@@ -74,13 +85,36 @@ int run(const std::filesystem::path& program, const std::vector<std::string>& ar
   for (std::string& a : copies) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::fflush(stdout);
+  std::fflush(stderr);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return 127;
   pid_t pid = fork();
-  if (pid < 0) return 127;
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    return 127;
+  }
   if (pid == 0) {
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
     execv(path.c_str(), argv.data());
     fmt::print(stderr, "lessons: cannot run {}\n", path);
     _exit(127);
   }
+  close(pipe_fds[1]);
+  char buffer[4096];
+  for (;;) {  // until the program ends and the pipe closes
+    ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::fwrite(buffer, 1, static_cast<size_t>(n), stderr);
+    std::fflush(stderr);
+    errors.append(buffer, static_cast<size_t>(n));
+    constexpr size_t keep = 8192;
+    if (errors.size() > keep) errors.erase(0, errors.size() - keep);
+  }
+  close(pipe_fds[0]);
   int status = 0;
   if (waitpid(pid, &status, 0) < 0) return 127;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -126,6 +160,7 @@ int main(int argc, char** argv) {
     CatalogEntry entry;
     int status;
     double seconds;
+    std::string errors;  // what it printed on stderr
   };
   std::vector<Outcome> outcomes;
   for (const CatalogEntry& e : chosen) {
@@ -133,10 +168,11 @@ int main(int argc, char** argv) {
     if (!out.empty()) args.insert(args.end(), {"--out", (std::filesystem::path(out) / e.program).string()});
     fmt::print("\n######## lesson {:02d}: {} ({}) ########\n\n", e.number, e.title, e.program);
     auto start = std::chrono::steady_clock::now();
-    int status = run(here / e.program, args);
+    std::string errors;
+    int status = run(here / e.program, args, errors);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print("\n-- lesson {:02d} {} in {:.2f} s\n", e.number, status == 0 ? "finished" : "FAILED", seconds);
-    outcomes.push_back({e, status, seconds});
+    outcomes.push_back({e, status, seconds, errors});
   }
 
   int failed = 0;
@@ -148,5 +184,26 @@ int main(int argc, char** argv) {
   }
   fmt::print("{} of {} lessons ran; {} failed\n", outcomes.size() - static_cast<size_t>(failed), outcomes.size(),
              failed);
+
+  // The course page, beside the lessons' folders.
+  std::vector<qkv::lesson::LessonOutcome> page_outcomes;
+  for (const Outcome& o : outcomes) {
+    std::string message;
+    if (o.status != 0) {
+      message =
+          o.status > 128 ? fmt::format("ended by signal {}", o.status - 128) : fmt::format("exit status {}", o.status);
+      if (!o.errors.empty()) message += "\n" + o.errors;
+    }
+    page_outcomes.push_back({o.entry.number, o.status == 0, message});
+  }
+  try {
+    std::filesystem::path page =
+        qkv::lesson::write_course_page(out.empty() ? std::filesystem::path("out/lessons") : std::filesystem::path(out),
+                                       QKV_LESSON_SOURCES_DIR, page_outcomes);
+    fmt::print("Course page: {}\n", page.string());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lessons: {}\n", e.what());
+    return 1;
+  }
   return failed == 0 ? 0 : 1;
 }

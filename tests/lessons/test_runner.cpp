@@ -50,6 +50,8 @@ TEST_CASE("lessons runner/a range runs those lessons and no others") {
   CHECK(std::filesystem::exists(dir.path / "out" / "02_nadaraya_watson" / "results.json"));
   CHECK(!std::filesystem::exists(dir.path / "out" / "03_parametric_pooling"));
   CHECK(r.output.find("2 of 2 lessons ran; 0 failed") != std::string::npos);
+  // The course page is written after a range too (test_course_page.cpp checks what it holds).
+  CHECK(std::filesystem::exists(dir.path / "out" / "index.html"));
 }
 
 TEST_CASE("lessons runner/one lesson, and what is not a lesson") {

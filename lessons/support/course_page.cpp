@@ -1,0 +1,289 @@
+// The course page (course_page.hpp): reads what each lesson left in its
+// folder (results.json, transcript.txt, the pictures) and writes one XHTML
+// page beside the folders.
+#include "course_page.hpp"
+
+#include <fmt/format.h>
+#include <qkv/core/error.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+#include "catalog.hpp"
+
+namespace qkv::lesson {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The length of the UTF-8 sequence at text[i] and its code point, or 0 if
+// the bytes there are not one well-formed character (a stray continuation
+// byte, a truncated or overlong sequence, a surrogate, or beyond U+10FFFF).
+size_t utf8_char(std::string_view text, size_t i, char32_t& code) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char lead = byte(i);
+  size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+  if (length == 0 || i + length > text.size()) return 0;
+  code = length == 1 ? lead : length == 2 ? (lead & 0x1Fu) : length == 3 ? (lead & 0x0Fu) : (lead & 0x07u);
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3Fu);
+  }
+  static constexpr char32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};  // below these: overlong
+  if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A relative URL to `file` in lesson folder `program`: the two path parts
+// percent-encoded outside the unreserved characters (names are plain ASCII in
+// practice; this keeps any other name a valid link).
+std::string href(std::string_view program, std::string_view file) {
+  auto encode = [](std::string_view part) {
+    std::string encoded;
+    for (char c : part) {
+      auto b = static_cast<unsigned char>(c);
+      bool plain = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || c == '-' || c == '_' ||
+                   c == '.' || c == '~';
+      encoded += plain ? std::string(1, c) : fmt::format("%{:02X}", b);
+    }
+    return encoded;
+  };
+  return encode(program) + "/" + encode(file);
+}
+
+// What a lesson's folder holds, read from its results.json.
+struct Output {
+  struct Picture {
+    std::string file, shows;
+  };
+  std::vector<Picture> pictures;  // those listed that exist, in the lesson's order
+  std::optional<std::string> transcript;
+  std::string problem;  // a results.json that could not be read
+};
+
+std::optional<Output> read_output(const fs::path& folder) {
+  fs::path results = folder / "results.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(results, ec)) return std::nullopt;
+  Output output;
+  try {
+    nlohmann::json doc = nlohmann::json::parse(read_file(results));
+    for (const nlohmann::json& p : doc.value("pictures", nlohmann::json::array())) {
+      Output::Picture picture{p.at("file").get<std::string>(), p.value("shows", std::string())};
+      if (fs::is_regular_file(folder / picture.file, ec)) output.pictures.push_back(std::move(picture));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    output.problem = fmt::format("results.json cannot be read: {}", e.what());
+  }
+  if (fs::is_regular_file(folder / "transcript.txt", ec)) output.transcript = read_file(folder / "transcript.txt");
+  return output;
+}
+
+// Copies the lesson's source into its folder; whether the copy is there.
+bool copy_source(const fs::path& sources, const fs::path& folder, std::string_view program) {
+  std::error_code ec;
+  fs::path from = sources / (std::string(program) + ".cpp");
+  if (!fs::is_regular_file(from, ec)) return false;
+  fs::create_directories(folder, ec);
+  if (ec) return false;
+  fs::copy_file(from, folder / source_copy_name, fs::copy_options::overwrite_existing, ec);
+  return !ec;
+}
+
+// One plain stylesheet: a readable column, the contents as a table, pictures
+// no wider than the page, long transcripts in a scrolling box.
+constexpr std::string_view style = R"(
+body { font-family: sans-serif; line-height: 1.5; color: #222; background: #fff;
+       max-width: 62em; margin: 0 auto; padding: 1em 1.5em 4em; }
+h1 { margin-bottom: 0.2em; }
+h2 { margin-top: 0; }
+a { color: #1a55a0; }
+table.contents { border-collapse: collapse; width: 100%; font-size: 0.95em; }
+table.contents th, table.contents td { text-align: left; vertical-align: top; padding: 0.3em 0.6em;
+                                       border-bottom: 1px solid #ddd; }
+table.contents th { border-bottom: 2px solid #bbb; }
+.state-finished { color: #26712b; }
+.state-failed { color: #b00020; font-weight: bold; }
+.state-planned, .state-not-run { color: #777; }
+section.lesson { border-top: 3px solid #ccc; margin-top: 2.5em; padding-top: 1em; }
+section.failed { border-top-color: #b00020; }
+p.sections { color: #444; }
+figure { margin: 1.2em 0; }
+figure img { display: block; max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
+figcaption { font-size: 0.9em; color: #555; margin-top: 0.3em; }
+pre { background: #f6f6f6; border: 1px solid #e4e4e4; padding: 0.7em; overflow: auto;
+      font-size: 0.82em; line-height: 1.3; }
+pre.transcript { max-height: 40em; }
+pre.error { background: #fdecee; border-color: #f0b8c0; color: #8a0018; }
+)";
+
+}  // namespace
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    char32_t code = 0;
+    size_t length = utf8_char(text, i, code);
+    if (length == 0) {  // not UTF-8: one byte becomes U+FFFD
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    switch (code) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      case '\r':
+        break;
+      default:
+        // XML 1.0 allows tab, newline and U+0020 up; U+FFFE and U+FFFF are not characters.
+        if ((code < 0x20 && code != '\t' && code != '\n') || code == 0xFFFE || code == 0xFFFF)
+          out += "\xEF\xBF\xBD";
+        else
+          out.append(text.substr(i, length));
+    }
+    i += length;
+  }
+  return out;
+}
+
+fs::path write_course_page(const fs::path& out, const fs::path& sources, const std::vector<LessonOutcome>& run) {
+  enum class State { Finished, Failed, Earlier, NotRun, Planned };
+  struct Row {
+    CatalogEntry entry;
+    State state;
+    std::string error;
+    std::optional<Output> output;
+    bool source = false;
+  };
+  std::vector<Row> rows;
+  for (const CatalogEntry& e : catalog) {
+    Row row{e, State::Planned, {}, {}};
+    fs::path folder = out / std::string(e.program);
+    const LessonOutcome* outcome = nullptr;
+    for (const LessonOutcome& o : run)
+      if (o.number == e.number) outcome = &o;
+    if (outcome && !outcome->ok) {
+      row.state = State::Failed;
+      row.error = outcome->error;
+    } else if (e.written) {
+      row.output = read_output(folder);
+      row.state = outcome ? State::Finished : row.output ? State::Earlier : State::NotRun;
+      if (outcome && !row.output) row.output = Output{{}, {}, "it finished but left no results.json"};
+    }
+    if (row.state == State::Finished || row.state == State::Failed || row.state == State::Earlier)
+      row.source = copy_source(sources, folder, e.program);
+    rows.push_back(std::move(row));
+  }
+
+  std::string page;
+  auto add = [&page](fmt::string_view format, auto&&... args) {
+    fmt::format_to(std::back_inserter(page), fmt::runtime(format), args...);
+  };
+  auto anchor = [](const CatalogEntry& e) { return fmt::format("lesson-{:02d}", e.number); };
+  // The notes' headings are Chinese: marked so, a browser picks a Chinese font for them.
+  constexpr std::string_view chinese = "lang=\"zh-Hans\" xml:lang=\"zh-Hans\"";
+  auto shown = [](State s) { return s == State::Finished || s == State::Failed || s == State::Earlier; };
+
+  add("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE html>\n");
+  add("<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\" xml:lang=\"en\">\n<head>\n");
+  add("<meta charset=\"UTF-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n");
+  add("<title>The qkv course</title>\n<style>{}</style>\n</head>\n<body>\n", style);
+  add("<h1>The qkv course</h1>\n");
+  add("<p>Attention, one lesson at a time, following the five study notes (documents 000–004). Each lesson "
+      "below shows what its program printed, the pictures it drew and its source; its folder beside this page "
+      "also holds <code>results.json</code>, the numbers the tests check. Run a lesson again with "
+      "<code>build/release/lessons/lessons N</code>.</p>\n");
+
+  // The contents: every lesson of the catalogue, with where it stands.
+  add("<h2 id=\"contents\">Contents</h2>\n<table class=\"contents\">\n");
+  add("<tr><th>#</th><th>lesson</th><th>sections of the notes</th><th>state</th></tr>\n");
+  for (const Row& r : rows) {
+    std::string title = xml_escape(r.entry.title);
+    if (shown(r.state)) title = fmt::format("<a href=\"#{}\">{}</a>", anchor(r.entry), title);
+    std::string_view state = r.state == State::Finished  ? "finished"
+                             : r.state == State::Failed  ? "failed"
+                             : r.state == State::Earlier ? "from an earlier run"
+                             : r.state == State::NotRun  ? "not run yet"
+                                                         : "planned";
+    std::string_view css = r.state == State::Failed    ? "failed"
+                           : r.state == State::Planned ? "planned"
+                           : r.state == State::NotRun  ? "not-run"
+                                                       : "finished";
+    add("<tr id=\"contents-{:02d}\"><td>{:02d}</td><td>{}</td><td {}>{}</td><td class=\"state-{}\">{}</td></tr>\n",
+        r.entry.number, r.entry.number, title, chinese, xml_escape(r.entry.sections), css, state);
+  }
+  add("</table>\n");
+
+  // One section per lesson that ran or left output.
+  for (const Row& r : rows) {
+    if (!shown(r.state)) continue;
+    const CatalogEntry& e = r.entry;
+    add("<section class=\"lesson{}\" id=\"{}\">\n", r.state == State::Failed ? " failed" : "", anchor(e));
+    add("<h2>{:02d} · {}</h2>\n", e.number, xml_escape(e.title));
+    add("<p class=\"sections\">Sections of the notes: <span {}>{}</span></p>\n", chinese, xml_escape(e.sections));
+    add("<p>Program <code>{}</code>", xml_escape(e.program));
+    if (r.source)
+      add(": <a class=\"source\" href=\"{}\">its source, lessons/{}.cpp</a>", href(e.program, source_copy_name),
+          xml_escape(e.program));
+    add(" · <a href=\"#contents\">contents</a></p>\n");
+    if (r.state == State::Failed) {
+      add("<p class=\"state-failed\">This lesson failed in this run:</p>\n");
+      add("<pre class=\"error\">{}</pre>\n", xml_escape(r.error));
+    } else {
+      if (r.state == State::Earlier)
+        add("<p class=\"state-not-run\">Not run this time: what an earlier run left in its folder.</p>\n");
+      if (!r.output->problem.empty()) add("<pre class=\"error\">{}</pre>\n", xml_escape(r.output->problem));
+      for (const Output::Picture& p : r.output->pictures) {
+        std::string caption = xml_escape(p.shows.empty() ? p.file : p.shows);
+        if (fs::path(p.file).extension() == ".svg")
+          add("<figure><img src=\"{}\" alt=\"{}\"/><figcaption>{} (<code>{}</code>)</figcaption></figure>\n",
+              xml_escape(href(e.program, p.file)), caption, caption, xml_escape(p.file));
+        else  // the graphs' Graphviz sources
+          add("<p>{}: <a href=\"{}\">{}</a></p>\n", caption, xml_escape(href(e.program, p.file)), xml_escape(p.file));
+      }
+      if (r.output->transcript) {
+        add("<h3>Transcript</h3>\n");
+        // (An HTML parser drops a newline right after <pre>: a transcript starts with its header line.)
+        add("<pre class=\"transcript\">{}</pre>\n", xml_escape(*r.output->transcript));
+      }
+    }
+    add("</section>\n");
+  }
+  add("</body>\n</html>\n");
+
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  fs::path file = out / "index.html";
+  std::ofstream stream(file, std::ios::binary);
+  stream << page;
+  stream.close();
+  if (!stream) fail("course page: cannot write {}", file.string());
+  return file;
+}
+
+}  // namespace qkv::lesson
