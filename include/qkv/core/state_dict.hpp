@@ -31,7 +31,7 @@ struct StateKey {
   std::string name;
   Shape shape;
   bool required = true;
-  std::string note = "";
+  std::string note{};
 };
 // Every key the owner knows, in the owner's order (a model's registration
 // order), which is the order missing keys are listed in.
