@@ -148,8 +148,8 @@ def build(w):
         cross_entropy(w, f"cross_entropy/kdim_smooth_weight_{red}", w.randn(3, 4, 5), t, wt, ignore_index=2,
                       reduction=red, label_smoothing=0.1)
     t = torch.tensor(1)
-    cross_entropy(w, "cross_entropy/unbatched_smooth_weight_mean", w.randn(4), t, wt,  # logits (C), target (), all options
-                  label_smoothing=0.3)
+    # logits (C) with target (), every option
+    cross_entropy(w, "cross_entropy/unbatched_smooth_weight_mean", w.randn(4), t, wt, label_smoothing=0.3)
     t = torch.tensor([0, 2, 1])
     cross_entropy(w, "cross_entropy/smooth_one_mean", w.randn(3, 5), t,  # ε = 1: only the uniform target is left
                   label_smoothing=1.0)
