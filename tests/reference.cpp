@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -43,9 +44,15 @@ Cases load(const std::string& group) {
       std::getline(in, line);
       std::istringstream values(line);
       if (kind == "float") {
+        // strtof, not >>: it reads the "inf" and "nan" Python writes (normalize's p = inf).
         std::vector<float> v(static_cast<size_t>(shape.numel()));
-        for (auto& x : v) values >> x;
-        if (!values && shape.numel() > 0) fail("reference: {}: {}.{}: too few values", path, current->name, key);
+        std::string word;
+        for (auto& x : v) {
+          if (!(values >> word)) fail("reference: {}: {}.{}: too few values", path, current->name, key);
+          char* end = nullptr;
+          x = std::strtof(word.c_str(), &end);
+          if (*end != '\0') fail("reference: {}: {}.{}: '{}' is not a number", path, current->name, key, word);
+        }
         current->floats[key] = Tensor(std::move(v), shape);
       } else {
         std::vector<int64_t> v(static_cast<size_t>(shape.numel()));

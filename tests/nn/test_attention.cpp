@@ -6,6 +6,8 @@
 #include <qkv/nn/attention.hpp>
 #include <qkv/qkv.hpp>
 
+#include <string>
+
 #include "reference.hpp"
 
 using namespace qkv;
@@ -13,6 +15,9 @@ using namespace qkv;
 namespace {
 
 IntTensor lens_of(const test::RefCase& c) { return c.has("valid_lens") ? c.ints_at("valid_lens") : IntTensor(); }
+
+// The shape of the case's parameter p.<key> (a Linear's weight is (out, in)).
+Shape param_shape(const test::RefCase& c, const std::string& key) { return c.tensor("p." + key).shape(); }
 
 // d2l's example inputs (d2l 11.3): keys all ones, so every key scores the
 // same and the weights are uniform over the valid keys; values 0 … 39 as ten
@@ -53,9 +58,12 @@ TEST_CASE("nn/attention: d2l's printed examples") {
 }
 
 TEST_CASE("nn/attention: additive attention against torch") {
-  for (const char* name : {"additive/1d_lens", "additive/2d_lens", "additive/no_lens"}) {
+  for (const std::string& name : test::reference_cases("nn_attention", "additive/")) {
     CAPTURE(name);
-    nn::AdditiveAttention attention(3, 5, 8, 0.1f);
+    // Sizes from the case: W_k (num_hiddens, key_size), W_q (num_hiddens, query_size).
+    const test::RefCase& ref = test::reference("nn_attention", name);
+    const Shape W_k = param_shape(ref, "W_k.weight"), W_q = param_shape(ref, "W_q.weight");
+    nn::AdditiveAttention attention(W_k[1], W_q[1], W_k[0], 0.1f);
     attention.eval();
     test::check_module_against_torch("nn_attention", name, attention,
                                      [&](const std::vector<Tensor>& x, const test::RefCase& c) {
@@ -66,7 +74,7 @@ TEST_CASE("nn/attention: additive attention against torch") {
 }
 
 TEST_CASE("nn/attention: scaled dot-product attention against torch") {
-  for (const char* name : {"dot/1d_lens", "dot/2d_lens", "dot/no_lens"}) {
+  for (const std::string& name : test::reference_cases("nn_attention", "dot/")) {
     CAPTURE(name);
     nn::DotProductAttention attention(0.2f);
     attention.eval();
@@ -112,9 +120,15 @@ TEST_CASE("nn/attention: transpose_qkv and transpose_output") {
 }
 
 TEST_CASE("nn/attention: multi-head attention against torch") {
-  for (const char* name : {"mha/1d_lens", "mha/2d_lens", "mha/bias_no_lens"}) {
+  // Every mha/ case, mha/sizes too (checked further below with its sizes named).
+  for (const std::string& name : test::reference_cases("nn_attention", "mha/")) {
     CAPTURE(name);
-    nn::MultiHeadAttention attention(12, 3, 0.3f, std::string(name) == "mha/bias_no_lens");
+    // Sizes from the case: W_q (num_hiddens, query_size), W_k (·, key_size), W_v (·, value_size);
+    // num_heads written into it; a bias when the case has p.W_q.bias.
+    const test::RefCase& ref = test::reference("nn_attention", name);
+    const Shape W_q = param_shape(ref, "W_q.weight");
+    nn::MultiHeadAttention attention(param_shape(ref, "W_k.weight")[1], W_q[1], param_shape(ref, "W_v.weight")[1],
+                                     W_q[0], ref.ints_at("num_heads").item(), 0.3f, ref.has("p.W_q.bias"));
     attention.eval();
     test::check_module_against_torch("nn_attention", name, attention,
                                      [&](const std::vector<Tensor>& x, const test::RefCase& c) {

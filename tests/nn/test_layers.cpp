@@ -9,26 +9,26 @@
 #include <qkv/qkv.hpp>
 
 #include <cmath>
+#include <string>
 
 #include "reference.hpp"
 
 using namespace qkv;
 using qkv::test::check_module_against_torch;
+using qkv::test::reference_cases;
 
 // ---- Embedding -------------------------------------------------------------------
 
 TEST_CASE("nn/embedding: against PyTorch") {
-  SUBCASE("an id used several times gets every gradient contribution") {
-    nn::Embedding emb(7, 4);
-    check_module_against_torch(
-        "nn_layers", "embedding/repeated_ids", emb,
-        [&](const std::vector<Tensor>&, const test::RefCase& c) { return std::vector<Tensor>{emb(c.ints_at("ids"))}; });
-  }
-  SUBCASE("1-d ids") {
-    nn::Embedding emb(5, 3);
-    check_module_against_torch(
-        "nn_layers", "embedding/1d", emb,
-        [&](const std::vector<Tensor>&, const test::RefCase& c) { return std::vector<Tensor>{emb(c.ints_at("ids"))}; });
+  // repeated_ids: an id used several times gets every gradient contribution; 1d: 1-d ids.
+  for (const std::string& name : reference_cases("nn_layers", "embedding/")) {
+    SUBCASE(name.c_str()) {
+      const Shape table = test::reference("nn_layers", name).tensor("p.weight").shape();  // (num_embeddings, dim)
+      nn::Embedding emb(table[0], table[1]);
+      check_module_against_torch("nn_layers", name, emb, [&](const std::vector<Tensor>&, const test::RefCase& c) {
+        return std::vector<Tensor>{emb(c.ints_at("ids"))};
+      });
+    }
   }
 }
 
@@ -136,24 +136,18 @@ TEST_CASE("nn/dropout: errors and printing") {
 // ---- LayerNorm -------------------------------------------------------------------
 
 TEST_CASE("nn/layer_norm: against PyTorch") {
-  SUBCASE("over the last dim") {
-    nn::LayerNorm ln(5);
-    check_module_against_torch(
-        "nn_layers", "layer_norm/last_dim", ln,
-        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
-  }
-  SUBCASE("over the last two dims") {
-    nn::LayerNorm ln(Shape{3, 4});
-    check_module_against_torch(
-        "nn_layers", "layer_norm/last_two_dims", ln,
-        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
-  }
-  SUBCASE("without affine parameters") {
-    nn::LayerNorm ln(6, 1e-3f, false);
-    CHECK(ln.parameters().empty());
-    check_module_against_torch(
-        "nn_layers", "layer_norm/no_affine", ln,
-        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{ln(x[0])}; });
+  // Over the last dim, over the last two, and without affine parameters; each
+  // case holds the constructor's arguments.
+  for (const std::string& name : reference_cases("nn_layers", "layer_norm/")) {
+    SUBCASE(name.c_str()) {
+      const test::RefCase& c = test::reference("nn_layers", name);
+      const bool affine = c.ints_at("elementwise_affine").item() != 0;
+      nn::LayerNorm ln(Shape(c.ints_at("normalized_shape").to_vector()), c.tensor("eps").item(), affine);
+      if (!affine) CHECK(ln.parameters().empty());
+      check_module_against_torch("nn_layers", name, ln, [&](const std::vector<Tensor>& x, const test::RefCase&) {
+        return std::vector<Tensor>{ln(x[0])};
+      });
+    }
   }
 }
 

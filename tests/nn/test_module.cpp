@@ -5,6 +5,7 @@
 #include <qkv/qkv.hpp>
 
 #include <cmath>
+#include <string>
 
 #include "reference.hpp"
 
@@ -299,13 +300,16 @@ TEST_CASE("nn/linear") {
     CHECK(nn::Linear(400, 50, true, again).weight.to_vector() == lin.weight.to_vector());  // seeded
   }
   SUBCASE("against torch.nn.Linear") {
-    nn::Linear with_bias(5, 3), without(7, 2, false);
-    test::check_module_against_torch(
-        "nn_module", "linear/bias", with_bias,
-        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{with_bias(x[0])}; });
-    test::check_module_against_torch(
-        "nn_module", "linear/no_bias", without,
-        [&](const std::vector<Tensor>& x, const test::RefCase&) { return std::vector<Tensor>{without(x[0])}; });
+    // Sizes from the case's p.weight (out_features, in_features); a bias when it has p.bias.
+    for (const std::string& name : test::reference_cases("nn_module", "linear/")) {
+      CAPTURE(name);
+      const test::RefCase& ref = test::reference("nn_module", name);
+      const Shape weight = ref.tensor("p.weight").shape();
+      nn::Linear lin(weight[1], weight[0], ref.has("p.bias"));
+      test::check_module_against_torch("nn_module", name, lin, [&](const std::vector<Tensor>& x, const test::RefCase&) {
+        return std::vector<Tensor>{lin(x[0])};
+      });
+    }
   }
   SUBCASE("errors") {
     nn::Linear lin(5, 3);

@@ -8,6 +8,8 @@
 #include <qkv/qkv.hpp>
 
 #include <cmath>
+#include <string>
+#include <type_traits>
 
 #include "reference.hpp"
 
@@ -17,7 +19,7 @@ using qkv::test::RefCase;
 
 namespace {
 
-// The reference sizes (nn_rnn.py): I = 3, H = 5, T = 6, B = 2.
+// Sizes for the checks of shapes below (nn_rnn.py uses the same: I = 3, H = 5).
 constexpr int64_t I = 3, H = 5;
 
 // x0 is x; x1, if present, is h0.
@@ -37,6 +39,22 @@ void check_lstm(const std::string& name, nn::LSTM& m) {
   });
 }
 
+// Build the layer the case was made with (its constructor arguments are in
+// the case: layers, bias, batch_first, dropout, and eval mode when training
+// is 0) and compare it with PyTorch.
+template <class M>
+void check_layer(const std::string& name) {
+  const RefCase& c = test::reference("nn_rnn", name);
+  auto arg = [&](const char* key) { return c.ints_at(key).item(); };
+  M m(arg("input_size"), arg("hidden_size"), arg("num_layers"), arg("bias") != 0, arg("batch_first") != 0,
+      c.tensor("dropout").item());
+  if (arg("training") == 0) m.eval();
+  if constexpr (std::is_same_v<M, nn::LSTM>)
+    check_lstm(name, m);
+  else
+    check_rnn(name, m);
+}
+
 std::vector<std::string> names(const nn::Module& m) {
   std::vector<std::string> out;
   for (auto& [name, p] : m.named_parameters()) out.push_back(name);
@@ -48,81 +66,20 @@ std::vector<std::string> names(const nn::Module& m) {
 // ---- against PyTorch -------------------------------------------------------------------
 
 TEST_CASE("nn/rnn: against PyTorch") {
-  SUBCASE("one layer") {
-    nn::RNN m(I, H);
-    check_rnn("rnn/one_layer", m);
-  }
-  SUBCASE("two layers with h0") {
-    nn::RNN m(I, H, 2);
-    check_rnn("rnn/two_layers_h0", m);
-  }
-  SUBCASE("batch_first, no bias") {
-    nn::RNN m(I, H, 1, /*bias=*/false, /*batch_first=*/true);
-    check_rnn("rnn/batch_first_no_bias", m);
+  for (const std::string& name : test::reference_cases("nn_rnn", "rnn/")) {
+    SUBCASE(name.c_str()) { check_layer<nn::RNN>(name); }
   }
 }
 
 TEST_CASE("nn/gru: against PyTorch") {
-  SUBCASE("two layers") {
-    nn::GRU m(I, H, 2);
-    check_rnn("gru/two_layers", m);
-  }
-  SUBCASE("two layers with h0") {
-    nn::GRU m(I, H, 2);
-    check_rnn("gru/two_layers_h0", m);
-  }
-  SUBCASE("batch_first") {
-    nn::GRU m(I, H, 2, true, true);
-    check_rnn("gru/batch_first", m);
-  }
-  SUBCASE("batch_first with h0") {
-    nn::GRU m(I, H, 2, true, true);
-    check_rnn("gru/batch_first_h0", m);
-  }
-  SUBCASE("no bias") {
-    nn::GRU m(I, H, 1, false);
-    check_rnn("gru/no_bias", m);
-  }
-  SUBCASE("unbatched (T, I) with h0 (L, H)") {
-    nn::GRU m(I, H, 2);
-    check_rnn("gru/unbatched_h0", m);
-  }
-  SUBCASE("one step") {
-    nn::GRU m(I, H);
-    check_rnn("gru/one_step", m);
-  }
-  SUBCASE("three layers, dropout 0.5, eval mode") {
-    nn::GRU m(I, H, 3, true, false, 0.5f);
-    m.eval();
-    check_rnn("gru/dropout_eval", m);
+  for (const std::string& name : test::reference_cases("nn_rnn", "gru/")) {
+    SUBCASE(name.c_str()) { check_layer<nn::GRU>(name); }
   }
 }
 
 TEST_CASE("nn/lstm: against PyTorch") {
-  SUBCASE("two layers") {
-    nn::LSTM m(I, H, 2);
-    check_lstm("lstm/two_layers", m);
-  }
-  SUBCASE("two layers with (h0, c0)") {
-    nn::LSTM m(I, H, 2);
-    check_lstm("lstm/two_layers_state", m);
-  }
-  SUBCASE("batch_first") {
-    nn::LSTM m(I, H, 2, true, true);
-    check_lstm("lstm/batch_first", m);
-  }
-  SUBCASE("batch_first with (h0, c0)") {
-    nn::LSTM m(I, H, 2, true, true);
-    check_lstm("lstm/batch_first_state", m);
-  }
-  SUBCASE("unbatched with (h0, c0)") {
-    nn::LSTM m(I, H);
-    check_lstm("lstm/unbatched_state", m);
-  }
-  SUBCASE("two layers, dropout 0.3, eval mode") {
-    nn::LSTM m(I, H, 2, true, false, 0.3f);
-    m.eval();
-    check_lstm("lstm/dropout_eval", m);
+  for (const std::string& name : test::reference_cases("nn_rnn", "lstm/")) {
+    SUBCASE(name.c_str()) { check_layer<nn::LSTM>(name); }
   }
 }
 

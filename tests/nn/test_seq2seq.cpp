@@ -11,6 +11,7 @@
 #include <qkv/qkv.hpp>
 
 #include <cmath>
+#include <string>
 
 #include "reference.hpp"
 
@@ -19,17 +20,19 @@ using qkv::test::check_against_torch;
 using qkv::test::check_close;
 using qkv::test::check_module_against_torch;
 using qkv::test::RefCase;
+using qkv::test::reference_cases;
 
 // ---- sequence_mask -------------------------------------------------------------------
 
 TEST_CASE("nn/seq2seq: sequence_mask") {
   SUBCASE("against PyTorch (values and gradients)") {
-    check_against_torch("nn_seq2seq", "sequence_mask/2d", [](const std::vector<Tensor>& x, const RefCase& c) {
-      return sequence_mask(x[0], c.ints_at("valid_len"));
-    });
-    check_against_torch("nn_seq2seq", "sequence_mask/3d_value", [](const std::vector<Tensor>& x, const RefCase& c) {
-      return sequence_mask(x[0], c.ints_at("valid_len"), -1);
-    });
+    for (const std::string& name : reference_cases("nn_seq2seq", "sequence_mask/")) {
+      SUBCASE(name.c_str()) {
+        check_against_torch("nn_seq2seq", name, [](const std::vector<Tensor>& x, const RefCase& c) {
+          return sequence_mask(x[0], c.ints_at("valid_len"), c.tensor("value").item());
+        });
+      }
+    }
   }
   SUBCASE("d2l's printed examples") {
     Tensor X = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
@@ -56,7 +59,8 @@ TEST_CASE("nn/seq2seq: sequence_mask") {
 
 TEST_CASE("nn/seq2seq: masked_softmax_cross_entropy") {
   SUBCASE("against PyTorch (d2l's MaskedSoftmaxCELoss)") {
-    for (const char* name : {"loss/masked", "loss/long_valid_len"}) {
+    for (const std::string& name : reference_cases("nn_seq2seq", "loss/")) {
+      CAPTURE(name);
       check_against_torch("nn_seq2seq", name, [](const std::vector<Tensor>& x, const RefCase& c) {
         return nn::masked_softmax_cross_entropy(x[0], c.ints_at("label"), c.ints_at("valid_len"));
       });
@@ -110,10 +114,17 @@ TEST_CASE("nn/seq2seq: Seq2SeqEncoder against PyTorch") {
 
 TEST_CASE("nn/seq2seq: Seq2SeqAttentionDecoder against PyTorch, end to end") {
   // Source padded ([7, 3, 5] of 7 steps), target of 5 steps, two vocabularies.
-  for (auto [name, layers] : {std::pair{"bahdanau/one_layer", 1}, std::pair{"bahdanau/two_layers", 2}}) {
+  // Sizes from the case's parameters: each embedding is (vocab, embed), a GRU's
+  // weight_hh (3·hidden, hidden); the number of layers is written into it.
+  for (const std::string& name : reference_cases("nn_seq2seq", "bahdanau/")) {
     CAPTURE(name);
-    auto encoder = std::make_shared<nn::Seq2SeqEncoder>(11, 5, 6, layers);
-    auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(9, 4, 6, layers);
+    const RefCase& ref = qkv::test::reference("nn_seq2seq", name);
+    const Shape src = ref.tensor("p.encoder.embedding.weight").shape();
+    const Shape tgt = ref.tensor("p.decoder.embedding.weight").shape();
+    const int64_t hidden = ref.tensor("p.encoder.rnn.weight_hh_l0").shape()[1];
+    const int64_t layers = ref.ints_at("num_layers").item();
+    auto encoder = std::make_shared<nn::Seq2SeqEncoder>(src[0], src[1], hidden, layers);
+    auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(tgt[0], tgt[1], hidden, layers);
     nn::EncoderDecoder model(encoder, decoder);
     check_module_against_torch("nn_seq2seq", name, model, [&](const std::vector<Tensor>&, const RefCase& c) {
       IntTensor enc_X = c.ints_at("enc_X"), dec_X = c.ints_at("dec_X"), lens = c.ints_at("enc_valid_lens");

@@ -9,6 +9,7 @@
 #include <qkv/qkv.hpp>
 
 #include <cmath>
+#include <string>
 
 #include "reference.hpp"
 
@@ -117,11 +118,17 @@ TEST_CASE("nn/transformer: encoder block") {
     CHECK(blk(ones({2, 100, 24}), int_tensor({3, 2})).shape() == Shape{2, 100, 24});
   }
   SUBCASE("against torch") {
-    for (bool use_bias : {false, true}) {
-      CAPTURE(use_bias);
-      nn::TransformerEncoderBlock blk(12, 20, 3, 0.4f, use_bias);
+    // Sizes from the case's FFN weight p.ffn.dense1.weight (ffn_num_hiddens,
+    // num_hiddens); attention biases when it has p.attention.W_q.bias;
+    // num_heads written into it.
+    for (const std::string& name : test::reference_cases("nn_transformer", "encoder_block")) {
+      CAPTURE(name);
+      const test::RefCase& ref = test::reference("nn_transformer", name);
+      const Shape dense1 = ref.tensor("p.ffn.dense1.weight").shape();
+      nn::TransformerEncoderBlock blk(dense1[1], dense1[0], ref.ints_at("num_heads").item(), 0.4f,
+                                      ref.has("p.attention.W_q.bias"));
       blk.eval();
-      test::check_module_against_torch("nn_transformer", use_bias ? "encoder_block/bias" : "encoder_block", blk,
+      test::check_module_against_torch("nn_transformer", name, blk,
                                        [&](const std::vector<Tensor>& x, const test::RefCase& c) {
                                          return std::vector<Tensor>{blk(x[0], c.ints_at("valid_lens"))};
                                        });

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "reference.hpp"
 
@@ -16,9 +17,16 @@ using namespace qkv;
 using qkv::test::check_against_torch;
 using qkv::test::check_close;
 using qkv::test::RefCase;
+using qkv::test::reference_cases;
 using Inputs = std::vector<Tensor>;
 
 namespace {
+
+// Each case of tools/reference/functional.py holds the op's arguments besides
+// its tensors (reduction, dim, eps, …); the tests read them from it.
+int64_t int_arg(const RefCase& c, const std::string& key) { return c.ints_at(key).item(); }
+float float_arg(const RefCase& c, const std::string& key) { return c.tensor(key).item(); }
+Reduction reduction_arg(const RefCase& c) { return static_cast<Reduction>(int_arg(c, "reduction")); }
 
 bool all_finite(const Tensor& t) {
   for (float v : t.to_vector())
@@ -110,18 +118,17 @@ TEST_CASE("ops/layer_norm") {
   }
 
   SUBCASE("against torch") {
-    auto affine = [](Shape s) {
-      return [s](const Inputs& x, const RefCase&) { return layer_norm(x[0], s, x[1], x[2]); };
-    };
-    check_against_torch("functional", "layer_norm/last_dim_affine", affine(Shape{5}));
-    check_against_torch("functional", "layer_norm/two_dims_affine", affine(Shape{4, 5}));
-    check_against_torch("functional", "layer_norm/one_row_no_affine",
-                        [](const Inputs& x, const RefCase&) { return layer_norm(x[0], Shape{7}); });
-    check_against_torch("functional", "layer_norm/whole_tensor_eps", [](const Inputs& x, const RefCase&) {
-      return layer_norm(x[0], Shape{3, 1, 5}, Tensor(), Tensor(), 1e-3f);
-    });
-    // ±1e4 inputs
-    check_against_torch("functional", "layer_norm/large_inputs", affine(Shape{6}));
+    // x0 the input, then weight and bias when the case has them (x1, x2).
+    for (const std::string& name : reference_cases("functional", "layer_norm/")) {
+      SUBCASE(name.c_str()) {
+        check_against_torch("functional", name, [](const Inputs& x, const RefCase& c) {
+          Shape normalized_shape(c.ints_at("normalized_shape").to_vector());
+          Tensor weight = x.size() > 1 ? x[1] : Tensor();
+          Tensor bias = x.size() > 2 ? x[2] : Tensor();
+          return layer_norm(x[0], normalized_shape, weight, bias, float_arg(c, "eps"));
+        });
+      }
+    }
   }
 
   SUBCASE("stable for a large mean: 1e4 + (1, 2, 3)") {
@@ -175,76 +182,20 @@ TEST_CASE("ops/layer_norm") {
 // --- cross_entropy ---------------------------------------------------------------
 
 TEST_CASE("ops/cross_entropy") {
-  // PyTorch's positional order: (logits, target, weight, ignore_index, reduction, label_smoothing).
-  // A case with a "weight" passes it (torch's weight, not differentiated).
-  auto ce = [](Reduction r, int64_t ignore_index = -100, float label_smoothing = 0.0f) {
-    return [r, ignore_index, label_smoothing](const Inputs& x, const RefCase& c) {
-      Tensor weight = c.has("weight") ? c.tensor("weight") : Tensor();
-      return cross_entropy(x[0], c.ints_at("target"), weight, ignore_index, r, label_smoothing);
-    };
-  };
-
-  SUBCASE("against torch: (N, C)") {
-    check_against_torch("functional", "cross_entropy/2d_mean", ce(Reduction::Mean));
-    check_against_torch("functional", "cross_entropy/2d_sum", ce(Reduction::Sum));
-    check_against_torch("functional", "cross_entropy/2d_none", ce(Reduction::None));
-  }
-
-  SUBCASE("against torch: (N, C, d1, ...)") {
-    check_against_torch("functional", "cross_entropy/kdim_mean", ce(Reduction::Mean));
-    check_against_torch("functional", "cross_entropy/kdim2_none", ce(Reduction::None));
-  }
-
-  SUBCASE("against torch: ignore_index") {
-    check_against_torch("functional", "cross_entropy/ignore_mean", ce(Reduction::Mean));
-    check_against_torch("functional", "cross_entropy/ignore_sum", ce(Reduction::Sum));
-    check_against_torch("functional", "cross_entropy/ignore_none", ce(Reduction::None));
-    check_against_torch("functional", "cross_entropy/ignore_class_kdim", ce(Reduction::Mean, 2));
-  }
-
-  SUBCASE("against torch: unbatched (C) with target ()") {
-    check_against_torch("functional", "cross_entropy/unbatched_none", ce(Reduction::None));
-  }
-
-  SUBCASE("against torch: logits of ±1e4") {
-    check_against_torch("functional", "cross_entropy/large_logits_mean", ce(Reduction::Mean));
-    check_against_torch("functional", "cross_entropy/large_logits_sum", ce(Reduction::Sum));
-  }
-
-  SUBCASE("against torch: per-class weight") {
-    check_against_torch("functional", "cross_entropy/weight_mean", ce(Reduction::Mean));
-    check_against_torch("functional", "cross_entropy/weight_sum", ce(Reduction::Sum));
-    check_against_torch("functional", "cross_entropy/weight_none", ce(Reduction::None));
-  }
-
-  SUBCASE("against torch: ignore_index with weight") {
-    // Mean divides by the weights of the targets that count: torch's value says so.
-    check_against_torch("functional", "cross_entropy/ignore_weight_mean", ce(Reduction::Mean));
-    check_against_torch("functional", "cross_entropy/ignore_weight_sum", ce(Reduction::Sum));
-    check_against_torch("functional", "cross_entropy/ignore_weight_none", ce(Reduction::None));
-  }
-
-  SUBCASE("against torch: label_smoothing 0.1, with and without weight") {
-    for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
-      const std::string red = r == Reduction::Mean ? "mean" : r == Reduction::Sum ? "sum" : "none";
-      CAPTURE(red);
-      check_against_torch("functional", "cross_entropy/smooth_" + red, ce(r, -100, 0.1f));
-      check_against_torch("functional", "cross_entropy/smooth_weight_" + red, ce(r, -100, 0.1f));
+  SUBCASE("against torch") {
+    // (N, C), (N, C, d1, …) and unbatched (C); ignore_index, per-class weight,
+    // label_smoothing, logits of ±1e4. Each case holds PyTorch's arguments:
+    // target, weight when there is one (torch's, not differentiated),
+    // ignore_index, reduction and label_smoothing.
+    for (const std::string& name : reference_cases("functional", "cross_entropy/")) {
+      SUBCASE(name.c_str()) {
+        check_against_torch("functional", name, [](const Inputs& x, const RefCase& c) {
+          Tensor weight = c.has("weight") ? c.tensor("weight") : Tensor();
+          return cross_entropy(x[0], c.ints_at("target"), weight, int_arg(c, "ignore_index"), reduction_arg(c),
+                               float_arg(c, "label_smoothing"));
+        });
+      }
     }
-  }
-
-  SUBCASE("against torch: (N, C, d1) with weight, ignore_index and label_smoothing") {
-    for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
-      const std::string red = r == Reduction::Mean ? "mean" : r == Reduction::Sum ? "sum" : "none";
-      CAPTURE(red);
-      check_against_torch("functional", "cross_entropy/kdim_weight_" + red, ce(r, 2));
-      check_against_torch("functional", "cross_entropy/kdim_smooth_weight_" + red, ce(r, 2, 0.1f));
-    }
-  }
-
-  SUBCASE("against torch: unbatched with weight and label_smoothing 0.3; label_smoothing 1") {
-    check_against_torch("functional", "cross_entropy/unbatched_smooth_weight_mean", ce(Reduction::Mean, -100, 0.3f));
-    check_against_torch("functional", "cross_entropy/smooth_one_mean", ce(Reduction::Mean, -100, 1.0f));
   }
 
   SUBCASE("label smoothing of uniform logits") {
@@ -358,13 +309,13 @@ TEST_CASE("ops/cross_entropy") {
 // --- mse_loss ----------------------------------------------------------------------
 
 TEST_CASE("ops/mse_loss") {
-  auto mse = [](Reduction r) { return [r](const Inputs& x, const RefCase&) { return mse_loss(x[0], x[1], r); }; };
-
   SUBCASE("against torch") {
-    check_against_torch("functional", "mse_loss/mean", mse(Reduction::Mean));
-    check_against_torch("functional", "mse_loss/sum", mse(Reduction::Sum));
-    check_against_torch("functional", "mse_loss/none", mse(Reduction::None));
-    check_against_torch("functional", "mse_loss/3d_mean", mse(Reduction::Mean));
+    for (const std::string& name : reference_cases("functional", "mse_loss/")) {
+      SUBCASE(name.c_str()) {
+        check_against_torch("functional", name,
+                            [](const Inputs& x, const RefCase& c) { return mse_loss(x[0], x[1], reduction_arg(c)); });
+      }
+    }
   }
 
   SUBCASE("gradcheck") {
@@ -387,22 +338,22 @@ TEST_CASE("ops/mse_loss") {
 // --- cosine_similarity -------------------------------------------------------------
 
 TEST_CASE("ops/cosine_similarity") {
-  auto cos = [](int64_t dim, float eps = 1e-8f) {
-    return [dim, eps](const Inputs& x, const RefCase&) { return cosine_similarity(x[0], x[1], dim, eps); };
-  };
-
   SUBCASE("against torch") {
-    check_against_torch("functional", "cosine_similarity/dim1", cos(1));
-    check_against_torch("functional", "cosine_similarity/broadcast_batch", cos(1));
-    check_against_torch("functional", "cosine_similarity/broadcast_both_neg_dim", cos(-1));
-    check_against_torch("functional", "cosine_similarity/broadcast_along_dim", cos(1));
-    check_against_torch("functional", "cosine_similarity/eps", cos(0, 1e-3f));
-  }
-
-  SUBCASE("against torch: a norm below eps is clamped on its own") {
-    // Values only: qkv's gradient there differs from PyTorch's on purpose (see functional.cpp).
-    const RefCase& c = qkv::test::reference("functional", "cosine_similarity/tiny_norm");
-    check_close(cosine_similarity(c.tensor("x0"), c.tensor("x1")), c.tensor("out"), "out");
+    for (const std::string& name : reference_cases("functional", "cosine_similarity/")) {
+      SUBCASE(name.c_str()) {
+        const RefCase& c = qkv::test::reference("functional", name);
+        if (!c.has("grad_out")) {
+          // Values only (tiny_norm: a norm below eps is clamped on its own): qkv's
+          // gradient there differs from PyTorch's on purpose (see functional.cpp).
+          check_close(cosine_similarity(c.tensor("x0"), c.tensor("x1"), int_arg(c, "dim"), float_arg(c, "eps")),
+                      c.tensor("out"), "out");
+        } else {
+          check_against_torch("functional", name, [](const Inputs& x, const RefCase& rc) {
+            return cosine_similarity(x[0], x[1], int_arg(rc, "dim"), float_arg(rc, "eps"));
+          });
+        }
+      }
+    }
   }
 
   SUBCASE("parallel, opposite, orthogonal, zero") {
@@ -445,17 +396,15 @@ TEST_CASE("ops/cosine_similarity") {
 // --- normalize -----------------------------------------------------------------------
 
 TEST_CASE("ops/normalize") {
-  auto norm = [](float p, int64_t dim) {
-    return [p, dim](const Inputs& x, const RefCase&) { return normalize(x[0], p, dim); };
-  };
-
   SUBCASE("against torch") {
-    check_against_torch("functional", "normalize/p2_dim1", norm(2, 1));
-    check_against_torch("functional", "normalize/p2_neg_dim", norm(2, -1));
-    check_against_torch("functional", "normalize/p1_dim0", norm(1, 0));
-    check_against_torch("functional", "normalize/p3", norm(3, 1));
-    check_against_torch("functional", "normalize/p_inf", norm(std::numeric_limits<float>::infinity(), 1));
-    check_against_torch("functional", "normalize/zero_row", norm(2, 1));  // gradient dout / eps
+    // p = 1, 2, 3 and inf; zero_row has gradient dout / eps.
+    for (const std::string& name : reference_cases("functional", "normalize/")) {
+      SUBCASE(name.c_str()) {
+        check_against_torch("functional", name, [](const Inputs& x, const RefCase& c) {
+          return normalize(x[0], float_arg(c, "p"), int_arg(c, "dim"));
+        });
+      }
+    }
   }
 
   SUBCASE("(3, 4) -> (0.6, 0.8)") {

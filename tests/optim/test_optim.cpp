@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 
 #include "reference.hpp"
 
@@ -78,20 +79,20 @@ void check_same(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 // --- against torch.optim ------------------------------------------------------------
 
 TEST_CASE("optim/sgd: against torch.optim.SGD") {
-  for (const char* name : {"sgd/plain", "sgd/momentum", "sgd/dampening_weight_decay", "sgd/nesterov", "sgd/skip"}) {
-    SUBCASE(name) { check_against_torch(name, make_sgd); }
+  for (const std::string& name : test::reference_cases("optim", "sgd/")) {
+    SUBCASE(name.c_str()) { check_against_torch(name, make_sgd); }
   }
 }
 
 TEST_CASE("optim/adam: against torch.optim.Adam") {
-  for (const char* name : {"adam/defaults", "adam/weight_decay", "adam/small_grads", "adam/skip_lr"}) {
-    SUBCASE(name) { check_against_torch(name, make_adam); }
+  for (const std::string& name : test::reference_cases("optim", "adam/")) {
+    SUBCASE(name.c_str()) { check_against_torch(name, make_adam); }
   }
 }
 
 TEST_CASE("optim/adamw: against torch.optim.AdamW") {
-  for (const char* name : {"adamw/defaults", "adamw/weight_decay", "adamw/skip_lr"}) {
-    SUBCASE(name) { check_against_torch(name, make_adamw); }
+  for (const std::string& name : test::reference_cases("optim", "adamw/")) {
+    SUBCASE(name.c_str()) { check_against_torch(name, make_adamw); }
   }
 }
 

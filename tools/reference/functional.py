@@ -2,155 +2,154 @@
 mse_loss, cosine_similarity, normalize (dropout draws from qkv's own
 generator, so it is tested from mathematics instead).
 
-Each case's inputs are x0, x1, … ; integer targets go in `ints`.
+Each case's inputs are x0, x1, … ; integer targets go in `ints`. Each case
+also holds the op's other arguments, which the test passes on as they are:
+    layer_norm         normalized_shape (ints), eps
+    cross_entropy      reduction, ignore_index (ints), label_smoothing,
+                       and weight when there is one
+    mse_loss           reduction
+    cosine_similarity  dim (int), eps
+    normalize          p, dim (int)
+reduction is 0 none, 1 mean, 2 sum (qkv's Reduction, and PyTorch's own
+numbering of its reduction strings).
 """
 import torch
 import torch.nn.functional as F
 
+REDUCTION = {"none": 0, "mean": 1, "sum": 2}
+
+
+def ints(**kw):
+    """Integer arguments as int tensors (a list becomes a 1-D tensor)."""
+    return {k: torch.tensor(v, dtype=torch.int64) for k, v in kw.items()}
+
+
+def floats(**kw):
+    """Float arguments as 0-d tensors (written rounded to float32's 9 digits)."""
+    return {k: torch.tensor(float(v)) for k, v in kw.items()}
+
+
+def layer_norm(w, name, normalized_shape, inputs, eps=1e-5):
+    """x0 the input, x1 weight and x2 bias when given."""
+    w.case(name, lambda x, *affine: F.layer_norm(x, normalized_shape, *affine, eps=eps), inputs=inputs,
+           ints=ints(normalized_shape=list(normalized_shape)), extra=floats(eps=eps))
+
+
+def cross_entropy(w, name, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """x0 the logits; target, and weight (C) when given, not differentiated."""
+    extra = {} if weight is None else {"weight": weight}
+    extra.update(floats(label_smoothing=label_smoothing))
+    w.case(name,
+           lambda x: F.cross_entropy(x, target, weight, ignore_index=ignore_index, reduction=reduction,
+                                     label_smoothing=label_smoothing),
+           inputs=[x], ints={"target": target, **ints(reduction=REDUCTION[reduction], ignore_index=ignore_index)},
+           extra=extra)
+
+
+def mse_loss(w, name, inputs, reduction="mean"):
+    """x0 input, x1 target (it gets a gradient too)."""
+    w.case(name, lambda x, y: F.mse_loss(x, y, reduction=reduction), inputs=inputs,
+           ints=ints(reduction=REDUCTION[reduction]))
+
+
+def cosine_similarity(w, name, inputs, dim=1, eps=1e-8):
+    w.case(name, lambda a, b: F.cosine_similarity(a, b, dim=dim, eps=eps), inputs=inputs,
+           ints=ints(dim=dim), extra=floats(eps=eps))
+
+
+def normalize(w, name, inputs, p=2.0, dim=1):
+    w.case(name, lambda x: F.normalize(x, p=p, dim=dim), inputs=inputs, ints=ints(dim=dim), extra=floats(p=p))
 
 
 def build(w):
-    # --- layer_norm: x0 the input, x1 weight, x2 bias ------------------------
-    w.case("layer_norm/last_dim_affine",
-           lambda x, g, b: F.layer_norm(x, (5,), g, b),
-           inputs=[w.randn(2, 3, 5), w.randn(5), w.randn(5)])
-    w.case("layer_norm/two_dims_affine",
-           lambda x, g, b: F.layer_norm(x, (4, 5), g, b),
-           inputs=[w.randn(3, 4, 5), w.randn(4, 5), w.randn(4, 5)])
-    w.case("layer_norm/one_row_no_affine",
-           lambda x: F.layer_norm(x, (7,)),
-           inputs=[w.randn(7)])
-    w.case("layer_norm/whole_tensor_eps",
-           lambda x: F.layer_norm(x, (3, 1, 5), eps=1e-3),
-           inputs=[w.randn(3, 1, 5)])
+    # --- layer_norm ------------------------------------------------------------
+    layer_norm(w, "layer_norm/last_dim_affine", (5,), [w.randn(2, 3, 5), w.randn(5), w.randn(5)])
+    layer_norm(w, "layer_norm/two_dims_affine", (4, 5), [w.randn(3, 4, 5), w.randn(4, 5), w.randn(4, 5)])
+    layer_norm(w, "layer_norm/one_row_no_affine", (7,), [w.randn(7)])
+    layer_norm(w, "layer_norm/whole_tensor_eps", (3, 1, 5), [w.randn(3, 1, 5)], eps=1e-3)
     # ±1e4 inputs: finite, and still normalised to O(1)
-    w.case("layer_norm/large_inputs",
-           lambda x, g, b: F.layer_norm(x, (6,), g, b),
-           inputs=[w.randn(4, 6, scale=1e4), w.randn(6), w.randn(6)])
+    layer_norm(w, "layer_norm/large_inputs", (6,), [w.randn(4, 6, scale=1e4), w.randn(6), w.randn(6)])
 
-    # --- cross_entropy: x0 the logits, ints "target" -------------------------
+    # --- cross_entropy -----------------------------------------------------------
     t = w.randint(0, 7, 5)
     for red in ("mean", "sum", "none"):
-        w.case(f"cross_entropy/2d_{red}",
-               lambda x, red=red, t=t: F.cross_entropy(x, t, reduction=red),
-               inputs=[w.randn(5, 7)], ints={"target": t})
+        cross_entropy(w, f"cross_entropy/2d_{red}", w.randn(5, 7), t, reduction=red)
     t = w.randint(0, 4, 3, 5)
-    w.case("cross_entropy/kdim_mean",  # logits (N, C, d1) = (3, 4, 5), target (3, 5)
-           lambda x: F.cross_entropy(x, t),
-           inputs=[w.randn(3, 4, 5)], ints={"target": t})
+    cross_entropy(w, "cross_entropy/kdim_mean", w.randn(3, 4, 5), t)  # logits (N, C, d1) = (3, 4, 5), target (3, 5)
     t = w.randint(0, 3, 2, 4, 5)
-    w.case("cross_entropy/kdim2_none",  # logits (2, 3, 4, 5), target (2, 4, 5)
-           lambda x: F.cross_entropy(x, t, reduction="none"),
-           inputs=[w.randn(2, 3, 4, 5)], ints={"target": t})
+    cross_entropy(w, "cross_entropy/kdim2_none", w.randn(2, 3, 4, 5), t,  # logits (2, 3, 4, 5), target (2, 4, 5)
+                  reduction="none")
     t = torch.tensor([1, -100, 4, 0, -100, 2])  # padding at rows 1 and 4
     for red in ("mean", "sum", "none"):
-        w.case(f"cross_entropy/ignore_{red}",
-               lambda x, red=red: F.cross_entropy(x, t, reduction=red),
-               inputs=[w.randn(6, 5)], ints={"target": t})
+        cross_entropy(w, f"cross_entropy/ignore_{red}", w.randn(6, 5), t, reduction=red)
     t = torch.tensor([[2, 0, 2], [1, 2, 3]])  # ignore_index is a real class here
-    w.case("cross_entropy/ignore_class_kdim",  # logits (2, 4, 3), target (2, 3)
-           lambda x: F.cross_entropy(x, t, ignore_index=2),
-           inputs=[w.randn(2, 4, 3)], ints={"target": t})
+    cross_entropy(w, "cross_entropy/ignore_class_kdim", w.randn(2, 4, 3), t,  # logits (2, 4, 3), target (2, 3)
+                  ignore_index=2)
     t = torch.tensor(3)
-    w.case("cross_entropy/unbatched_none",  # logits (C) with target ()
-           lambda x: F.cross_entropy(x, t, reduction="none"),
-           inputs=[w.randn(5)], ints={"target": t})
+    cross_entropy(w, "cross_entropy/unbatched_none", w.randn(5), t, reduction="none")  # logits (C) with target ()
     t = w.randint(0, 6, 4)
     for red in ("mean", "sum"):
-        w.case(f"cross_entropy/large_logits_{red}",  # logits of ±1e4
-               lambda x, red=red: F.cross_entropy(x, t, reduction=red),
-               inputs=[w.randn(4, 6, scale=1e4)], ints={"target": t})
+        cross_entropy(w, f"cross_entropy/large_logits_{red}", w.randn(4, 6, scale=1e4), t,  # logits of ±1e4
+                      reduction=red)
 
-    # --- mse_loss: x0 input, x1 target (it gets a gradient too) --------------
+    # --- mse_loss ----------------------------------------------------------------
     for red in ("mean", "sum", "none"):
-        w.case(f"mse_loss/{red}",
-               lambda x, y, red=red: F.mse_loss(x, y, reduction=red),
-               inputs=[w.randn(3, 5), w.randn(3, 5)])
-    w.case("mse_loss/3d_mean",
-           lambda x, y: F.mse_loss(x, y),
-           inputs=[w.randn(2, 3, 7), w.randn(2, 3, 7)])
+        mse_loss(w, f"mse_loss/{red}", [w.randn(3, 5), w.randn(3, 5)], reduction=red)
+    mse_loss(w, "mse_loss/3d_mean", [w.randn(2, 3, 7), w.randn(2, 3, 7)])
 
     # --- cosine_similarity -----------------------------------------------------
-    w.case("cosine_similarity/dim1",
-           lambda a, b: F.cosine_similarity(a, b),
-           inputs=[w.randn(4, 6), w.randn(4, 6)])
-    w.case("cosine_similarity/broadcast_batch",  # (2, 5, 3) with (1, 5, 3), dim 1
-           lambda a, b: F.cosine_similarity(a, b, dim=1),
-           inputs=[w.randn(2, 5, 3), w.randn(1, 5, 3)])
-    w.case("cosine_similarity/broadcast_both_neg_dim",  # (3, 1, 4) with (5, 4) -> (3, 5, 4), dim -1
-           lambda a, b: F.cosine_similarity(a, b, dim=-1),
-           inputs=[w.randn(3, 1, 4), w.randn(5, 4)])
-    w.case("cosine_similarity/broadcast_along_dim",  # x1 (4, 1) repeats along dim 1 of (4, 5)
-           lambda a, b: F.cosine_similarity(a, b, dim=1),
-           inputs=[w.randn(4, 1), w.randn(4, 5)])
-    w.case("cosine_similarity/eps",
-           lambda a, b: F.cosine_similarity(a, b, dim=0, eps=1e-3),
-           inputs=[w.randn(3, 2), w.randn(3, 2)])
-    # A norm below eps is clamped on its own (values only: PyTorch lets the
-    # gradient through that clamp, qkv does not).
+    cosine_similarity(w, "cosine_similarity/dim1", [w.randn(4, 6), w.randn(4, 6)])
+    cosine_similarity(w, "cosine_similarity/broadcast_batch",  # (2, 5, 3) with (1, 5, 3), dim 1
+                      [w.randn(2, 5, 3), w.randn(1, 5, 3)], dim=1)
+    cosine_similarity(w, "cosine_similarity/broadcast_both_neg_dim",  # (3, 1, 4) with (5, 4) -> (3, 5, 4), dim -1
+                      [w.randn(3, 1, 4), w.randn(5, 4)], dim=-1)
+    cosine_similarity(w, "cosine_similarity/broadcast_along_dim",  # x1 (4, 1) repeats along dim 1 of (4, 5)
+                      [w.randn(4, 1), w.randn(4, 5)], dim=1)
+    cosine_similarity(w, "cosine_similarity/eps", [w.randn(3, 2), w.randn(3, 2)], dim=0, eps=1e-3)
+    # A norm below eps is clamped on its own (values only, no grad_out: PyTorch
+    # lets the gradient through that clamp, qkv does not).
     a = torch.tensor([[1e-9, 2e-9, 0.0], [0.0, 0.0, 0.0], [1.0, -2.0, 0.5]]).float().double()
     b = w.randn(3, 3)
     w.values("cosine_similarity/tiny_norm",
-             tensors={"x0": a, "x1": b, "out": F.cosine_similarity(a, b)})
+             tensors={"x0": a, "x1": b, "out": F.cosine_similarity(a, b), **floats(eps=1e-8)},
+             ints=ints(dim=1))
 
     # --- normalize -------------------------------------------------------------
-    w.case("normalize/p2_dim1",
-           lambda x: F.normalize(x),
-           inputs=[w.randn(4, 6)])
-    w.case("normalize/p2_neg_dim",
-           lambda x: F.normalize(x, dim=-1),
-           inputs=[w.randn(3, 5, 2)])
-    w.case("normalize/p1_dim0",
-           lambda x: F.normalize(x, p=1, dim=0),
-           inputs=[w.randn(3, 4)])
-    w.case("normalize/p3",
-           lambda x: F.normalize(x, p=3, dim=1),
-           inputs=[w.randn(2, 7)])
-    w.case("normalize/p_inf",
-           lambda x: F.normalize(x, p=float("inf"), dim=1),
-           inputs=[w.randn(3, 5)])
+    normalize(w, "normalize/p2_dim1", [w.randn(4, 6)])
+    normalize(w, "normalize/p2_neg_dim", [w.randn(3, 5, 2)], dim=-1)
+    normalize(w, "normalize/p1_dim0", [w.randn(3, 4)], p=1, dim=0)
+    normalize(w, "normalize/p3", [w.randn(2, 7)], p=3, dim=1)
+    normalize(w, "normalize/p_inf", [w.randn(3, 5)], p=float("inf"), dim=1)
     x = w.randn(3, 4)
     x[1] = 0  # a zero row: divided by eps, so 0 out, and dout / eps as its gradient
-    w.case("normalize/zero_row",
-           lambda x: F.normalize(x, dim=1),
-           inputs=[x])
+    normalize(w, "normalize/zero_row", [x], dim=1)
 
     # --- cross_entropy with weight and label_smoothing (after the cases above, so
     # their random inputs stay as they were) -----------------------------------
     # weight (C), written as "weight" (torch does not differentiate it), with
-    # ignore_index and label_smoothing, in PyTorch's positional order.
+    # ignore_index and label_smoothing.
     t = torch.tensor([1, 3, 0, 3, 2, 1])
     wt = w.rand(4, low=0.2, high=2.0)
     for red in ("mean", "sum", "none"):
-        w.case(f"cross_entropy/weight_{red}",
-               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, reduction=red),
-               inputs=[w.randn(6, 4)], ints={"target": t}, extra={"weight": wt})
+        cross_entropy(w, f"cross_entropy/weight_{red}", w.randn(6, 4), t, wt, reduction=red)
     t = torch.tensor([1, -100, 3, 0, -100, 2])
     for red in ("mean", "sum", "none"):
-        w.case(f"cross_entropy/ignore_weight_{red}",
-               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, ignore_index=-100, reduction=red),
-               inputs=[w.randn(6, 4)], ints={"target": t}, extra={"weight": wt})
+        # Mean divides by the weights of the targets that count: torch's value says so.
+        cross_entropy(w, f"cross_entropy/ignore_weight_{red}", w.randn(6, 4), t, wt, ignore_index=-100, reduction=red)
     for red in ("mean", "sum", "none"):
-        w.case(f"cross_entropy/smooth_{red}",  # label_smoothing 0.1, padding at rows 1 and 4
-               lambda x, red=red, t=t: F.cross_entropy(x, t, reduction=red, label_smoothing=0.1),
-               inputs=[w.randn(6, 4)], ints={"target": t})
-        w.case(f"cross_entropy/smooth_weight_{red}",
-               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, reduction=red, label_smoothing=0.1),
-               inputs=[w.randn(6, 4)], ints={"target": t}, extra={"weight": wt})
+        # label_smoothing 0.1, padding at rows 1 and 4
+        cross_entropy(w, f"cross_entropy/smooth_{red}", w.randn(6, 4), t, reduction=red, label_smoothing=0.1)
+        cross_entropy(w, f"cross_entropy/smooth_weight_{red}", w.randn(6, 4), t, wt, reduction=red,
+                      label_smoothing=0.1)
     t = torch.tensor([[2, 0, 1, 3, 2], [3, 3, 0, 1, 2], [1, 0, 2, 2, 0]])  # ignore_index 2 is a real class here
     for red in ("mean", "sum", "none"):
-        w.case(f"cross_entropy/kdim_weight_{red}",  # logits (N, C, d1) = (3, 4, 5), target (3, 5)
-               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, ignore_index=2, reduction=red),
-               inputs=[w.randn(3, 4, 5)], ints={"target": t}, extra={"weight": wt})
-        w.case(f"cross_entropy/kdim_smooth_weight_{red}",
-               lambda x, red=red, t=t, wt=wt: F.cross_entropy(x, t, wt, ignore_index=2, reduction=red,
-                                                               label_smoothing=0.1),
-               inputs=[w.randn(3, 4, 5)], ints={"target": t}, extra={"weight": wt})
+        # logits (N, C, d1) = (3, 4, 5), target (3, 5)
+        cross_entropy(w, f"cross_entropy/kdim_weight_{red}", w.randn(3, 4, 5), t, wt, ignore_index=2, reduction=red)
+        cross_entropy(w, f"cross_entropy/kdim_smooth_weight_{red}", w.randn(3, 4, 5), t, wt, ignore_index=2,
+                      reduction=red, label_smoothing=0.1)
     t = torch.tensor(1)
-    w.case("cross_entropy/unbatched_smooth_weight_mean",  # logits (C) with target (), all options
-           lambda x, t=t, wt=wt: F.cross_entropy(x, t, wt, label_smoothing=0.3),
-           inputs=[w.randn(4)], ints={"target": t}, extra={"weight": wt})
+    # logits (C) with target (), every option
+    cross_entropy(w, "cross_entropy/unbatched_smooth_weight_mean", w.randn(4), t, wt, label_smoothing=0.3)
     t = torch.tensor([0, 2, 1])
-    w.case("cross_entropy/smooth_one_mean",  # ε = 1: only the uniform target is left
-           lambda x, t=t: F.cross_entropy(x, t, label_smoothing=1.0),
-           inputs=[w.randn(3, 5)], ints={"target": t})
+    cross_entropy(w, "cross_entropy/smooth_one_mean", w.randn(3, 5), t,  # ε = 1: only the uniform target is left
+                  label_smoothing=1.0)

@@ -4,7 +4,9 @@ The classes below are d2l's (d2l.ai, "Attention Mechanisms and Transformers",
 PyTorch edition) with d2l's attribute names, so the parameter names written
 here (p.W_q.weight, …) load into qkv's layers. The one change: d2l's
 nn.LazyLinear becomes nn.Linear with its input size given, as qkv has no lazy
-layers. Dropout is 0 (the C++ side runs in eval mode).
+layers. Dropout is 0 (the C++ side runs in eval mode). The test builds each
+layer from its case: sizes from the shapes of its p.* parameters, and a
+multi-head case's num_heads, written into it as an int.
 """
 import math
 
@@ -122,7 +124,8 @@ def build(w):
         m = MultiHeadAttention(num_hiddens=12, num_heads=3, dropout=0.0, bias=bias)
         q, k, v = w.randn(2, 4, 12), w.randn(2, 6, 12), w.randn(2, 6, 12)
         w.module_case(f"mha/{name}", m, lambda m, q, k, v, lens=lens: per_head(m, m(q, k, v, lens)),
-                      [q, k, v], ints={} if lens is None else {"valid_lens": lens})
+                      [q, k, v], ints={**({} if lens is None else {"valid_lens": lens}),
+                                       "num_heads": torch.tensor(m.num_heads)})
 
     # d2l's MultiHeadAttention with its own sizes (the edition with explicit
     # sizes): W_q 7 -> 12, W_k 5 -> 12, W_v 3 -> 12, W_o 12 -> 12.
@@ -131,4 +134,4 @@ def build(w):
     q, k, v = w.randn(2, 4, 7), w.randn(2, 6, 5), w.randn(2, 6, 3)
     lens = torch.tensor([[1, 2, 6, 4], [6, 3, 2, 5]])
     w.module_case("mha/sizes", m, lambda m, q, k, v, lens=lens: per_head(m, m(q, k, v, lens)), [q, k, v],
-                  ints={"valid_lens": lens})
+                  ints={"valid_lens": lens, "num_heads": torch.tensor(m.num_heads)})

@@ -99,10 +99,11 @@ def build(w):
     torch.manual_seed(0)
 
     # --- sequence_mask and the masked loss ---------------------------------------------
-    w.case("sequence_mask/2d", lambda x: sequence_mask(x, torch.tensor([1, 2, 0])), [w.randn(3, 4)],
-           ints={"valid_len": torch.tensor([1, 2, 0])})
-    w.case("sequence_mask/3d_value", lambda x: sequence_mask(x, torch.tensor([3, 1]), value=-1),
-           [w.randn(2, 3, 4)], ints={"valid_len": torch.tensor([3, 1])})
+    # Each case holds its fill value (float "value"), which the test passes on.
+    for name, shape, valid_len, value in [("2d", (3, 4), [1, 2, 0], 0.0), ("3d_value", (2, 3, 4), [3, 1], -1.0)]:
+        valid_len = torch.tensor(valid_len)
+        w.case(f"sequence_mask/{name}", lambda x, v=valid_len, f=value: sequence_mask(x, v, value=f),
+               [w.randn(*shape)], ints={"valid_len": valid_len}, extra={"value": torch.tensor(value)})
 
     loss = MaskedSoftmaxCELoss()
     label = w.randint(0, 6, 3, 5)
@@ -125,6 +126,8 @@ def build(w):
     w.module_case("encoder", enc, encode, [], ints={"X": X})
 
     # --- the Bahdanau pair, end to end: padding in the source, S != T ------------------
+    # The test takes the sizes from the embeddings' and GRUs' parameters, and
+    # the number of layers from the int num_layers.
     for tag, layers in [("one_layer", 1), ("two_layers", 2)]:
         enc = Seq2SeqEncoder(vocab_size=11, embed_size=5, num_hiddens=6, num_layers=layers)
         dec = Seq2SeqAttentionDecoder(vocab_size=9, embed_size=4, num_hiddens=6, num_layers=layers)
@@ -132,4 +135,5 @@ def build(w):
         dec_X = w.randint(0, 9, 3, 5)
         enc_valid_lens = torch.tensor([7, 3, 5])
         w.module_case(f"bahdanau/{tag}", Seq2Seq(enc, dec), lambda m: m(enc_X, dec_X, enc_valid_lens), [],
-                      ints={"enc_X": enc_X, "dec_X": dec_X, "enc_valid_lens": enc_valid_lens})
+                      ints={"enc_X": enc_X, "dec_X": dec_X, "enc_valid_lens": enc_valid_lens,
+                            "num_layers": torch.tensor(layers)})

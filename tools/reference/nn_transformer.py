@@ -176,7 +176,9 @@ def build(w):
     for name, use_bias in [("encoder_block", False), ("encoder_block/bias", True)]:
         blk = randomise_layer_norms(TransformerEncoderBlock(12, 20, 3, 0.0, use_bias), w)
         lens = torch.tensor([3, 5])
-        w.module_case(name, blk, lambda m, x, lens=lens: m(x, lens), [w.randn(2, 5, 12)], ints={"valid_lens": lens})
+        # Sizes and bias come from the p.* shapes; num_heads is written into the case.
+        w.module_case(name, blk, lambda m, x, lens=lens: m(x, lens), [w.randn(2, 5, 12)],
+                      ints={"valid_lens": lens, "num_heads": torch.tensor(3)})
 
     enc = randomise_layer_norms(TransformerEncoder(11, 12, 20, 3, 2, 0.0), w)
     ids, lens = w.randint(0, 11, 2, 5), torch.tensor([2, 5])
