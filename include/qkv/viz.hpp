@@ -6,3 +6,4 @@
 #include <qkv/viz/graph.hpp>
 #include <qkv/viz/heatmap.hpp>
 #include <qkv/viz/plot.hpp>
+#include <qkv/viz/xml.hpp>

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <system_error>
 
+#include <qkv/viz/xml.hpp>
+
 #include "catalog.hpp"
 
 namespace qkv::lesson {
@@ -19,24 +21,6 @@ namespace qkv::lesson {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The length of the UTF-8 sequence at text[i] and its code point, or 0 if
-// the bytes there are not one well-formed character (a stray continuation
-// byte, a truncated or overlong sequence, a surrogate, or beyond U+10FFFF).
-size_t utf8_char(std::string_view text, size_t i, char32_t& code) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  unsigned char lead = byte(i);
-  size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
-  if (length == 0 || i + length > text.size()) return 0;
-  code = length == 1 ? lead : length == 2 ? (lead & 0x1Fu) : length == 3 ? (lead & 0x0Fu) : (lead & 0x07u);
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3Fu);
-  }
-  static constexpr char32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};  // below these: overlong
-  if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return length;
-}
 
 std::string read_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -130,47 +114,6 @@ pre.error { background: #fdecee; border-color: #f0b8c0; color: #8a0018; }
 
 }  // namespace
 
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    char32_t code = 0;
-    size_t length = utf8_char(text, i, code);
-    if (length == 0) {  // not UTF-8: one byte becomes U+FFFD
-      out += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    switch (code) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      case '\r':
-        break;
-      default:
-        // XML 1.0 allows tab, newline and U+0020 up; U+FFFE and U+FFFF are not characters.
-        if ((code < 0x20 && code != '\t' && code != '\n') || code == 0xFFFE || code == 0xFFFF)
-          out += "\xEF\xBF\xBD";
-        else
-          out.append(text.substr(i, length));
-    }
-    i += length;
-  }
-  return out;
-}
-
 fs::path write_course_page(const fs::path& out, const fs::path& sources, const std::vector<LessonOutcome>& run) {
   enum class State { Finished, Failed, Earlier, NotRun, Planned };
   struct Row {
@@ -223,7 +166,7 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
   add("<h2 id=\"contents\">Contents</h2>\n<table class=\"contents\">\n");
   add("<tr><th>#</th><th>lesson</th><th>sections of the notes</th><th>state</th></tr>\n");
   for (const Row& r : rows) {
-    std::string title = xml_escape(r.entry.title);
+    std::string title = viz::xml_escape(r.entry.title);
     if (shown(r.state)) title = fmt::format("<a href=\"#{}\">{}</a>", anchor(r.entry), title);
     std::string_view state = r.state == State::Finished  ? "finished"
                              : r.state == State::Failed  ? "failed"
@@ -235,7 +178,7 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
                            : r.state == State::NotRun  ? "not-run"
                                                        : "finished";
     add("<tr id=\"contents-{:02d}\"><td>{:02d}</td><td>{}</td><td {}>{}</td><td class=\"state-{}\">{}</td></tr>\n",
-        r.entry.number, r.entry.number, title, chinese, xml_escape(r.entry.sections), css, state);
+        r.entry.number, r.entry.number, title, chinese, viz::xml_escape(r.entry.sections), css, state);
   }
   add("</table>\n");
 
@@ -244,32 +187,33 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
     if (!shown(r.state)) continue;
     const CatalogEntry& e = r.entry;
     add("<section class=\"lesson{}\" id=\"{}\">\n", r.state == State::Failed ? " failed" : "", anchor(e));
-    add("<h2>{:02d} · {}</h2>\n", e.number, xml_escape(e.title));
-    add("<p class=\"sections\">Sections of the notes: <span {}>{}</span></p>\n", chinese, xml_escape(e.sections));
-    add("<p>Program <code>{}</code>", xml_escape(e.program));
+    add("<h2>{:02d} · {}</h2>\n", e.number, viz::xml_escape(e.title));
+    add("<p class=\"sections\">Sections of the notes: <span {}>{}</span></p>\n", chinese, viz::xml_escape(e.sections));
+    add("<p>Program <code>{}</code>", viz::xml_escape(e.program));
     if (r.source)
       add(": <a class=\"source\" href=\"{}\">its source, lessons/{}.cpp</a>", href(e.program, source_copy_name),
-          xml_escape(e.program));
+          viz::xml_escape(e.program));
     add(" · <a href=\"#contents\">contents</a></p>\n");
     if (r.state == State::Failed) {
       add("<p class=\"state-failed\">This lesson failed in this run:</p>\n");
-      add("<pre class=\"error\">{}</pre>\n", xml_escape(r.error));
+      add("<pre class=\"error\">{}</pre>\n", viz::xml_escape(r.error));
     } else {
       if (r.state == State::Earlier)
         add("<p class=\"state-not-run\">Not run this time: what an earlier run left in its folder.</p>\n");
-      if (!r.output->problem.empty()) add("<pre class=\"error\">{}</pre>\n", xml_escape(r.output->problem));
+      if (!r.output->problem.empty()) add("<pre class=\"error\">{}</pre>\n", viz::xml_escape(r.output->problem));
       for (const Output::Picture& p : r.output->pictures) {
-        std::string caption = xml_escape(p.shows.empty() ? p.file : p.shows);
+        std::string caption = viz::xml_escape(p.shows.empty() ? p.file : p.shows);
         if (fs::path(p.file).extension() == ".svg")
           add("<figure><img src=\"{}\" alt=\"{}\"/><figcaption>{} (<code>{}</code>)</figcaption></figure>\n",
-              xml_escape(href(e.program, p.file)), caption, caption, xml_escape(p.file));
+              viz::xml_escape(href(e.program, p.file)), caption, caption, viz::xml_escape(p.file));
         else  // the graphs' Graphviz sources
-          add("<p>{}: <a href=\"{}\">{}</a></p>\n", caption, xml_escape(href(e.program, p.file)), xml_escape(p.file));
+          add("<p>{}: <a href=\"{}\">{}</a></p>\n", caption, viz::xml_escape(href(e.program, p.file)),
+              viz::xml_escape(p.file));
       }
       if (r.output->transcript) {
         add("<h3>Transcript</h3>\n");
         // (An HTML parser drops a newline right after <pre>: a transcript starts with its header line.)
-        add("<pre class=\"transcript\">{}</pre>\n", xml_escape(*r.output->transcript));
+        add("<pre class=\"transcript\">{}</pre>\n", viz::xml_escape(*r.output->transcript));
       }
     }
     add("</section>\n");

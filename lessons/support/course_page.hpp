@@ -43,9 +43,4 @@ inline constexpr std::string_view source_copy_name = "source.cpp.txt";
 std::filesystem::path write_course_page(const std::filesystem::path& out, const std::filesystem::path& sources,
                                         const std::vector<LessonOutcome>& run);
 
-// `text` made safe as XML character data or an attribute value: & < > " '
-// escaped; bytes that are not UTF-8, and control characters XML forbids,
-// become U+FFFD; carriage returns are dropped.
-std::string xml_escape(std::string_view text);
-
 }  // namespace qkv::lesson

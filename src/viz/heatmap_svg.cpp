@@ -57,7 +57,7 @@ Labels make_labels(const HeatmapOptions& opt, const detail::Matrix& full, const 
 std::string cell_markup(float v, float masked_below, const detail::Scale& scale, double x, double y, double cell,
                         const std::string& tip) {
   std::string rect = fmt::format("x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"", x, y, cell, cell);
-  std::string title = fmt::format("<title>{}</title>", detail::xml_escape(tip));
+  std::string title = fmt::format("<title>{}</title>", xml_escape(tip));
   switch (detail::kind_of(v, masked_below)) {
     case Kind::Value:
       return fmt::format("<rect class=\"cell\" {} fill=\"{}\">{}</rect>\n", rect, to_hex(viridis(scale.t(v))), title);

@@ -7,12 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <qkv/viz/xml.hpp>
+
 #include "viz/common.hpp"
 
 namespace qkv::viz::detail {
-
-// & < > " ' as XML entities: tokens may be <eos>, &, quotes.
-std::string xml_escape(const std::string& s);
 
 std::string svg_begin(double width, double height);  // the root element and a white background
 std::string svg_end();

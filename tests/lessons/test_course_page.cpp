@@ -70,22 +70,6 @@ void check_links(const Page& page, const fs::path& out) {
 
 }  // namespace
 
-TEST_CASE("course page/xml_escape escapes markup and keeps UTF-8, replacing what is not") {
-  using qkv::lesson::xml_escape;
-  CHECK(xml_escape("a<b & c>\"d\" 'e'") == "a&lt;b &amp; c&gt;&quot;d&quot; &#39;e&#39;");
-  CHECK(xml_escape("注意力汇聚 — Nadaraya–Watson") == "注意力汇聚 — Nadaraya–Watson");  // passes unchanged
-  CHECK(xml_escape("tab\tline\n") == "tab\tline\n");
-  CHECK(xml_escape("a\r\nb") == "a\nb");
-  // Not characters XML allows: a control byte, a stray continuation byte, an
-  // overlong '/' (C0 AF), a UTF-16 surrogate (ED A0 80), a truncated sequence.
-  const std::string replacement = "\xEF\xBF\xBD";
-  CHECK(xml_escape("a\x01z") == "a" + replacement + "z");
-  CHECK(xml_escape("a\x80z") == "a" + replacement + "z");
-  CHECK(xml_escape("\xC0\xAF") == replacement + replacement);
-  CHECK(xml_escape("\xED\xA0\x80") == replacement + replacement + replacement);
-  CHECK(xml_escape("\xE6\xB3") == replacement + replacement);
-}
-
 TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, pictures and sources") {
   TempDir dir("course_page");
   fs::path out = dir.path / "out", sources = dir.path / "sources";
