@@ -9,45 +9,10 @@
 
 #include "run_lesson.hpp"
 
+using qkv::lesson_test::check_ran;
 using qkv::lesson_test::LessonRun;
 
 namespace {
-
-// The run finished, and its transcript and results exist; the transcript is
-// plain text holding every section title the lesson printed and `titles`;
-// every picture it lists exists (each SVG parses as XML with an <svg> root),
-// and `pictures` are among them.
-void check_ran(const LessonRun& r, const std::vector<std::string>& titles, const std::vector<std::string>& pictures) {
-  INFO(r.run.output);
-  REQUIRE(r.run.status == 0);
-  REQUIRE(r.json.is_object());
-  std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
-  CHECK(transcript.find('\x1b') == std::string::npos);  // no escape codes in the copy
-  for (const auto& section : r.json.at("sections"))
-    CHECK(transcript.find(section.get<std::string>()) != std::string::npos);
-  for (const std::string& t : titles) {
-    INFO(t);
-    CHECK(transcript.find(t) != std::string::npos);
-  }
-  CHECK(transcript.find("== Summary ==") != std::string::npos);
-  std::vector<std::string> listed;
-  for (const auto& p : r.json.at("pictures")) listed.push_back(p.at("file").get<std::string>());
-  for (const std::string& file : listed) {
-    INFO(file);
-    REQUIRE(std::filesystem::exists(r.out / file));
-    if (file.ends_with(".svg")) {
-      pugi::xml_document svg;
-      pugi::xml_parse_result parsed = svg.load_file((r.out / file).c_str());
-      INFO(parsed.description());
-      CHECK(parsed);
-      CHECK(std::string(svg.document_element().name()) == "svg");
-    }
-  }
-  for (const std::string& file : pictures) {
-    INFO(file);
-    CHECK(std::find(listed.begin(), listed.end(), file) != listed.end());
-  }
-}
 
 // Each row of the (rows, n) matrix `m` sums to 1: softmax weights.
 void check_rows_sum_to_one(const std::vector<float>& m, size_t n) {

@@ -13,59 +13,10 @@
 
 #include "run_lesson.hpp"
 
+using qkv::lesson_test::check_ran;
 using qkv::lesson_test::LessonRun;
 
-namespace {
-
-// The run finished; the transcript is plain text holding every section title
-// the lesson printed and `titles`; every picture it lists exists (each SVG
-// parses as XML with an <svg> root), and `pictures` are among them.
-void check_ran(const LessonRun& r, const std::vector<std::string>& titles, const std::vector<std::string>& pictures) {
-  INFO(r.run.output);
-  REQUIRE(r.run.status == 0);
-  REQUIRE(r.json.is_object());
-  std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
-  CHECK(transcript.find('\x1b') == std::string::npos);
-  for (const auto& section : r.json.at("sections"))
-    CHECK(transcript.find(section.get<std::string>()) != std::string::npos);
-  for (const std::string& t : titles) {
-    INFO(t);
-    CHECK(transcript.find(t) != std::string::npos);
-  }
-  CHECK(transcript.find("== Summary ==") != std::string::npos);
-  std::vector<std::string> listed;
-  for (const auto& p : r.json.at("pictures")) listed.push_back(p.at("file").get<std::string>());
-  for (const std::string& file : listed) {
-    INFO(file);
-    REQUIRE(std::filesystem::exists(r.out / file));
-    if (file.ends_with(".svg")) {
-      pugi::xml_document svg;
-      pugi::xml_parse_result parsed = svg.load_file((r.out / file).c_str());
-      INFO(parsed.description());
-      CHECK(parsed);
-      CHECK(std::string(svg.document_element().name()) == "svg");
-    }
-  }
-  for (const std::string& file : pictures) {
-    INFO(file);
-    CHECK(std::find(listed.begin(), listed.end(), file) != listed.end());
-  }
-}
-
-// A lesson run with `args` (besides --out) into a fresh folder, its results.json parsed.
-struct SeededRun {
-  qkv::lesson_test::TempDir dir;
-  qkv::lesson_test::Run run;
-  nlohmann::json json;
-  SeededRun(const std::string& program, const std::string& args) : dir(program) {
-    run = qkv::lesson_test::run_program(program, fmt::format("{} --out '{}'", args, (dir.path / "out").string()),
-                                        dir.path);
-    std::ifstream in(dir.path / "out" / "results.json");
-    if (in) json = nlohmann::json::parse(in);
-  }
-};
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("lessons/09_multi_head_attention") {
   LessonRun r("09_multi_head_attention");
@@ -159,7 +110,7 @@ TEST_CASE("lessons/12_attention_classifier") {
   };
   for (int seed : {0, 1, 2}) {
     INFO("seed " << seed);
-    SeededRun run("12_attention_classifier", fmt::format("--seed {}", seed));
+    LessonRun run("12_attention_classifier", fmt::format("--seed {}", seed));
     INFO(run.run.output);
     REQUIRE(run.run.status == 0);
     const nlohmann::json& res = run.json.at("results");
