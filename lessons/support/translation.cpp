@@ -18,8 +18,8 @@ std::vector<TranslationPair> load_test_pairs(const std::filesystem::path& data_d
   data::ParallelTokens tokens = data::tokenize_nmt(data::preprocess_nmt(text));
   std::vector<TranslationPair> pairs;
   for (size_t i = 0; i < tokens.source.size(); ++i)
-    pairs.push_back({fmt::format("{}", fmt::join(tokens.source[i], " ")),
-                     fmt::format("{}", fmt::join(tokens.target[i], " "))});
+    pairs.push_back(
+        {fmt::format("{}", fmt::join(tokens.source[i], " ")), fmt::format("{}", fmt::join(tokens.target[i], " "))});
   return pairs;
 }
 
@@ -51,8 +51,8 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
       }
       IntTensor dec_X = int_tensor(std::move(dec), {B, S});  // (B, S)
       optimizer.zero_grad();
-      Tensor Y_hat = model.forward(X, dec_X, X_valid_len);                       // (B, S, V)
-      Tensor l = nn::masked_softmax_cross_entropy(Y_hat, Y, Y_valid_len);       // (B): each a mean over S
+      Tensor Y_hat = model.forward(X, dec_X, X_valid_len);                 // (B, S, V)
+      Tensor l = nn::masked_softmax_cross_entropy(Y_hat, Y, Y_valid_len);  // (B): each a mean over S
       sum(l).backward();
       optim::clip_grad_norm_(model.parameters(), options.grad_clip);
       optimizer.step();

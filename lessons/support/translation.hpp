@@ -63,7 +63,8 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
 // EncoderDecoder::predict).
 struct Translation {
   std::vector<std::string> tokens;  // the output, without <eos>
-  std::vector<std::string> source;  // what the encoder read: the tokens (unknown ones as <unk>), <eos>, cut to num_steps
+  // What the encoder read: the tokens (unknown ones as <unk>), then <eos>, cut to num_steps.
+  std::vector<std::string> source;
   // (output steps, source steps) = (tokens.size() + 1 when the last step said <eos>, source.size()):
   // row k is the decoder's attention over the source while it produced output token k.
   Tensor attention;

@@ -111,8 +111,8 @@ TEST_CASE("lesson support/translation: train_seq2seq learns a tiny corpus, and B
   // The mean is the mean of data::bleu over the pairs, against a wrong reference too.
   std::vector<lesson::TranslationPair> wrong = {{"i lost .", "j'ai gagné ."}, {"go .", "va !"}};
   lesson::BleuScores mixed = lesson::bleu(*model, nmt, wrong, 6);
-  const double expected = (data::bleu(mixed.pairs[0].prediction, "j'ai gagné .", 2) +
-                           data::bleu(mixed.pairs[1].prediction, "va !", 2)) / 2;
+  const double expected =
+      (data::bleu(mixed.pairs[0].prediction, "j'ai gagné .", 2) + data::bleu(mixed.pairs[1].prediction, "va !", 2)) / 2;
   CHECK(mixed.mean == doctest::Approx(expected));
   CHECK(mixed.pairs[0].bleu < 1);
 
