@@ -72,9 +72,10 @@ int main(int argc, char** argv) {
   lesson.data_option();
   lesson.start();
   if (epochs < 1 || batch_size < 1 || embed < 1 || hidden < 1 || layers < 1 || num_steps < 2)
-    fail("08_seq2seq_attention: --epochs {}, --batch-size {}, --embed {}, --hidden {}, --layers {} must be at least 1 "
-         "and --num-steps {} at least 2",
-         epochs, batch_size, embed, hidden, layers, num_steps);
+    fail(
+        "08_seq2seq_attention: --epochs {}, --batch-size {}, --embed {}, --hidden {}, --layers {} must be at least 1 "
+        "and --num-steps {} at least 2",
+        epochs, batch_size, embed, hidden, layers, num_steps);
   Generator gen(lesson.seed());
 
   lesson.section("The data: English–French pairs");
@@ -85,8 +86,8 @@ int main(int argc, char** argv) {
                test_pairs.size());
   lesson.print("vocabularies (tokens seen at least twice, with <unk> <pad> <bos> <eos>): English {}, French {}\n",
                nmt.src_vocab.size(), nmt.tgt_vocab.size());
-  lesson.print("every sentence + <eos>, padded with <pad> to T = {} ids: src {}, tgt {}, valid lengths {}\n",
-               num_steps, nmt.src_array.shape(), nmt.tgt_array.shape(), nmt.src_valid_len.shape());
+  lesson.print("every sentence + <eos>, padded with <pad> to T = {} ids: src {}, tgt {}, valid lengths {}\n", num_steps,
+               nmt.src_array.shape(), nmt.tgt_array.shape(), nmt.src_valid_len.shape());
   {
     const int64_t row = n_train / 2;  // a pair from the middle of the file (it is sorted by length)
     std::vector<int64_t> src(nmt.src_array.data() + row * num_steps, nmt.src_array.data() + (row + 1) * num_steps);
@@ -99,7 +100,8 @@ int main(int argc, char** argv) {
 
   lesson.section("带有注意力机制的seq2seq模型: the decoder's state");
   auto encoder = std::make_shared<nn::Seq2SeqEncoder>(nmt.src_vocab.size(), embed, hidden, layers, dropout, gen);
-  auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(nmt.tgt_vocab.size(), embed, hidden, layers, dropout, gen);
+  auto decoder =
+      std::make_shared<nn::Seq2SeqAttentionDecoder>(nmt.tgt_vocab.size(), embed, hidden, layers, dropout, gen);
   auto model = std::make_shared<nn::EncoderDecoder>(encoder, decoder);
   lesson.print("{}\n", model->repr());
   double max_weight_on_padding = 0;
@@ -125,7 +127,8 @@ int main(int argc, char** argv) {
         X.shape(), fmt::join(X_len.to_vector(), ", "), state.enc_outputs.shape(), state.hidden.shape(),
         state.enc_valid_lens.shape());
     // One decoding step, by hand: the query is the last layer's hidden state.
-    Tensor query = reshape(slice(state.hidden, 0, layers - 1, layers), {4, 1, hidden});  // (L, B, H) -> (1, B, H) -> (B, 1, H)
+    Tensor query =
+        reshape(slice(state.hidden, 0, layers - 1, layers), {4, 1, hidden});  // (L, B, H) -> (1, B, H) -> (B, 1, H)
     Tensor context = (*decoder->attention)(query, state.enc_outputs, state.enc_outputs, state.enc_valid_lens);
     Tensor weights = decoder->attention->attention_weights;  // (B, 1, T)
     lesson.print(
@@ -162,8 +165,10 @@ int main(int argc, char** argv) {
                    {.title = "Training loss per target token", .xlabel = "epoch", .ylabel = "cross-entropy"});
 
   lesson.section("d2l's four sentences, translated");
-  const std::vector<std::pair<std::string, std::string>> d2l_pairs = {
-      {"go .", "va !"}, {"i lost .", "j'ai perdu ."}, {"he's calm .", "il est calme ."}, {"i'm home .", "je suis chez moi ."}};
+  const std::vector<std::pair<std::string, std::string>> d2l_pairs = {{"go .", "va !"},
+                                                                      {"i lost .", "j'ai perdu ."},
+                                                                      {"he's calm .", "il est calme ."},
+                                                                      {"i'm home .", "je suis chez moi ."}};
   for (size_t i = 0; i < d2l_pairs.size(); ++i) {
     const auto& [english, french] = d2l_pairs[i];
     lesson::Translation t = lesson::translate(*model, nmt, english, num_steps);

@@ -66,7 +66,8 @@ struct Translation {
   // What the encoder read: the tokens (unknown ones as <unk>), then <eos>, cut to num_steps.
   std::vector<std::string> source;
   // (output steps, source steps) = (tokens.size() + 1 when the last step said <eos>, source.size()):
-  // row k is the decoder's attention over the source while it produced output token k.
+  // row k is the decoder's attention over the source while it produced output token k (for a
+  // Transformer: the cross-attention of its last block, averaged over the heads).
   Tensor attention;
   std::string text() const;  // the tokens joined by spaces: "j'ai perdu ."
 };
