@@ -33,7 +33,7 @@ inline constexpr std::array<CatalogEntry, 13> catalog = {{
     {6, "06_attn_module", "the Attn module",
      "000 3.注意力机制 (3.1.注意力机制, 3.2.注意力机制的作用, 3.3.注意力机制的实现步骤), 4.注意力机制的代码分析", true},
     {7, "07_self_attention", "single-head self-attention", "002 Attention核心思想", true},
-    {8, "08_seq2seq_attention", "seq2seq with Bahdanau attention", "003 带有注意力机制的seq2seq模型", false},
+    {8, "08_seq2seq_attention", "seq2seq with Bahdanau attention", "003 带有注意力机制的seq2seq模型", true},
     {9, "09_multi_head_attention", "multi-head attention", "004 2.1 引言 (多头注意力机制)", true},
     {10, "10_positional_encoding", "self-attention and positional encoding",
      "001 自注意力 (简介, 对比, 位置编码, 位置编码矩阵, 绝对/相对位置信息); 004 2.2 (位置编码)", true},

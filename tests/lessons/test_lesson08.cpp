@@ -1,0 +1,113 @@
+// Lesson 08 (seq2seq with Bahdanau attention), run at its defaults with
+// seeds 0, 1 and 2 and checked from the numbers it writes to results.json.
+// The expected translations are the references of data/eng-fra/train.txt
+// (d2l's sentences are training pairs); a translation equal to its reference
+// has BLEU 1 by BLEU's definition; the source positions of `black` and `dog`
+// are those of "the black dog swims . <eos>".
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <pugixml.hpp>
+
+#include "run_lesson.hpp"
+
+namespace {
+
+struct SeededRun {
+  qkv::lesson_test::TempDir dir;
+  std::filesystem::path out;
+  qkv::lesson_test::Run run;
+  nlohmann::json json;
+  explicit SeededRun(uint64_t seed) : dir("lesson08"), out(dir.path / "out") {
+    run = qkv::lesson_test::run_program(
+        "08_seq2seq_attention", fmt::format("--seed {} --color never --out '{}'", seed, out.string()), dir.path);
+    std::ifstream in(out / "results.json");
+    if (in) json = nlohmann::json::parse(in);
+  }
+  const nlohmann::json& results() const { return json.at("results"); }
+};
+
+void check_run(uint64_t seed) {
+  SeededRun r(seed);
+  INFO("seed " << seed << "\n" << r.run.output);
+  REQUIRE(r.run.status == 0);
+  REQUIRE(r.json.is_object());
+  const nlohmann::json& res = r.results();
+
+  // The transcript walks through 003's section in its words, and is plain text.
+  std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
+  CHECK(transcript.find('\x1b') == std::string::npos);
+  for (const char* title : {"带有注意力机制的seq2seq模型", "初始化解码器的状态", "编码器在所有时间步的最终层输出",
+                            "编码器在最后一个时间步的全层隐状态", "编码器有效长度", "== Summary =="}) {
+    INFO(title);
+    CHECK(transcript.find(title) != std::string::npos);
+  }
+
+  // Every listed picture exists and each SVG parses with an <svg> root; the loss curve and one
+  // heatmap per translated sentence are among them.
+  std::vector<std::string> listed;
+  for (const auto& p : r.json.at("pictures")) listed.push_back(p.at("file").get<std::string>());
+  for (const char* file : {"loss.svg", "attention_0.svg", "attention_1.svg", "attention_2.svg", "attention_3.svg",
+                           "attention_crossing.svg"}) {
+    INFO(file);
+    CHECK(std::find(listed.begin(), listed.end(), file) != listed.end());
+  }
+  for (const std::string& file : listed) {
+    INFO(file);
+    REQUIRE(std::filesystem::exists(r.out / file));
+    pugi::xml_document svg;
+    CHECK(svg.load_file((r.out / file).c_str()));
+    CHECK(std::string(svg.document_element().name()) == "svg");
+  }
+
+  // Before training, attention already skips the padding: a masked score of -1e6 underflows to 0 in exp.
+  CHECK(res.at("max_weight_on_padding").get<double>() == 0.0);
+
+  // The loss per target token falls by more than ten times, and keeps falling: the second half's
+  // lowest is below the first half's.
+  std::vector<double> losses = res.at("losses").get<std::vector<double>>();
+  REQUIRE(losses.size() >= 2);
+  CHECK(losses.back() < losses.front() / 10);
+  const auto half = losses.begin() + static_cast<std::ptrdiff_t>(losses.size() / 2);
+  CHECK(*std::min_element(half, losses.end()) < *std::min_element(losses.begin(), half));
+
+  // d2l's sentences, against their references in train.txt; exact ones score 1.
+  CHECK(res.at("d2l_0_translation").get<std::string>() == "va !");
+  CHECK(res.at("d2l_1_translation").get<std::string>() == "j'ai perdu .");
+  CHECK(res.at("d2l_3_translation").get<std::string>() == "je suis chez moi .");
+  for (const char* key : {"d2l_0_bleu", "d2l_1_bleu", "d2l_3_bleu"}) {
+    INFO(key);
+    CHECK(res.at(key).get<double>() == 1.0);
+  }
+
+  // BLEU (k = 2) over all 100 held-out pairs: the mean of the per-pair scores, each in [0, 1]. A
+  // sentence of four tokens with one wrong word scores at most exp(0)·(3/4)^(1/2)·(2/3)^(1/4) ≈ 0.78, so
+  // a mean of 0.6 says most held-out sentences come out right or one word off. (An untrained model
+  // scores about 0.)
+  std::vector<double> bleus = res.at("test_bleus").get<std::vector<double>>();
+  REQUIRE(bleus.size() == 100);
+  for (double b : bleus) CHECK((b >= 0 && b <= 1));
+  const double mean = std::accumulate(bleus.begin(), bleus.end(), 0.0) / 100;
+  CHECK(res.at("mean_bleu").get<double>() == doctest::Approx(mean));
+  CHECK(mean >= 0.6);
+
+  // The alignment of "the black dog swims . <eos>" (black at 1, dog at 2): `chien` attends most to dog.
+  // The crossing (and `noir` attending most to black) is reported exactly when the argmaxes say so.
+  CHECK(res.at("crossing_source_black").get<int64_t>() == 1);
+  CHECK(res.at("crossing_source_dog").get<int64_t>() == 2);
+  const int64_t noir = res.at("crossing_output_noir").get<int64_t>();
+  const int64_t chien = res.at("crossing_output_chien").get<int64_t>();
+  REQUIRE(chien >= 0);
+  CHECK(res.at("crossing_chien_argmax").get<int64_t>() == 2);
+  const bool crosses = noir > chien && res.at("crossing_noir_argmax").get<int64_t>() == 1;
+  CHECK(res.at("crossing").get<bool>() == crosses);
+}
+
+}  // namespace
+
+TEST_CASE("lessons/08_seq2seq_attention") {
+  SUBCASE("seed 0") { check_run(0); }
+  SUBCASE("seed 1") { check_run(1); }
+  SUBCASE("seed 2") { check_run(2); }
+}

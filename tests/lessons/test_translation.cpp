@@ -1,0 +1,122 @@
+// The translation machinery of lessons 08 and 11 (lessons/support/translation.hpp):
+// reading the held-out pairs, train_seq2seq, translate and the mean BLEU.
+// Expected values come from d2l's preprocessing rules, from the softmax (each
+// attention row sums to 1 over the valid source positions) and from BLEU's
+// definition (a translation equal to its reference scores 1).
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "run_lesson.hpp"
+#include "translation.hpp"
+
+using namespace qkv;
+using qkv::lesson_test::TempDir;
+
+namespace {
+
+// A tiny corpus in <dir>/eng-fra/train.txt and test.txt: every word occurs
+// at least twice (the vocabulary keeps words seen twice).
+void write_corpus(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir / "eng-fra");
+  std::ofstream train(dir / "eng-fra" / "train.txt");
+  train << "Go.\tVa !\nGo.\tVa !\nI lost.\tJ'ai perdu.\nI lost.\tJ'ai perdu.\n"
+           "He's calm.\tIl est calme.\nHe's calm.\tIl est calme.\nI'm home.\tJe suis chez moi.\n"
+           "I'm home.\tJe suis chez moi.\n";
+  std::ofstream test(dir / "eng-fra" / "test.txt");
+  test << "I lost.\tJ'ai perdu.\nHe's calm.\tIl est calme.\n";
+}
+
+// A Lesson writing into <dir>/out, as a lesson program would make it.
+struct TestLesson {
+  std::vector<std::string> args;
+  std::vector<char*> argv;
+  std::unique_ptr<lesson::Lesson> lesson;
+  explicit TestLesson(const std::filesystem::path& dir)
+      : args{"08_seq2seq_attention", "--out", (dir / "out").string(), "--color", "never"} {
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    lesson = std::make_unique<lesson::Lesson>(static_cast<int>(args.size()), argv.data(), 8);
+    lesson->start();
+  }
+};
+
+std::shared_ptr<nn::EncoderDecoder> make_model(const data::NMTData& nmt, Generator& gen) {
+  auto encoder = std::make_shared<nn::Seq2SeqEncoder>(nmt.src_vocab.size(), 8, 16, 1, 0, gen);
+  auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(nmt.tgt_vocab.size(), 8, 16, 1, 0, gen);
+  return std::make_shared<nn::EncoderDecoder>(encoder, decoder);
+}
+
+}  // namespace
+
+TEST_CASE("lesson support/translation: the held-out pairs are read as the training data is") {
+  // The repository's test split: 100 pairs (data/README.md), preprocessed by d2l's rules.
+  std::vector<lesson::TranslationPair> pairs = lesson::load_test_pairs(QKV_DATA_DIR);
+  REQUIRE(pairs.size() == 100);
+  CHECK(pairs[0].source == "i'm rich .");  // "I'm rich.\tJe suis riche."
+  CHECK(pairs[0].target == "je suis riche .");
+  CHECK(pairs[1].target == "ne mange pas !");  // "Ne mange pas !" with U+202F before "!"
+  CHECK_THROWS_WITH_AS(lesson::load_test_pairs("/nonexistent"), doctest::Contains("/nonexistent"), Error);
+}
+
+TEST_CASE("lesson support/translation: translate's tokens and attention") {
+  TempDir dir("translation");
+  write_corpus(dir.path);
+  data::NMTData nmt = lesson::load_translation_data(dir.path, 6);
+  Generator gen(0);
+  auto model = make_model(nmt, gen);
+  // Untrained: whatever it says, the source is the preprocessed words and <eos>, and every
+  // step's weights (one row per output token, plus the step that said <eos>) sum to 1 over it.
+  lesson::Translation t = lesson::translate(*model, nmt, "I lost.", 6);
+  CHECK(t.source == std::vector<std::string>{"i", "lost", ".", "<eos>"});
+  REQUIRE(t.attention.dim() == 2);
+  CHECK(t.attention.size(1) == 4);
+  const int64_t steps = t.attention.size(0);
+  CHECK((steps == static_cast<int64_t>(t.tokens.size()) || steps == static_cast<int64_t>(t.tokens.size()) + 1));
+  CHECK(static_cast<int64_t>(t.tokens.size()) <= 6);
+  for (int64_t k = 0; k < steps; ++k) {
+    double s = 0;
+    for (int64_t j = 0; j < 4; ++j) s += t.attention.at({k, j});
+    CHECK(s == doctest::Approx(1).epsilon(1e-5));
+  }
+  // Unknown words become <unk>; a long sentence is cut to num_steps source steps.
+  CHECK(lesson::translate(*model, nmt, "I zebra.", 6).source == std::vector<std::string>{"i", "<unk>", ".", "<eos>"});
+  CHECK(lesson::translate(*model, nmt, "go go go go go go go go", 6).source.size() == 6);
+  CHECK_THROWS_WITH_AS(lesson::translate(*model, nmt, "  ", 6), doctest::Contains("translate: the sentence"), Error);
+  CHECK_THROWS_WITH_AS(lesson::translate(*model, nmt, "go .", 0), doctest::Contains("num_steps 0"), Error);
+}
+
+TEST_CASE("lesson support/translation: train_seq2seq learns a tiny corpus, and BLEU is 1 on what it learned") {
+  TempDir dir("translation_train");
+  write_corpus(dir.path);
+  data::NMTData nmt = lesson::load_translation_data(dir.path, 6);
+  Generator gen(0);
+  auto model = make_model(nmt, gen);
+  TestLesson l(dir.path);
+  std::vector<double> losses =
+      lesson::train_seq2seq(*model, nmt, {.epochs = 100, .lr = 0.01f, .batch_size = 4}, gen, *l.lesson);
+  REQUIRE(losses.size() == 100);
+  // The first epoch's loss per token is about ln V for a near-uniform prediction; it falls far below.
+  CHECK(losses.front() > 1);
+  CHECK(losses.back() < 0.05);
+  CHECK(lesson::translate(*model, nmt, "I'm home.", 6).text() == "je suis chez moi .");
+  // Both held-out pairs were training pairs: exact translations score 1 (BLEU's definition), and so
+  // does their mean.
+  lesson::BleuScores scores = lesson::bleu(*model, nmt, lesson::load_test_pairs(dir.path), 6);
+  REQUIRE(scores.pairs.size() == 2);
+  CHECK(scores.pairs[0].prediction == "j'ai perdu .");
+  CHECK(scores.pairs[0].bleu == 1.0);
+  CHECK(scores.pairs[1].bleu == 1.0);
+  CHECK(scores.mean == 1.0);
+  // The mean is the mean of data::bleu over the pairs, against a wrong reference too.
+  std::vector<lesson::TranslationPair> wrong = {{"i lost .", "j'ai gagné ."}, {"go .", "va !"}};
+  lesson::BleuScores mixed = lesson::bleu(*model, nmt, wrong, 6);
+  const double expected =
+      (data::bleu(mixed.pairs[0].prediction, "j'ai gagné .", 2) + data::bleu(mixed.pairs[1].prediction, "va !", 2)) / 2;
+  CHECK(mixed.mean == doctest::Approx(expected));
+  CHECK(mixed.pairs[0].bleu < 1);
+
+  CHECK_THROWS_WITH_AS(lesson::train_seq2seq(*model, nmt, {.epochs = 0}, gen, *l.lesson),
+                       doctest::Contains("train_seq2seq: epochs 0"), Error);
+  CHECK_THROWS_WITH_AS(lesson::bleu(*model, nmt, {}, 6), doctest::Contains("bleu: no pairs"), Error);
+}
