@@ -90,7 +90,7 @@ AttentionGrids attention_grids(nn::EncoderDecoder& model, const nn::TransformerE
   std::vector<Tensor> enc_blocks, dec_blocks;
   for (const Tensor& w : encoder.attention_weights())         // per block (1, h, T, T)
     enc_blocks.push_back(slice(slice(w, 2, 0, L), 3, 0, L));  // (1, h, L, L)
-  for (size_t b = 0; b < encoder.attention_weights().size(); ++b) {
+  for (size_t b = 0; b < p.attention.front().size(); ++b) {   // the decoder's blocks
     std::vector<Tensor> steps;
     for (const std::vector<Tensor>& step : p.attention) steps.push_back(slice(step[b], 3, 0, L));  // (1, h, 1, L)
     dec_blocks.push_back(cat(steps, 2));                                                           // (1, h, steps, L)
