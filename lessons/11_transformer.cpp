@@ -223,6 +223,10 @@ int main(int argc, char** argv) {
       "encoding. It does not: scaled dot-product attention is softmax(QKᵀ/√d_k)·V alone, computed in every\n"
       "head of every attention layer above. Positional encoding is a separate step on the input,\n"
       "embedding·√H + P, done once before the first block of the encoder and of the decoder.");
+  lesson.erratum(
+      "004 §2.2 says the i of PE(pos, 2i) means 第i层 (the i-th layer). It is the index of a column pair of\n"
+      "P: columns 2i and 2i+1 are a sine and a cosine of wavelength 2π·10000^(2i/d_model). The encoder and\n"
+      "the decoder each add the same P to their input once; the blocks have no positional encoding of their own.");
 
   lesson.section("Training: teacher forcing, masked cross-entropy, Adam");
   lesson.print(
