@@ -17,20 +17,6 @@
 
 namespace {
 
-// The lesson run with --seed `seed` into a fresh folder, its results.json parsed.
-struct SeededRun {
-  qkv::lesson_test::TempDir dir;
-  std::filesystem::path out;
-  qkv::lesson_test::Run run;
-  nlohmann::json json;
-  explicit SeededRun(int seed) : dir("11_transformer"), out(dir.path / "out") {
-    run = qkv::lesson_test::run_program("11_transformer", fmt::format("--seed {} --out '{}'", seed, out.string()),
-                                        dir.path);
-    std::ifstream in(out / "results.json");
-    if (in) json = nlohmann::json::parse(in);
-  }
-};
-
 size_t count_words(const std::string& text) {
   std::istringstream in(text);
   size_t n = 0;
@@ -66,9 +52,20 @@ TEST_CASE("lessons/11_transformer") {
   for (std::string line; std::getline(test_file, line);) test_pairs += !line.empty();
   REQUIRE(test_pairs == 100);
 
-  for (int seed : {0, 1, 2}) {
+#ifdef QKV_TEST_SANITIZE
+  // Under the sanitizers (several times slower): two epochs at one seed, and
+  // everything but what needs full training (the falling loss and BLEU ≥ 0.8).
+  const bool brief = true;
+  const std::vector<int> seeds = {0};
+  const std::string args = "--epochs 2";
+#else
+  const bool brief = false;
+  const std::vector<int> seeds = {0, 1, 2};
+  const std::string args;
+#endif
+  for (int seed : seeds) {
     INFO("seed " << seed);
-    SeededRun r(seed);
+    qkv::lesson_test::LessonRun r("11_transformer", fmt::format("--seed {} {}", seed, args));
     INFO(r.run.output);
     REQUIRE(r.run.status == 0);
     REQUIRE(r.json.is_object());
@@ -100,7 +97,7 @@ TEST_CASE("lessons/11_transformer") {
     // The loss falls: the last epoch's is under a quarter of the first's.
     std::vector<double> losses = res.at("losses").get<std::vector<double>>();
     REQUIRE(losses.size() >= 2);
-    CHECK(losses.back() < losses.front() / 4);
+    if (!brief) CHECK(losses.back() < losses.front() / 4);
 
     // BLEU over every held-out pair: one score each, in [0, 1], their mean as reported, at least 0.8.
     std::vector<double> scores = res.at("test_bleu").get<std::vector<double>>();
@@ -112,7 +109,7 @@ TEST_CASE("lessons/11_transformer") {
     }
     const double mean = std::accumulate(scores.begin(), scores.end(), 0.0) / static_cast<double>(scores.size());
     CHECK(res.at("mean_bleu").get<double>() == doctest::Approx(mean).epsilon(1e-12));
-    CHECK(mean >= 0.8);
+    if (!brief) CHECK(mean >= 0.8);
 
     // d2l's four sentences, each translated, with its label and its BLEU recomputed from the two strings.
     for (size_t k = 0; k < engs.size(); ++k) {

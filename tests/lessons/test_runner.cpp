@@ -2,6 +2,8 @@
 // single lesson, a range, and refuses what is not a lesson.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cctype>
 
 #include "catalog.hpp"
@@ -37,7 +39,9 @@ TEST_CASE("lessons runner/--list names every lesson of the catalogue") {
     CHECK(r.output.find(std::string(e.program)) != std::string::npos);
     CHECK(r.output.find(std::string(e.title)) != std::string::npos);
   }
-  CHECK(r.output.find("not yet written") != std::string::npos);  // lessons 08–13
+  const bool all_written =
+      std::all_of(qkv::lesson::catalog.begin(), qkv::lesson::catalog.end(), [](const auto& e) { return e.written; });
+  CHECK((r.output.find("not yet written") != std::string::npos) == !all_written);
 }
 
 TEST_CASE("lessons runner/a range runs those lessons and no others") {
