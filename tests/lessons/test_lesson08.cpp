@@ -99,7 +99,9 @@ void check_run(uint64_t seed) {
     CHECK(res.at(key).get<double>() == 1.0);
   }
 
-  // BLEU (k = 2) over all 100 held-out pairs: the mean of the per-pair scores, each in [0, 1]. A
+  // BLEU (k = 2) over all 100 held-out pairs: the mean of the per-pair scores, each in [0, 1].
+  // NOTE: the course's target is a mean of at least 0.8; this model reaches 0.73-0.77 at seeds 0-2,
+  // so 0.6 here is a guard against regressions, not the target met. A
   // sentence of four tokens with one wrong word scores at most exp(0)·(3/4)^(1/2)·(2/3)^(1/4) ≈ 0.78, so
   // a mean of 0.6 says most held-out sentences come out right or one word off. (An untrained model
   // scores about 0.)
