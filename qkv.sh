@@ -11,6 +11,8 @@
 # Builds go to build/<preset>/ through CMake presets (CMakePresets.json).
 set -euo pipefail
 cd "$(dirname "$0")"
+# Every build (the presets' workflows too) uses all cores unless told otherwise.
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
 # What qkv needs from Debian: a compiler and CMake, and four libraries for the
 # library itself; CLI11 for the lessons' flags; pugixml for the tests, which
