@@ -1,4 +1,5 @@
-// Softmax and log-softmax along the middle axis of an (outer, n, inner) view.
+// Softmax and log-softmax along the middle axis of an (outer, n, inner) view,
+// their backwards, d2l's masked softmax, and cross-entropy.
 //
 //   softmax(x)ₖ     = exp(xₖ - m) / Σⱼ exp(xⱼ - m)
 //   log_softmax(x)ₖ = (xₖ - m) - log Σⱼ exp(xⱼ - m)          with m = maxⱼ xⱼ
@@ -6,6 +7,11 @@
 // inner == 1 (the last dim: every attention row, every classifier's logits) is
 // the SIMD path, one contiguous row at a time in three passes: max, exp-and-sum,
 // write. inner > 1 runs the reference's scalar code down each strided column.
+//
+// Why the backwards and cross-entropy are kernels and not ops: composed from
+// ops, each is four or five full-size temporaries and graph nodes per call,
+// which for the lessons' small rows (10 keys, 201 classes) costs more than the
+// arithmetic. Here each is one pass over a row that reads what it needs.
 //
 // x and y may be the same array: every pass reads xₖ before it writes yₖ.
 //
@@ -51,6 +57,18 @@ void log_softmax_column(int64_t n, int64_t stride, const float* x, float* y) {
   for (int64_t k = 0; k < n; ++k) y[k * stride] = (x[k * stride] - m) - log_sum;
 }
 
+void softmax_backward_column(int64_t n, int64_t stride, const float* y, const float* dy, float* dx) {
+  float dot = 0.0f;  // Σⱼ dyⱼ yⱼ
+  for (int64_t k = 0; k < n; ++k) dot += dy[k * stride] * y[k * stride];
+  for (int64_t k = 0; k < n; ++k) dx[k * stride] = y[k * stride] * (dy[k * stride] - dot);
+}
+
+void log_softmax_backward_column(int64_t n, int64_t stride, const float* y, const float* dy, float* dx) {
+  float sum = 0.0f;  // Σⱼ dyⱼ
+  for (int64_t k = 0; k < n; ++k) sum += dy[k * stride];
+  for (int64_t k = 0; k < n; ++k) dx[k * stride] = dy[k * stride] - std::exp(y[k * stride]) * sum;
+}
+
 // ---- SIMD: one contiguous row x[0:n] ---------------------------------------------
 
 float row_max(int64_t n, const float* x) {
@@ -65,28 +83,46 @@ float row_max(int64_t n, const float* x) {
   return r;
 }
 
-void softmax_row(int64_t n, const float* x, float* y) {
-  const float m = row_max(n, x);
-  const batch vm(m);
+// Σ exp(xₖ - m) over the count < W elements left after the last full
+// register, also written to y unless y is null. They go through one padded
+// register and xsimd's exp, like the rest of the row, rather than libm's expf
+// one by one: a row of 10 keys is all tail, and expf is slow where it
+// underflows, as on every key d2l's mask sets to -1e6.
+float exp_tail(int64_t count, const float* x, float m, float* y) {
+  alignas(64) float lanes[W];
+  for (int64_t l = 0; l < W; ++l) lanes[l] = l < count ? x[l] : m;  // padding: exp(0), never used
+  xsimd::exp(batch::load_aligned(lanes) - batch(m)).store_aligned(lanes);
+  float sum = 0.0f;
+  for (int64_t l = 0; l < count; ++l) {
+    if (y != nullptr) y[l] = lanes[l];
+    sum += lanes[l];
+  }
+  return sum;
+}
 
-  // y = exp(x - m), summed on the way.
+// Σ exp(xₖ - m) over the row, writing exp(xₖ - m) to y unless y is null.
+float exp_sum(int64_t n, const float* x, float m, float* y) {
+  const batch vm(m);
   batch vsum(0.0f);
   int64_t k = 0;
   for (; k + W <= n; k += W) {
     batch e = xsimd::exp(batch::load_unaligned(x + k) - vm);
-    e.store_unaligned(y + k);
+    if (y != nullptr) e.store_unaligned(y + k);
     vsum += e;
   }
   float sum = xsimd::hadd(vsum);
-  for (; k < n; ++k) {
-    y[k] = std::exp(x[k] - m);
-    sum += y[k];
-  }
+  if (k < n) sum += exp_tail(n - k, x + k, m, y != nullptr ? y + k : nullptr);
+  return sum;
+}
+
+void softmax_row(int64_t n, const float* x, float* y) {
+  const float m = row_max(n, x);
+  const float sum = exp_sum(n, x, m, y);  // y = exp(x - m)
 
   // y /= Σ: one division, then multiplications.
   const float inv_sum = 1.0f / sum;
   const batch vinv(inv_sum);
-  k = 0;
+  int64_t k = 0;
   for (; k + W <= n; k += W) (batch::load_unaligned(y + k) * vinv).store_unaligned(y + k);
   for (; k < n; ++k) y[k] *= inv_sum;
 }
@@ -94,20 +130,49 @@ void softmax_row(int64_t n, const float* x, float* y) {
 void log_softmax_row(int64_t n, const float* x, float* y) {
   const float m = row_max(n, x);
   const batch vm(m);
-
-  // Σ exp(x - m); unlike softmax the exponentials are not kept.
-  batch vsum(0.0f);
-  int64_t k = 0;
-  for (; k + W <= n; k += W) vsum += xsimd::exp(batch::load_unaligned(x + k) - vm);
-  float sum = xsimd::hadd(vsum);
-  for (; k < n; ++k) sum += std::exp(x[k] - m);
+  const float sum = exp_sum(n, x, m, nullptr);  // unlike softmax, the exponentials are not kept
 
   // y = (x - m) - log Σ, in that order (see log_softmax_column).
   const float log_sum = std::log(sum);
   const batch vlog_sum(log_sum);
-  k = 0;
+  int64_t k = 0;
   for (; k + W <= n; k += W) ((batch::load_unaligned(x + k) - vm) - vlog_sum).store_unaligned(y + k);
   for (; k < n; ++k) y[k] = (x[k] - m) - log_sum;
+}
+
+// dx = y ⊙ (dy - Σ dy y)
+void softmax_backward_row(int64_t n, const float* y, const float* dy, float* dx) {
+  batch vdot(0.0f);
+  int64_t k = 0;
+  for (; k + W <= n; k += W) vdot = xsimd::fma(batch::load_unaligned(dy + k), batch::load_unaligned(y + k), vdot);
+  float dot = xsimd::hadd(vdot);
+  for (; k < n; ++k) dot += dy[k] * y[k];
+
+  const batch vd(dot);
+  k = 0;
+  for (; k + W <= n; k += W)
+    (batch::load_unaligned(y + k) * (batch::load_unaligned(dy + k) - vd)).store_unaligned(dx + k);
+  for (; k < n; ++k) dx[k] = y[k] * (dy[k] - dot);
+}
+
+// dx = dy - exp(y) · Σ dy
+void log_softmax_backward_row(int64_t n, const float* y, const float* dy, float* dx) {
+  batch vsum(0.0f);
+  int64_t k = 0;
+  for (; k + W <= n; k += W) vsum += batch::load_unaligned(dy + k);
+  float sum = xsimd::hadd(vsum);
+  for (; k < n; ++k) sum += dy[k];
+
+  const batch vs(sum);
+  k = 0;
+  for (; k + W <= n; k += W)
+    xsimd::fnma(xsimd::exp(batch::load_unaligned(y + k)), vs, batch::load_unaligned(dy + k)).store_unaligned(dx + k);
+  for (; k < n; ++k) dx[k] = dy[k] - std::exp(y[k]) * sum;
+}
+
+// d2l's mask, written while copying: x' = x on the first len entries, -1e6 after.
+void mask_row(int64_t n, int64_t len, const float* x, float* y) {
+  for (int64_t k = 0; k < n; ++k) y[k] = k < len ? x[k] : -1e6f;
 }
 
 }  // namespace
@@ -134,6 +199,180 @@ void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float*
 void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   if (inner != 1) return log_softmax_reference(outer, n, inner, x, y);
   for (int64_t o = 0; o < outer; ++o) log_softmax_row(n, x + o * n, y + o * n);
+}
+
+void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t at = o * n * inner + i;
+      softmax_backward_column(n, inner, y + at, dy + at, dx + at);
+    }
+  }
+}
+
+void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
+  if (inner != 1) return softmax_backward_reference(outer, n, inner, y, dy, dx);
+  for (int64_t o = 0; o < outer; ++o) softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n);
+}
+
+void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
+                                    float* dx) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t at = o * n * inner + i;
+      log_softmax_backward_column(n, inner, y + at, dy + at, dx + at);
+    }
+  }
+}
+
+void log_softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
+  if (inner != 1) return log_softmax_backward_reference(outer, n, inner, y, dy, dx);
+  for (int64_t o = 0; o < outer; ++o) log_softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n);
+}
+
+// ---- masked softmax ------------------------------------------------------------------
+
+void masked_softmax_reference(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    mask_row(n, lens[r], x + r * n, y + r * n);
+    softmax_column(n, 1, y + r * n, y + r * n);
+  }
+}
+
+void masked_softmax(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    mask_row(n, lens[r], x + r * n, y + r * n);
+    softmax_row(n, y + r * n, y + r * n);
+  }
+}
+
+// NOTE: softmax's backward alone would send y·(dy - Σ dy y) to the masked
+// entries, which is 0 where y underflowed to 0 but not in a row of length 0
+// (y = 1/n everywhere): those entries were replaced by -1e6, so x gets none.
+void masked_softmax_backward(int64_t rows, int64_t n, const int64_t* lens, const float* y, const float* dy, float* dx) {
+  for (int64_t r = 0; r < rows; ++r) {
+    softmax_backward_row(n, y + r * n, dy + r * n, dx + r * n);
+    for (int64_t k = std::max<int64_t>(lens[r], 0); k < n; ++k) dx[r * n + k] = 0.0f;
+  }
+}
+
+// ---- cross-entropy ------------------------------------------------------------------
+// Row i: logits x[i·C : (i+1)·C], stats[2i] = m, stats[2i + 1] = log Σ exp(x - m).
+
+void cross_entropy_reference(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
+                             int64_t ignore_index, float smoothing, float* loss, float* stats) {
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = x + i * C;
+    const float m = column_max(C, 1, row);
+    float sum = 0.0f;
+    for (int64_t c = 0; c < C; ++c) sum += std::exp(row[c] - m);
+    const float log_sum = std::log(sum);
+    stats[2 * i] = m;
+    stats[2 * i + 1] = log_sum;
+    const int64_t t = target[i];
+    if (t == ignore_index) {
+      loss[i] = 0.0f;
+      continue;
+    }
+    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
+    float smooth = 0.0f;  // -Σ_c w[c] · logp[c]
+    for (int64_t c = 0; c < C; ++c) smooth -= w(c) * ((row[c] - m) - log_sum);
+    const float nll = -w(t) * ((row[t] - m) - log_sum);
+    loss[i] = (1 - smoothing) * nll + smoothing / static_cast<float>(C) * smooth;
+  }
+}
+
+void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
+                   int64_t ignore_index, float smoothing, float* loss, float* stats) {
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = x + i * C;
+    const float m = row_max(C, row);
+    const float log_sum = std::log(exp_sum(C, row, m, nullptr));
+    stats[2 * i] = m;
+    stats[2 * i + 1] = log_sum;
+    const int64_t t = target[i];
+    if (t == ignore_index) {
+      loss[i] = 0.0f;
+      continue;
+    }
+    const float w_t = weight != nullptr ? weight[t] : 1.0f;
+    loss[i] = -w_t * ((row[t] - m) - log_sum);
+    if (smoothing == 0) continue;  // the smoothing term is the one pass over C the loss adds
+
+    // smooth = -Σ_c w[c] · ((x[c] - m) - log Σ)
+    const batch vm(m), vlog_sum(log_sum);
+    batch vs(0.0f);
+    int64_t c = 0;
+    for (; c + W <= C; c += W) {
+      const batch logp = (batch::load_unaligned(row + c) - vm) - vlog_sum;
+      vs = weight != nullptr ? xsimd::fma(batch::load_unaligned(weight + c), logp, vs) : vs + logp;
+    }
+    float smooth = -xsimd::hadd(vs);
+    for (; c < C; ++c) smooth -= (weight != nullptr ? weight[c] : 1.0f) * ((row[c] - m) - log_sum);
+    loss[i] = (1 - smoothing) * loss[i] + smoothing / static_cast<float>(C) * smooth;
+  }
+}
+
+namespace {
+
+// Σ_c w[c]: the smoothing term's share of dx is ε/C · (Σw · p - w).
+float weight_sum(int64_t C, const float* weight) {
+  if (weight == nullptr) return static_cast<float>(C);
+  float s = 0.0f;
+  for (int64_t c = 0; c < C; ++c) s += weight[c];
+  return s;
+}
+
+}  // namespace
+
+void cross_entropy_backward_reference(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
+                                      const float* weight, int64_t ignore_index, float smoothing, const float* dloss,
+                                      float* dx) {
+  const float eps_c = smoothing / static_cast<float>(C);
+  const float w_sum = weight_sum(C, weight);
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t t = target[i];
+    for (int64_t c = 0; c < C; ++c) dx[i * C + c] = 0.0f;
+    if (t == ignore_index) continue;
+    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
+    const float a = (1 - smoothing) * w(t) + eps_c * w_sum;
+    for (int64_t c = 0; c < C; ++c) {
+      const float p = std::exp((x[i * C + c] - stats[2 * i]) - stats[2 * i + 1]);
+      dx[i * C + c] = dloss[i] * (a * p - eps_c * w(c));
+    }
+    dx[i * C + t] -= dloss[i] * (1 - smoothing) * w(t);
+  }
+}
+
+void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
+                            const float* weight, int64_t ignore_index, float smoothing, const float* dloss, float* dx) {
+  const float eps_c = smoothing / static_cast<float>(C);
+  const float w_sum = weight_sum(C, weight);
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = x + i * C;
+    float* d = dx + i * C;
+    const int64_t t = target[i];
+    if (t == ignore_index) {
+      for (int64_t c = 0; c < C; ++c) d[c] = 0.0f;
+      continue;
+    }
+    const float w_t = weight != nullptr ? weight[t] : 1.0f;
+    const float g = dloss[i];
+    // dx = g·a·p - g·ε/C·w, with p = exp((x - m) - log Σ)
+    const float ga = g * ((1 - smoothing) * w_t + eps_c * w_sum), g_eps = g * eps_c;
+    const batch vm(stats[2 * i]), vlog_sum(stats[2 * i + 1]), vga(ga), vg_eps(g_eps);
+    int64_t c = 0;
+    for (; c + W <= C; c += W) {
+      const batch p = xsimd::exp((batch::load_unaligned(row + c) - vm) - vlog_sum);
+      const batch w = weight != nullptr ? batch::load_unaligned(weight + c) : batch(1.0f);
+      xsimd::fms(vga, p, vg_eps * w).store_unaligned(d + c);
+    }
+    for (; c < C; ++c) {
+      const float p = std::exp((row[c] - stats[2 * i]) - stats[2 * i + 1]);
+      d[c] = ga * p - g_eps * (weight != nullptr ? weight[c] : 1.0f);
+    }
+    d[t] -= g * (1 - smoothing) * w_t;  // the one-hot target
+  }
 }
 
 }  // namespace qkv::kernels

@@ -1,19 +1,21 @@
 // Layer-level functions: dropout, layer_norm, cross_entropy, mse_loss,
 // cosine_similarity and normalize.
 //
-// None of them has a hand-written backward. Each is a few primitive ops
+// Most of them have no hand-written backward. Each is a few primitive ops
 // (elementwise, reduction, softmax, shape_ops) in a row, and autograd
-// differentiates it through them: the gradient of layer_norm is whatever
-// mean, sub, mul, sqrt and div say it is. That is slower than a fused kernel,
-// but every line here can be checked against the formula above it.
+// differentiates it through them. cross_entropy, which every training step
+// calls on its largest output, is one kernel each way (kernels/softmax.hpp),
+// its backward written out beside it.
 //
 // Dims: N batch, C classes, D the features a row is normalised over.
+#include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/ops.hpp>
 
 #include <cmath>
 #include <vector>
 
+#include "kernels/softmax.hpp"
 #include "ops/util.hpp"
 
 namespace qkv {
@@ -101,17 +103,24 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // w is `weight` (1 for every class when undefined). Targets equal to
 // ignore_index get 0 in both terms, and Mean divides the sum of both by
 // Σ w[t] over the targets that count.
-// Built as log_softmax (which subtracts the max, so logits of ±1e4 stay
-// finite), then index_select of each target's entry from the flattened
-// log-probabilities: O(N) work on top of the softmax, and the backward
-// scatters each gradient back to its one entry. The smoothing term is one
-// more mul and sum over C, made only when ε > 0.
+//
+// One kernel pass per row of C logits gives the loss (kernels/softmax.hpp),
+// and one more the gradient, dlogits = dloss · (a·softmax - (1-ε)·w[t]·onehot(t) - ε/C·w)
+// with a = (1-ε)·w[t] + ε/C·Σw. The same loss composed from log_softmax,
+// index_select, masked_fill and sum makes six full-size temporaries in its
+// backward; tests/ops/test_functional.cpp keeps that composition and holds
+// this op equal to it. Logits (N, C, d1, …) are first permuted to rows of C.
 Tensor cross_entropy(const Tensor& logits, const IntTensor& target, const Tensor& weight, int64_t ignore_index,
                      Reduction reduction, float label_smoothing) {
+  detail::check_input(logits, "cross_entropy", "logits");
+  detail::check_input(target, "cross_entropy", "target");
   if (logits.dim() == 0) fail("cross_entropy: logits must be (C), (N, C) or (N, C, d1, ...), got {}", logits.shape());
   if (!(label_smoothing >= 0 && label_smoothing <= 1))
     fail("cross_entropy: label_smoothing must be between 0.0 and 1.0, got {}", label_smoothing);
+  if (reduction != Reduction::None && reduction != Reduction::Mean && reduction != Reduction::Sum)
+    fail("cross_entropy: reduction {} is not Reduction::None, Mean or Sum", static_cast<int>(reduction));
   const int64_t C = logits.size(logits.dim() == 1 ? 0 : 1);
+  if (C == 0) fail("cross_entropy: logits {} have no classes (C = 0)", logits.shape());
   if (weight.defined() && weight.shape() != Shape{C})
     fail("cross_entropy: weight {} should be ({}), one per class of logits {}", weight.shape(), C, logits.shape());
   if (logits.dim() == 1) {  // unbatched: logits (C) with target () is a batch of one
@@ -126,46 +135,42 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, const Tensor
     fail("cross_entropy: target shape {} does not match logits {}: expected {}", target.shape(), logits.shape(),
          expected);
 
-  // In logits (N, C, inner) flattened, the entry [n, c, j] is element (n·C + c)·inner + j.
-  const detail::AxisView v = detail::axis_view(logits.shape(), 1);  // outer = N, n = C, inner = d1·d2·…
-  IntTensor index = IntTensor::empty(Shape{target.numel()});        // where each target's log-probability sits
-  IntTensor ignored = IntTensor::empty(target.shape());             // 1 where target == ignore_index
-  Tensor w_target = Tensor::empty(target.shape());                  // w[t], 0 where ignored
   const float* w = weight.defined() ? weight.data() : nullptr;
-  double total_weight = 0;  // the Mean's divisor: Σ w[t] over the targets that count
+  const int64_t R = target.numel();  // one row of C logits per target
   const int64_t* t = target.data();
-  for (int64_t n = 0; n < v.outer; ++n) {
-    for (int64_t j = 0; j < v.inner; ++j) {
-      const int64_t i = n * v.inner + j;
-      ignored.data()[i] = t[i] == ignore_index ? 1 : 0;
-      if (t[i] == ignore_index) {
-        index.data()[i] = n * C * v.inner + j;  // class 0: any valid entry, filled with 0 below
-        w_target.data()[i] = 0;
-        continue;
-      }
-      if (t[i] < 0 || t[i] >= C)
-        fail("cross_entropy: target {} out of range for {} classes (at index {} of target {})", t[i], C, i,
-             target.shape());
-      index.data()[i] = (n * C + t[i]) * v.inner + j;
-      w_target.data()[i] = w != nullptr ? w[t[i]] : 1.0f;
-      total_weight += w_target.data()[i];
-    }
+  double total_weight = 0;  // the Mean's divisor: Σ w[t] over the targets that count
+  for (int64_t i = 0; i < R; ++i) {
+    if (t[i] == ignore_index) continue;
+    if (t[i] < 0 || t[i] >= C)
+      fail("cross_entropy: target {} out of range for {} classes (at index {} of target {})", t[i], C, i,
+           target.shape());
+    total_weight += w != nullptr ? w[t[i]] : 1.0f;
   }
 
-  Tensor logp = log_softmax(logits, 1);                                                 // (N, C, d1, …)
-  Tensor picked = reshape(index_select(reshape(logp, Shape{-1}), 0, index), expected);  // (N, d1, …)
-  Tensor loss = w != nullptr ? -picked * w_target : -picked;                            // (N, d1, …)
-  loss = masked_fill(loss, ignored, 0.0f);
-  if (label_smoothing > 0) {
-    Tensor weighted = logp;  // (N, C, d1, …)
-    if (w != nullptr) {
-      std::vector<int64_t> at_class(static_cast<size_t>(logits.dim()), 1);  // (1, C, 1, …): broadcasts over N, d1, …
-      at_class[1] = C;
-      weighted = logp * reshape(weight.detach(), Shape(at_class));
-    }
-    Tensor smooth = masked_fill(-sum(weighted, 1), ignored, 0.0f);  // (N, C, d1, …) -> (N, d1, …)
-    loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / static_cast<float>(C));
+  // (N, C, d1, …) -> (N, d1, …, C) -> (R, C): row n·d1·… + j is target element n·d1·… + j.
+  Tensor rows = logits;
+  if (logits.dim() > 2) {
+    std::vector<int64_t> class_last{0};
+    for (int64_t d = 2; d < logits.dim(); ++d) class_last.push_back(d);
+    class_last.push_back(1);
+    rows = reshape(permute(logits, class_last), Shape{R, C});
   }
+
+  Tensor loss = Tensor::empty(Shape{R});      // (R)
+  Tensor stats = Tensor::empty(Shape{R, 2});  // (R, 2): each row's max and log Σ exp, for the backward
+  kernels::cross_entropy(R, C, rows.data(), t, w, ignore_index, label_smoothing, loss.data(), stats.data());
+  // NOTE: weight is a constant here, as in PyTorch: no gradient reaches it.
+  record(loss, "CrossEntropyBackward", {rows},
+         [x = rows.detach(), target, weight = weight.defined() ? weight.detach() : Tensor(), stats, R, C, ignore_index,
+          label_smoothing](const Tensor& dloss) -> std::vector<Tensor> {
+           Tensor dx = Tensor::empty(x.shape());  // (R, C)
+           kernels::cross_entropy_backward(R, C, x.data(), stats.data(), target.data(),
+                                           weight.defined() ? weight.data() : nullptr, ignore_index, label_smoothing,
+                                           dloss.data(), dx.data());
+           return {dx};
+         });
+  loss = reshape(loss, expected);  // (N, d1, …)
+
   switch (reduction) {
     case Reduction::None:
       return loss;

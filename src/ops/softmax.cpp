@@ -1,18 +1,18 @@
-// softmax and log_softmax along any dim (one kernel call each over the
-// (outer, n, inner) view of util.hpp), and d2l's masked_softmax, which is
-// a comparison mask, where and softmax, and so needs no backward of its own.
+// softmax and log_softmax along any dim, and d2l's masked_softmax: each
+// forward and each backward is one kernel call over the (outer, n, inner)
+// view of util.hpp (kernels/softmax.hpp).
 //
-// Both backwards are written with ops (mul, sub, sum with keepdim), which
-// broadcast the per-row sum back along dim.
+// The backwards could be written with ops (mul, sub, sum with keepdim), and
+// masked_softmax as a comparison mask, where and softmax; tests/ops/test_softmax.cpp
+// keeps those compositions and holds these ops equal to them. As kernels they
+// make no temporaries and no extra graph nodes, which is what the lessons'
+// small attention rows cost most.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
-#include <qkv/core/factory.hpp>
-#include <qkv/ops/compare.hpp>
-#include <qkv/ops/elementwise.hpp>
-#include <qkv/ops/reduction.hpp>
 #include <qkv/ops/softmax.hpp>
 
 #include <string>
+#include <vector>
 
 #include "kernels/softmax.hpp"
 #include "ops/util.hpp"
@@ -28,8 +28,10 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::softmax(outer, n, inner, x.data(), out.data());
   // NOTE: the backward needs y; it captures out.detach(), never out itself (see autograd.hpp).
-  record(out, "SoftmaxBackward", {x}, [y = out.detach(), d](const Tensor& dy) -> std::vector<Tensor> {
-    return {y * (dy - sum(dy * y, d, /*keepdim=*/true))};
+  record(out, "SoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](const Tensor& dy) -> std::vector<Tensor> {
+    Tensor dx = Tensor::empty(y.shape());
+    if (dx.numel() > 0) kernels::softmax_backward(outer, n, inner, y.data(), dy.data(), dx.data());
+    return {dx};
   });
   return out;
 }
@@ -42,8 +44,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   auto [outer, n, inner] = detail::axis_view(x.shape(), d);
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::log_softmax(outer, n, inner, x.data(), out.data());
-  record(out, "LogSoftmaxBackward", {x}, [y = out.detach(), d](const Tensor& dy) -> std::vector<Tensor> {
-    return {dy - exp(y) * sum(dy, d, /*keepdim=*/true)};
+  record(out, "LogSoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](const Tensor& dy) -> std::vector<Tensor> {
+    Tensor dx = Tensor::empty(y.shape());
+    if (dx.numel() > 0) kernels::log_softmax_backward(outer, n, inner, y.data(), dy.data(), dx.data());
+    return {dx};
   });
   return out;
 }
@@ -52,6 +56,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 //   x (B, Q, K) scores; valid_lens (B) or (B, Q)
 //   x[b, q, k] = -1e6  where k ≥ valid_lens[b] (or valid_lens[b, q])
 //   softmax(x, -1)     -> (B, Q, K), zero weight on the masked keys
+// The mask is applied while the kernel copies each row (no comparison mask, no
+// `where`); the masked keys get no gradient, as they would through where.
 // NOTE: -1e6, not -inf, as d2l: a row whose valid length is 0 then gets
 // uniform weights 1/K instead of 0/0 = NaN. A length above K keeps every key.
 Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
@@ -74,11 +80,21 @@ Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
     }
   }
 
-  // keep[b, q, k] = k < valid_lens[b] (or valid_lens[b, q]): sequence_mask's
-  // arange(K) < valid_len[:, None], with the lengths broadcast over the queries.
-  IntTensor lengths = valid_lens.reshape(per_batch ? Shape{B, 1, 1} : Shape{B, Q, 1});
-  IntTensor keep = arange_int(0, K) < lengths;  // (K) < (B, 1 or Q, 1) -> (B, 1 or Q, K)
-  return softmax(where(keep, x, -1e6f), -1);    // (B, Q, K)
+  // One length per row of x seen as (B·Q, K): valid_lens[b] for every q, or valid_lens[b, q].
+  std::vector<int64_t> row_lens(static_cast<size_t>(B * Q));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t q = 0; q < Q; ++q) row_lens[static_cast<size_t>(b * Q + q)] = lens[per_batch ? b : b * Q + q];
+
+  Tensor out = Tensor::empty(x.shape());  // (B, Q, K)
+  if (out.numel() > 0) kernels::masked_softmax(B * Q, K, row_lens.data(), x.data(), out.data());
+  record(out, "MaskedSoftmaxBackward", {x},
+         [y = out.detach(), row_lens = std::move(row_lens), B, Q, K](const Tensor& dy) -> std::vector<Tensor> {
+           Tensor dx = Tensor::empty(y.shape());
+           if (dx.numel() > 0)
+             kernels::masked_softmax_backward(B * Q, K, row_lens.data(), y.data(), dy.data(), dx.data());
+           return {dx};
+         });
+  return out;
 }
 
 // --- as Tensor methods (tensor.hpp): x.softmax(d) is softmax(x, d) ---------------

@@ -172,3 +172,199 @@ TEST_CASE("kernels/softmax, log_softmax") {
     CHECK(y[3] == 0.0f);
   }
 }
+
+// ---- the backwards --------------------------------------------------------------
+
+namespace {
+
+// Tolerances. SIMD and reference differ in the order of the row's sum
+// (n·u relative to the sum of the magnitudes), in fma against multiply-then-add
+// (one rounding), and, for log_softmax, in the exp (a couple of ulps). So
+//   softmax:      |Δdxₖ| ≤ (2n + 8)·u · |yₖ| · (|dyₖ| + Σⱼ |dyⱼ yⱼ|)
+//   log_softmax:  |Δdxₖ| ≤ (2n + 8)·u · (|dyₖ| + exp(yₖ) · Σⱼ |dyⱼ|)
+void check_backward_matches_reference(Shape s) {
+  CAPTURE(s.outer);
+  CAPTURE(s.n);
+  CAPTURE(s.inner);
+  const int64_t size = s.outer * s.n * s.inner;
+  std::vector<float> x = random_vector(size, 83, -6.0f, 6.0f), dy = random_vector(size, 85, -2.0f, 2.0f);
+  std::vector<float> y(size), dx(size), dx_ref(size);
+  auto column_sum = [&](int64_t at, auto term) {  // Σ over the column through element `at`
+    const int64_t o = at / (s.n * s.inner), i = at % s.inner;
+    double sum = 0;
+    for (int64_t k = 0; k < s.n; ++k) sum += term((o * s.n + k) * s.inner + i);
+    return sum;
+  };
+  const double tol_scale = static_cast<double>(2 * s.n + 8) * kU;
+
+  softmax(s.outer, s.n, s.inner, x.data(), y.data());
+  softmax_backward(s.outer, s.n, s.inner, y.data(), dy.data(), dx.data());
+  softmax_backward_reference(s.outer, s.n, s.inner, y.data(), dy.data(), dx_ref.data());
+  int64_t bad = 0;
+  for (int64_t k = 0; k < size; ++k) {
+    const double dot = column_sum(k, [&](int64_t j) { return std::abs(double(dy[j]) * y[j]); });
+    bad += !(std::abs(double(dx[k]) - dx_ref[k]) <= tol_scale * y[k] * (std::abs(dy[k]) + dot));
+  }
+  CHECK(bad == 0);
+
+  log_softmax(s.outer, s.n, s.inner, x.data(), y.data());
+  log_softmax_backward(s.outer, s.n, s.inner, y.data(), dy.data(), dx.data());
+  log_softmax_backward_reference(s.outer, s.n, s.inner, y.data(), dy.data(), dx_ref.data());
+  bad = 0;
+  for (int64_t k = 0; k < size; ++k) {
+    const double sum = column_sum(k, [&](int64_t j) { return std::abs(double(dy[j])); });
+    bad += !(std::abs(double(dx[k]) - dx_ref[k]) <= tol_scale * (std::abs(dy[k]) + std::exp(double(y[k])) * sum));
+  }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("kernels/softmax_backward, log_softmax_backward") {
+  SUBCASE("(1, 1, 1)") { check_backward_matches_reference({1, 1, 1}); }
+  SUBCASE("(3, 10, 1)") { check_backward_matches_reference({3, 10, 1}); }
+  SUBCASE("(2, 129, 1)") { check_backward_matches_reference({2, 129, 1}); }
+  SUBCASE("(2, 17, 3)") { check_backward_matches_reference({2, 17, 3}); }
+
+  SUBCASE("by hand") {
+    // y = (0.25, 0.75), dy = (1, -1): Σ dy y = -0.5, dx = y ⊙ (dy + 0.5) = (0.375, -0.375).
+    const float y[] = {0.25f, 0.75f}, dy[] = {1, -1};
+    float dx[2];
+    softmax_backward(1, 2, 1, y, dy, dx);
+    CHECK(dx[0] == 0.375f);
+    CHECK(dx[1] == -0.375f);
+    // log_softmax: y = log(0.25, 0.75), dy = (1, 2): dx = dy - softmax · 3 = (0.25, -0.25).
+    const float logy[] = {std::log(0.25f), std::log(0.75f)}, dy2[] = {1, 2};
+    log_softmax_backward(1, 2, 1, logy, dy2, dx);
+    CHECK(std::abs(dx[0] - 0.25f) <= 8 * kU);
+    CHECK(std::abs(dx[1] + 0.25f) <= 8 * kU);
+  }
+}
+
+// ---- masked softmax ----------------------------------------------------------------
+
+TEST_CASE("kernels/masked_softmax") {
+  SUBCASE("against the reference, lengths 0 to past n") {
+    // Rows of n = 10 (all of it the padded tail) and n = 37 (body and tail).
+    for (int64_t n : {10, 37}) {
+      CAPTURE(n);
+      const int64_t rows = 7;
+      const int64_t lens[rows] = {0, 1, 3, n - 1, n, n + 5, 2};
+      std::vector<float> x = random_vector(rows * n, 87, -8.0f, 8.0f), y(rows * n), y_ref(rows * n);
+      masked_softmax(rows, n, lens, x.data(), y.data());
+      masked_softmax_reference(rows, n, lens, x.data(), y_ref.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        for (int64_t k = 0; k < n; ++k) {
+          // Same tolerance as softmax (the masked row is a softmax of n entries).
+          CHECK(std::abs(double(y[r * n + k]) - y_ref[r * n + k]) <= softmax_tol(n, y_ref[r * n + k]));
+          // From mathematics: exp(-1e6 - m) is 0 in float for any m > -1e6 + 104,
+          // so a masked key gets exactly 0 unless the whole row is masked (then 1/n).
+          if (lens[r] > 0 && k >= lens[r]) CHECK(y[r * n + k] == 0.0f);
+        }
+      }
+      CHECK(std::abs(y[0] - 1.0 / static_cast<double>(n)) <= softmax_tol(n, y[0]));  // length 0: uniform
+    }
+  }
+
+  SUBCASE("backward: softmax's on the kept keys, 0 on the masked ones") {
+    const int64_t n = 10, rows = 3;
+    const int64_t lens[rows] = {0, 4, 12};
+    std::vector<float> x = random_vector(rows * n, 89, -3.0f, 3.0f), dy = random_vector(rows * n, 91), y(rows * n);
+    std::vector<float> dx(rows * n), dx_plain(rows * n);
+    masked_softmax(rows, n, lens, x.data(), y.data());
+    masked_softmax_backward(rows, n, lens, y.data(), dy.data(), dx.data());
+    softmax_backward(rows, n, 1, y.data(), dy.data(), dx_plain.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < n; ++k) CHECK(dx[r * n + k] == (k < lens[r] ? dx_plain[r * n + k] : 0.0f));
+  }
+}
+
+// ---- cross-entropy ------------------------------------------------------------------
+
+namespace {
+
+struct CrossEntropyCase {
+  int64_t N, C;
+  bool weighted;
+  float smoothing;
+};
+
+// Tolerances, from the rounding the two versions do differently: the exp
+// (a couple of ulps) and the order of the sums. In a row, log Σ moves by up
+// to (2C + 16)·u and each logp[c] = (x[c] - m) - log Σ by that plus 4u·|logp[c]|;
+// the smoothing sum adds C·u relative to Σ |w[c]·logp[c]|. So
+//   |Δloss| ≤ (2C + 16)·u · ((1-ε)·w[t]·(1 + |logp[t]|) + ε/C · Σ_c w[c]·(1 + |logp[c]|))
+// The backward reads the same stats in both, so p differs only by the exp:
+//   |Δdx[c]| ≤ 8u · |g| · (a·p[c] + ε/C·w[c] + [c = t]·(1-ε)·w[t])
+void check_cross_entropy_matches_reference(CrossEntropyCase s) {
+  CAPTURE(s.N);
+  CAPTURE(s.C);
+  CAPTURE(s.weighted);
+  CAPTURE(s.smoothing);
+  const int64_t N = s.N, C = s.C, ignore = -100;
+  std::vector<float> x = random_vector(N * C, 93, -6.0f, 6.0f), dloss = random_vector(N, 95, -1.0f, 1.0f);
+  std::vector<float> w = random_vector(C, 97, 0.1f, 2.0f);
+  std::vector<int64_t> target(N);
+  for (int64_t i = 0; i < N; ++i) target[i] = i % 4 == 3 ? ignore : (i * 7) % C;  // every fourth row ignored
+  const float* weight = s.weighted ? w.data() : nullptr;
+  auto wt = [&](int64_t c) { return s.weighted ? double(w[c]) : 1.0; };
+  const double eps = s.smoothing, eps_c = eps / static_cast<double>(C);
+
+  std::vector<float> loss(N), loss_ref(N), stats(2 * N), stats_ref(2 * N), dx(N * C), dx_ref(N * C);
+  cross_entropy(N, C, x.data(), target.data(), weight, ignore, s.smoothing, loss.data(), stats.data());
+  cross_entropy_reference(N, C, x.data(), target.data(), weight, ignore, s.smoothing, loss_ref.data(),
+                          stats_ref.data());
+  cross_entropy_backward(N, C, x.data(), stats.data(), target.data(), weight, ignore, s.smoothing, dloss.data(),
+                         dx.data());
+  cross_entropy_backward_reference(N, C, x.data(), stats.data(), target.data(), weight, ignore, s.smoothing,
+                                   dloss.data(), dx_ref.data());
+  double w_sum = 0;
+  for (int64_t c = 0; c < C; ++c) w_sum += wt(c);
+  for (int64_t i = 0; i < N; ++i) {
+    CAPTURE(i);
+    const int64_t t = target[i];
+    CHECK(stats[2 * i] == stats_ref[2 * i]);  // the max is exact
+    if (t == ignore) {
+      CHECK(loss[i] == 0.0f);
+      for (int64_t c = 0; c < C; ++c) CHECK(dx[i * C + c] == 0.0f);
+      continue;
+    }
+    auto logp = [&](int64_t c) { return double(x[i * C + c]) - stats_ref[2 * i] - stats_ref[2 * i + 1]; };
+    double scale = (1 - eps) * wt(t) * (1 + std::abs(logp(t)));
+    for (int64_t c = 0; c < C; ++c) scale += eps_c * wt(c) * (1 + std::abs(logp(c)));
+    CHECK(std::abs(double(loss[i]) - loss_ref[i]) <= static_cast<double>(2 * C + 16) * kU * scale);
+
+    const double g = dloss[i], a = (1 - eps) * wt(t) + eps_c * w_sum;
+    int64_t bad = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double bound = a * std::exp(logp(c)) + eps_c * wt(c) + (c == t ? (1 - eps) * wt(t) : 0.0);
+      bad += !(std::abs(double(dx[i * C + c]) - dx_ref[i * C + c]) <= 8 * kU * std::abs(g) * bound);
+    }
+    CHECK(bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kernels/cross_entropy") {
+  SUBCASE("(8, 5)") { check_cross_entropy_matches_reference({8, 5, false, 0.0f}); }
+  SUBCASE("(8, 201) weighted") { check_cross_entropy_matches_reference({8, 201, true, 0.0f}); }
+  SUBCASE("(8, 37) smoothed") { check_cross_entropy_matches_reference({8, 37, false, 0.1f}); }
+  SUBCASE("(12, 201) weighted and smoothed") { check_cross_entropy_matches_reference({12, 201, true, 0.3f}); }
+  SUBCASE("(4, 1): one class") { check_cross_entropy_matches_reference({4, 1, true, 0.5f}); }
+
+  SUBCASE("by hand") {
+    // Row (0, log 3): p = (1/4, 3/4), so with target 1 the loss is -log(3/4)
+    // and dx = p - onehot(1) = (1/4, -1/4).
+    const float x[] = {0.0f, std::log(3.0f)};
+    const int64_t target[] = {1};
+    const float dloss[] = {1.0f};
+    float loss, stats[2], dx[2];
+    cross_entropy(1, 2, x, target, nullptr, -100, 0.0f, &loss, stats);
+    CHECK(std::abs(loss + std::log(0.75f)) <= 8 * kU);
+    cross_entropy_backward(1, 2, x, stats, target, nullptr, -100, 0.0f, dloss, dx);
+    CHECK(std::abs(dx[0] - 0.25f) <= 8 * kU);
+    CHECK(std::abs(dx[1] + 0.25f) <= 8 * kU);
+  }
+}

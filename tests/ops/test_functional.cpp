@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 
+#include "ops/util.hpp"
 #include "reference.hpp"
 
 using namespace qkv;
@@ -181,6 +182,49 @@ TEST_CASE("ops/layer_norm") {
 
 // --- cross_entropy ---------------------------------------------------------------
 
+namespace {
+
+// cross_entropy composed from primitive ops, as PyTorch 1.13 defines it:
+//   loss[n, …] = (1-ε)·(-w[t]·logp[n, t, …]) + ε/C·(-Σ_c w[c]·logp[n, c, …]),  logp = log_softmax(logits, 1)
+// index_select picks each target's log-probability from the flattened logp;
+// masked_fill zeroes the ignored targets. Its gradient comes from those ops.
+Tensor cross_entropy_composed(const Tensor& logits, const IntTensor& target, const Tensor& weight, int64_t ignore_index,
+                              Reduction reduction, float label_smoothing) {
+  const int64_t C = logits.size(1);
+  const detail::AxisView v = detail::axis_view(logits.shape(), 1);  // outer = N, n = C, inner = d1·d2·…
+  IntTensor index = IntTensor::empty(Shape{target.numel()});        // where each target's log-probability sits
+  IntTensor ignored = IntTensor::empty(target.shape());             // 1 where target == ignore_index
+  Tensor w_target = zeros(target.shape());                          // w[t], 0 where ignored
+  double total_weight = 0;
+  const int64_t* t = target.data();
+  for (int64_t n = 0; n < v.outer; ++n) {
+    for (int64_t j = 0; j < v.inner; ++j) {
+      const int64_t i = n * v.inner + j;
+      const bool skip = t[i] == ignore_index;
+      ignored.data()[i] = skip ? 1 : 0;
+      index.data()[i] = (n * C + (skip ? 0 : t[i])) * v.inner + j;  // class 0 when ignored: filled with 0 below
+      if (skip) continue;
+      w_target.data()[i] = weight.defined() ? weight.data()[t[i]] : 1.0f;
+      total_weight += w_target.data()[i];
+    }
+  }
+  Tensor logp = log_softmax(logits, 1);                                                       // (N, C, d1, …)
+  Tensor picked = reshape(index_select(reshape(logp, Shape{-1}), 0, index), target.shape());  // (N, d1, …)
+  Tensor loss = masked_fill(-picked * w_target, ignored, 0.0f);
+  if (label_smoothing > 0) {
+    std::vector<int64_t> at_class(static_cast<size_t>(logits.dim()), 1);  // (1, C, 1, …)
+    at_class[1] = C;
+    Tensor weighted = weight.defined() ? logp * reshape(weight, Shape(at_class)) : logp;
+    Tensor smooth = masked_fill(-sum(weighted, 1), ignored, 0.0f);  // (N, d1, …)
+    loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / static_cast<float>(C));
+  }
+  if (reduction == Reduction::None) return loss;
+  if (reduction == Reduction::Sum) return sum(loss);
+  return sum(loss) / static_cast<float>(total_weight);
+}
+
+}  // namespace
+
 TEST_CASE("ops/cross_entropy") {
   SUBCASE("against torch") {
     // (N, C), (N, C, d1, …) and unbatched (C); ignore_index, per-class weight,
@@ -194,6 +238,48 @@ TEST_CASE("ops/cross_entropy") {
           return cross_entropy(x[0], c.ints_at("target"), weight, int_arg(c, "ignore_index"), reduction_arg(c),
                                float_arg(c, "label_smoothing"));
         });
+      }
+    }
+  }
+
+  SUBCASE("equals the composition of log_softmax, index_select, masked_fill and sum") {
+    // Both take logp from the same log_softmax kernel code; they differ in the
+    // order of the smoothing sum and of the reduction (a few u relative to the
+    // sums of magnitudes, which are O(C·|logp|) here), and the gradient in
+    // rounding a·p - (1-ε)·w[t] in one expression or in two ops. rtol 1e-5 is
+    // ~100u: C·u for C ≤ 37 with room for the reduction; atol 1e-6 covers
+    // gradients that cancel to 0.
+    Generator gen(21);
+    struct Case {
+      Shape logits;
+      IntTensor target;
+      bool weighted;
+      float smoothing;
+    };
+    const Case cases[] = {
+        {{6, 5}, int_tensor({0, 4, -100, 2, 1, 3}), false, 0.0f},
+        {{6, 37}, int_tensor({0, 36, 5, -100, 17, 1}), true, 0.0f},
+        {{6, 37}, int_tensor({0, 36, 5, -100, 17, 1}), true, 0.2f},
+        {{4, 5}, int_tensor({-100, -100, 1, 2}), false, 0.5f},
+        {{2, 3, 4}, int_tensor({0, 2, -100, 1, 2, 0, -100, 1}, {2, 4}), true, 0.1f},
+        {{2, 3, 2, 2}, int_tensor({0, 2, 1, 1, 2, 0, -100, 1}, {2, 2, 2}), false, 0.0f},
+    };
+    for (const Case& c : cases) {
+      const int64_t C = c.logits[1];
+      Tensor weight = c.weighted ? rand({C}, gen) + 0.5f : Tensor();
+      for (Reduction r : {Reduction::None, Reduction::Mean, Reduction::Sum}) {
+        SUBCASE(fmt::format("{} ε {} weighted {} reduction {}", c.logits, c.smoothing, c.weighted, static_cast<int>(r))
+                    .c_str()) {
+          Tensor x1 = randn(c.logits, gen).requires_grad_();
+          Tensor x2 = Tensor(x1.to_vector(), c.logits).requires_grad_();
+          Tensor y1 = cross_entropy(x1, c.target, weight, -100, r, c.smoothing);
+          Tensor y2 = cross_entropy_composed(x2, c.target, weight, -100, r, c.smoothing);
+          check_close(y1, y2.detach(), "loss", 1e-5f, 1e-6f);
+          Tensor dy = randn(y1.shape(), gen);
+          y1.backward(dy);
+          y2.backward(dy);
+          check_close(x1.grad(), x2.grad(), "dlogits", 1e-5f, 1e-6f);
+        }
       }
     }
   }
@@ -302,6 +388,17 @@ TEST_CASE("ops/cross_entropy") {
                          doctest::Contains("cross_entropy: target shape (1) does not match logits (5): expected ()"),
                          qkv::Error);
     CHECK_THROWS_WITH_AS(cross_entropy(scalar_tensor(1), int_tensor({1})), doctest::Contains("cross_entropy: logits"),
+                         qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(Tensor(), int_tensor({1})),
+                         doctest::Contains("cross_entropy: logits is an undefined tensor"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, IntTensor()),
+                         doctest::Contains("cross_entropy: target is an undefined tensor"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(zeros({4, 0}), int_tensor({0, 0, 0, 0})),
+                         doctest::Contains("cross_entropy: logits (4, 0) have no classes (C = 0)"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(zeros({0}), IntTensor::empty(Shape{})),
+                         doctest::Contains("cross_entropy: logits (0) have no classes (C = 0)"), qkv::Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 2, 3}), Tensor(), -100, static_cast<Reduction>(7)),
+                         doctest::Contains("cross_entropy: reduction 7 is not Reduction::None, Mean or Sum"),
                          qkv::Error);
   }
 }

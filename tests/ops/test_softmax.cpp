@@ -189,6 +189,46 @@ TEST_CASE("ops/masked_softmax gradcheck") {
   }
 }
 
+namespace {
+
+// d2l's masked_softmax as it is written there: a comparison mask and where, then softmax.
+Tensor masked_softmax_composed(const Tensor& x, const IntTensor& valid_lens) {
+  const int64_t B = x.size(0), Q = x.size(1), K = x.size(2);
+  IntTensor lengths = valid_lens.reshape(valid_lens.dim() == 1 ? Shape{B, 1, 1} : Shape{B, Q, 1});
+  IntTensor keep = arange_int(0, K) < lengths;  // (K) < (B, 1 or Q, 1) -> (B, 1 or Q, K)
+  return softmax(where(keep, x, -1e6f), -1);    // (B, Q, K)
+}
+
+}  // namespace
+
+TEST_CASE("ops/masked_softmax equals where(arange(K) < valid_lens, x, -1e6) then softmax") {
+  // The op masks while it copies each row; the composition builds the mask and
+  // where's output. Forward: the same softmax kernel runs on the same masked
+  // row, so the values are equal exactly. Backward: where sends the masked keys
+  // no gradient, the op zeroes them; the rest is the same kernel, so exactly equal too.
+  Generator gen(17);
+  struct Lens {
+    IntTensor lens;
+    Shape x;
+  };
+  const Lens cases[] = {{int_tensor({2, 5}), {2, 3, 5}},
+                        {int_tensor({1, 3, 5, 2, 0, 7}, {2, 3}), {2, 3, 5}},
+                        {int_tensor({0, 10, 4, 37}), {4, 2, 37}}};
+  for (const Lens& c : cases) {
+    SUBCASE(fmt::format("x {} valid_lens {}", c.x, c.lens.shape()).c_str()) {
+      Tensor x1 = randn(c.x, gen).requires_grad_();
+      Tensor x2 = Tensor(x1.to_vector(), c.x).requires_grad_();
+      Tensor y1 = masked_softmax(x1, c.lens);
+      Tensor y2 = masked_softmax_composed(x2, c.lens);
+      CHECK(y1.to_vector() == y2.to_vector());
+      Tensor dy = randn(c.x, gen);
+      y1.backward(dy);
+      y2.backward(dy);
+      CHECK(x1.grad().to_vector() == x2.grad().to_vector());
+    }
+  }
+}
+
 TEST_CASE("ops/masked_softmax edge lengths (from mathematics)") {
   Tensor x = tensor({0.5f, -1, 2}, {1, 1, 3});
   SUBCASE("length 0: every key is -1e6, so the weights are uniform (d2l's behaviour)") {

@@ -1,6 +1,6 @@
-// Layer-level functions built from the primitive ops (no hand-written
-// backward: their gradients come from the ops they are made of): dropout,
-// layer_norm, the losses, cosine similarity and L2 normalisation.
+// Layer-level functions: dropout, layer_norm, the losses, cosine similarity
+// and L2 normalisation. Most are built from the primitive ops, whose
+// gradients give theirs; cross_entropy is one kernel with its own backward.
 #pragma once
 #include <qkv/core/generator.hpp>
 #include <qkv/core/tensor.hpp>
