@@ -1,6 +1,7 @@
 // RNN, GRU and LSTM: one loop over layers and steps (RNNBase::run) and one
-// cell per kind, each composed from ops, so autograd differentiates through
-// time (backpropagation through time, d2l 9.7) with no backward of its own.
+// cell per kind, so autograd differentiates through time (backpropagation
+// through time, d2l 9.7). The RNN and LSTM cells are composed from ops; the
+// GRU's elementwise part is one op, fused_gru_cell, with its own backward.
 //
 // Letters as in the header: T steps, B batch, I input_size, H hidden_size,
 // L num_layers, G gates.
@@ -47,13 +48,11 @@ RNNBase::State rnn_tanh_cell(const Tensor& xw, const RNNBase::State& s, const Te
 // NOTE: r multiplies W_hn h + b_hn, as in PyTorch and cuDNN; d2l's
 // from-scratch GRU resets h before the product, W_hn (r ⊙ h): a slightly
 // different model, so its weights would not give PyTorch's numbers.
+// The step is fused_gru_cell (one kernel each way; tests/nn/test_rnn.cpp holds
+// it equal to the composition chunk, sigmoid, tanh, mul, add of the lines above).
 RNNBase::State gru_cell(const Tensor& xw, const RNNBase::State& s, const Tensor& w_hh, const Tensor& b_hh) {
-  std::vector<Tensor> x_ = chunk(xw, 3, 1);                       // (B, 3H) -> x_r, x_z, x_n (B, H)
-  std::vector<Tensor> h_ = chunk(linear(s.h, w_hh, b_hh), 3, 1);  // (B, H) -> (B, 3H) -> h_r, h_z, h_n
-  Tensor r = sigmoid(x_[0] + h_[0]);                              // (B, H)
-  Tensor z = sigmoid(x_[1] + h_[1]);                              // (B, H)
-  Tensor n = tanh(x_[2] + r * h_[2]);                             // (B, H)
-  return {(1.0f - z) * n + z * s.h, Tensor()};                    // (B, H)
+  Tensor hw = linear(s.h, w_hh, b_hh);             // (B, H) -> (B, 3H): h_r, h_z, h_n
+  return {fused_gru_cell(xw, hw, s.h), Tensor()};  // (B, 3H), (B, 3H), (B, H) -> (B, H)
 }
 
 // LSTM (d2l 10.1), PyTorch's gate order:

@@ -1,11 +1,11 @@
-// Layer-level functions: dropout, layer_norm, cross_entropy, mse_loss,
-// cosine_similarity and normalize.
+// Layer-level functions: dropout, layer_norm, fused_gru_cell, cross_entropy,
+// mse_loss, cosine_similarity and normalize.
 //
 // Most of them have no hand-written backward. Each is a few primitive ops
 // (elementwise, reduction, softmax, shape_ops) in a row, and autograd
 // differentiates it through them. cross_entropy, which every training step
-// calls on its largest output, is one kernel each way (kernels/softmax.hpp),
-// its backward written out beside it.
+// calls on its largest output, and fused_gru_cell, which a GRU calls at every
+// step, are one kernel each way, their backward written out beside them.
 //
 // Dims: N batch, C classes, D the features a row is normalised over.
 #include <qkv/core/autograd.hpp>
@@ -15,6 +15,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/gru.hpp"
 #include "kernels/softmax.hpp"
 #include "ops/util.hpp"
 
@@ -93,6 +94,35 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   if (weight.defined()) y = y * weight;                 // weight broadcasts over the leading dims
   if (bias.defined()) y = y + bias;
   return y;
+}
+
+// --- the GRU cell ----------------------------------------------------------------
+
+// One GRU step from its gate pre-activations (see functional.hpp), forward and
+// backward one kernel pass each (kernels/gru.hpp). The same step composed from
+// chunk, sigmoid, tanh, mul and add is twelve ops and graph nodes;
+// tests/nn/test_rnn.cpp keeps that composition and holds this op equal to it.
+Tensor fused_gru_cell(const Tensor& xw, const Tensor& hw, const Tensor& h) {
+  detail::check_input(xw, "fused_gru_cell", "xw", 2, 2);
+  detail::check_input(hw, "fused_gru_cell", "hw", 2, 2);
+  detail::check_input(h, "fused_gru_cell", "h", 2, 2);
+  const int64_t B = h.size(0), H = h.size(1);
+  if (xw.shape() != Shape{B, 3 * H} || hw.shape() != Shape{B, 3 * H})
+    fail("fused_gru_cell: xw {} and hw {} should both be ({}, {}) for h {}", xw.shape(), hw.shape(), B, 3 * H,
+         h.shape());
+
+  Tensor h_next = Tensor::empty(Shape{B, H});     // (B, H)
+  Tensor gates = Tensor::empty(Shape{B, 3 * H});  // (B, 3H): r, z, n, for the backward
+  kernels::gru_cell(B, H, xw.data(), hw.data(), h.data(), h_next.data(), gates.data());
+  record(h_next, "FusedGruCellBackward", {xw, hw, h},
+         [hw = hw.detach(), h = h.detach(), gates, B, H](const Tensor& dh_next) -> std::vector<Tensor> {
+           Tensor dxw = Tensor::empty(Shape{B, 3 * H}), dhw = Tensor::empty(Shape{B, 3 * H});
+           Tensor dh = Tensor::empty(Shape{B, H});
+           kernels::gru_cell_backward(B, H, hw.data(), h.data(), gates.data(), dh_next.data(), dxw.data(), dhw.data(),
+                                      dh.data());
+           return {dxw, dhw, dh};
+         });
+  return h_next;
 }
 
 // --- losses --------------------------------------------------------------------

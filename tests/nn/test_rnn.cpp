@@ -230,3 +230,58 @@ TEST_CASE("nn/rnn: errors") {
                          doctest::Contains("GRU: dropout must be in [0, 1), got -0.5"), Error);
   }
 }
+
+// ---- the GRU step as one op ------------------------------------------------------------
+
+namespace {
+
+// PyTorch's GRU step composed from ops, as nn::GRU computed it before
+// fused_gru_cell: the reference the op is held to.
+Tensor gru_cell_composed(const Tensor& xw, const Tensor& hw, const Tensor& h) {
+  std::vector<Tensor> x_ = chunk(xw, 3, 1), h_ = chunk(hw, 3, 1);  // (B, 3H) -> 3 × (B, H)
+  Tensor r = sigmoid(x_[0] + h_[0]);
+  Tensor z = sigmoid(x_[1] + h_[1]);
+  Tensor n = tanh(x_[2] + r * h_[2]);
+  return (1.0f - z) * n + z * h;
+}
+
+}  // namespace
+
+TEST_CASE("nn/gru: fused_gru_cell equals the step composed from chunk, sigmoid, tanh, mul and add") {
+  // The two differ in σ and tanh only (SIMD or scalar at different positions:
+  // a few ulps), which the backward multiplies by at most four factors of
+  // order 1: rtol 1e-5 (~100u) and atol 1e-6 for gradients near 0.
+  Generator gen(31);
+  for (auto [B, Hs] : {std::pair<int64_t, int64_t>{2, 5}, {3, 37}, {4, 32}}) {
+    SUBCASE(fmt::format("B {} H {}", B, Hs).c_str()) {
+      std::vector<Tensor> a{randn({B, 3 * Hs}, gen), randn({B, 3 * Hs}, gen), randn({B, Hs}, gen)}, b;
+      for (Tensor& t : a) {
+        t.requires_grad_();
+        b.push_back(Tensor(t.to_vector(), t.shape()).requires_grad_());
+      }
+      Tensor y1 = fused_gru_cell(a[0], a[1], a[2]);
+      Tensor y2 = gru_cell_composed(b[0], b[1], b[2]);
+      qkv::test::check_close(y1, y2.detach(), "h'", 1e-5f, 1e-6f);
+      Tensor dy = randn({B, Hs}, gen);
+      y1.backward(dy);
+      y2.backward(dy);
+      for (size_t i = 0; i < 3; ++i)
+        qkv::test::check_close(a[i].grad(), b[i].grad(), fmt::format("grad {}", i), 1e-5f, 1e-6f);
+    }
+  }
+}
+
+TEST_CASE("nn/gru: fused_gru_cell gradcheck and errors") {
+  Generator gen(33);
+  auto r = gradcheck([](const std::vector<Tensor>& x) { return fused_gru_cell(x[0], x[1], x[2]); },
+                     {randn({2, 3 * 7}, gen), randn({2, 3 * 7}, gen), randn({2, 7}, gen)});
+  CHECK_MESSAGE(r.ok, r.message);
+
+  CHECK_THROWS_WITH_AS(fused_gru_cell(zeros({2, 9}), zeros({2, 6}), zeros({2, 3})),
+                       doctest::Contains("fused_gru_cell: xw (2, 9) and hw (2, 6) should both be (2, 9) for h (2, 3)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(fused_gru_cell(zeros({2, 9}), zeros({2, 9}), zeros({3})),
+                       doctest::Contains("fused_gru_cell: h must be 2-d"), Error);
+  CHECK_THROWS_WITH_AS(fused_gru_cell(Tensor(), zeros({2, 9}), zeros({2, 3})),
+                       doctest::Contains("fused_gru_cell: xw is an undefined tensor"), Error);
+}

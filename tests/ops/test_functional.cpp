@@ -1,5 +1,5 @@
 // Tests for the functional ops (src/ops/functional.cpp): dropout, layer_norm,
-// cross_entropy, mse_loss, cosine_similarity, normalize.
+// cross_entropy, fused_gru_cell, mse_loss, cosine_similarity, normalize.
 //
 // Expected values come from PyTorch (tests/data/functional.txt, written by
 // tools/reference/functional.py) or from mathematics, said in a comment at
@@ -400,6 +400,18 @@ TEST_CASE("ops/cross_entropy") {
     CHECK_THROWS_WITH_AS(cross_entropy(logits, int_tensor({0, 1, 2, 3}), Tensor(), -100, static_cast<Reduction>(7)),
                          doctest::Contains("cross_entropy: reduction 7 is not Reduction::None, Mean or Sum"),
                          qkv::Error);
+  }
+}
+
+// --- fused_gru_cell -------------------------------------------------------------------
+// (its gradcheck, errors and the comparison with the composed step are in tests/nn/test_rnn.cpp)
+
+TEST_CASE("ops/fused_gru_cell against torch (torch.nn.GRUCell's equations)") {
+  for (const std::string& name : reference_cases("functional", "fused_gru_cell/")) {
+    SUBCASE(name.c_str()) {
+      check_against_torch("functional", name,
+                          [](const Inputs& x, const RefCase&) { return fused_gru_cell(x[0], x[1], x[2]); });
+    }
   }
 }
 

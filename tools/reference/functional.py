@@ -1,6 +1,6 @@
 """Reference values for src/ops/functional.cpp: layer_norm, cross_entropy,
-mse_loss, cosine_similarity, normalize (dropout draws from qkv's own
-generator, so it is tested from mathematics instead).
+mse_loss, cosine_similarity, normalize, fused_gru_cell (dropout draws from
+qkv's own generator, so it is tested from mathematics instead).
 
 Each case's inputs are x0, x1, … ; integer targets go in `ints`. Each case
 also holds the op's other arguments, which the test passes on as they are:
@@ -59,6 +59,28 @@ def cosine_similarity(w, name, inputs, dim=1, eps=1e-8):
 
 def normalize(w, name, inputs, p=2.0, dim=1):
     w.case(name, lambda x: F.normalize(x, p=p, dim=dim), inputs=inputs, ints=ints(dim=dim), extra=floats(p=p))
+
+
+def gru_step(xw, hw, h):
+    """One GRU step from its gate pre-activations xw = W_ih x + b_ih, hw = W_hh h + b_hh."""
+    x_r, x_z, x_n = xw.chunk(3, 1)
+    h_r, h_z, h_n = hw.chunk(3, 1)
+    r = torch.sigmoid(x_r + h_r)
+    z = torch.sigmoid(x_z + h_z)
+    n = torch.tanh(x_n + r * h_n)
+    return (1 - z) * n + z * h
+
+
+def fused_gru_cell(w, name, B, H):
+    """x0 xw (B, 3H), x1 hw (B, 3H), x2 h (B, H). gru_step is first checked
+    against torch.nn.GRUCell, so the values are PyTorch's GRU's."""
+    cell = torch.nn.GRUCell(4, H).double()
+    x, h = torch.randn(B, 4, generator=w.gen).double(), torch.randn(B, H, generator=w.gen).double()
+    with torch.no_grad():
+        want = cell(x, h)
+        got = gru_step(x @ cell.weight_ih.T + cell.bias_ih, h @ cell.weight_hh.T + cell.bias_hh, h)
+    assert torch.allclose(got, want, rtol=1e-12, atol=1e-12), "gru_step is not nn.GRUCell's step"
+    w.case(name, gru_step, inputs=[w.randn(B, 3 * H), w.randn(B, 3 * H), w.randn(B, H)])
 
 
 def build(w):
@@ -153,3 +175,7 @@ def build(w):
     t = torch.tensor([0, 2, 1])
     cross_entropy(w, "cross_entropy/smooth_one_mean", w.randn(3, 5), t,  # ε = 1: only the uniform target is left
                   label_smoothing=1.0)
+
+    # --- fused_gru_cell (after the cases above, so their inputs stay as they were)
+    fused_gru_cell(w, "fused_gru_cell/small", 2, 3)
+    fused_gru_cell(w, "fused_gru_cell/wide", 3, 37)  # two registers of 16 and a tail

@@ -1,6 +1,7 @@
 // Layer-level functions: dropout, layer_norm, the losses, cosine similarity
 // and L2 normalisation. Most are built from the primitive ops, whose
-// gradients give theirs; cross_entropy is one kernel with its own backward.
+// gradients give theirs; cross_entropy and fused_gru_cell are one kernel
+// each way with their own backward.
 #pragma once
 #include <qkv/core/generator.hpp>
 #include <qkv/core/tensor.hpp>
@@ -16,6 +17,14 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen = default
 // weight and bias have shape normalized_shape, or are undefined (no affine part).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), float eps = 1e-5f);
+
+// One step of PyTorch's GRU from the two gate pre-activations, each three
+// blocks [r | z | n] of H per row (what nn::GRU computes with two Linears):
+//   xw = W_ih x + b_ih (B, 3H),  hw = W_hh h + b_hh (B, 3H),  h (B, H)
+//   r = σ(x_r + h_r),  z = σ(x_z + h_z),  n = tanh(x_n + r ⊙ h_n)
+//   h' = (1 - z) ⊙ n + z ⊙ h                                   -> (B, H)
+// One kernel each way instead of a dozen ops; gradients reach xw, hw and h.
+Tensor fused_gru_cell(const Tensor& xw, const Tensor& hw, const Tensor& h);
 
 enum class Reduction { None, Mean, Sum };
 
