@@ -59,16 +59,16 @@ namespace {
 // An aligned buffer: packed panels are read with aligned loads.
 using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 
-// Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W) = 12
-// registers, which leaves room for the 2 B batches and the A broadcast even
-// with AVX2's 16. Twelve independent accumulators also hide the FMA latency
-// (4 cycles × 2 FMA units = 8 in flight). With AVX-512's 32 registers the
-// larger 8×32, 12×32, 14×32 and 8×48 blocks were measured too: inside L1 all
-// run at the same ~82 % of peak, and in the whole GEMM none beat 6×32 across
-// sizes. The closest, 8×32, won up to 7 % (n = 64) and lost up to 3 %
-// elsewhere (61×67×59, 32 × (128×64)·(64×128)), and would need 19 registers,
-// more than AVX2 has.
-constexpr int64_t MR = 6;
+// Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W)
+// registers, plus the 2 B batches and the A broadcast. With AVX2's 16
+// registers that allows 6 × 2W (12 accumulators); AVX-512 has 32, and there
+// 8 × 2W (16 accumulators) won over 6 × 2W by 3-8 % across the benchmark's
+// shapes, timed on the thread's CPU clock (64³ to 1024³, the Linear shapes,
+// 61×59×67), and 12 × 2W was no better than 8. Either way the accumulators
+// hide the FMA latency (4 cycles × 2 FMA units = 8 in flight). Inside L1 all
+// of 6, 8, 12 and 14 rows run at the same ~83 % of peak: the loads, not the
+// block, limit the loop.
+constexpr int64_t MR = W >= 16 ? 8 : 6;
 constexpr int64_t NR = 2 * W;
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
@@ -77,7 +77,8 @@ constexpr int64_t NR = 2 * W;
 // 192 and 320 and MC = 192 were measured as well, on n = 256 to 1024: none
 // was faster.
 constexpr int64_t KC = 256;
-constexpr int64_t MC = 16 * MR;
+constexpr int64_t MC = 96;  // a multiple of both 6 and 8
+static_assert(MC % MR == 0);
 constexpr int64_t NC = 2048;
 
 // Packing A as stored is a transpose (MR rows gathered into columns), about a
@@ -177,6 +178,9 @@ void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
 
   // The whole of GEMM's arithmetic happens in this loop: an outer product of
   // one A column (ROWS values) and one B row (COLS values) added into acc.
+  // Unrolled by 4: the loop's own counting then takes less of the ports the
+  // FMAs and loads need (3-5 % on the whole GEMM).
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     batch b_row[BATCHES];
     for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = batch::load_aligned(b + c * W);
@@ -217,7 +221,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
 // columns. The packed panels are zero-padded to MR × NR either way, but an
 // edge block runs the micro-kernel built for exactly mr rows and just enough
 // batches for nr columns, so that it does only the work it keeps: at n = 61
-// a full-size kernel on the last row of C would do 6 rows' arithmetic for it.
+// a full-size kernel on the last row of C would do MR rows' arithmetic for it.
 using MicroKernel = void (*)(int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t, int64_t, bool);
 static_assert(NR == 2 * W, "the table below has one column per batch count, 1 and 2");
 template <int64_t... R>
