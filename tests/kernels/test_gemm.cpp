@@ -185,3 +185,23 @@ TEST_CASE("kernels/gemm") {
     CHECK(D[1] == 7);
   }
 }
+
+TEST_CASE("kernels/gemm_batched: empty sizes") {
+  // K = 0: every C[i] = 0 (an empty sum), or unchanged when accumulating.
+  const float nothing[1] = {0};
+  const int64_t at[3] = {0, 0, 0};
+  float C[3 * 4];
+  for (float& c : C) c = std::numeric_limits<float>::quiet_NaN();
+  gemm_batched(false, false, 3, 2, 2, 0, nothing, at, 1, nothing, at, 2, C, 4, 2, false);
+  for (float c : C) CHECK(c == 0);
+  C[5] = 5;
+  gemm_batched(false, false, 3, 2, 2, 0, nothing, at, 1, nothing, at, 2, C, 4, 2, true);
+  CHECK(C[5] == 5);
+
+  // An empty batch, or M = 0: nothing is written.
+  float D[2] = {7, 7};
+  gemm_batched(false, false, 0, 1, 2, 3, nothing, at, 3, nothing, at, 2, D, 2, 2, false);
+  gemm_batched(false, false, 1, 0, 2, 3, nothing, at, 3, nothing, at, 2, D, 2, 2, false);
+  CHECK(D[0] == 7);
+  CHECK(D[1] == 7);
+}
