@@ -13,7 +13,6 @@
 //      loads one row of the B panel (NR floats = 2 SIMD batches), broadcasts
 //      MR values of the A panel, and does MR×2 fused multiply-adds. Blocks at
 //      C's bottom and right edges run the same kernel built for their size.
-//
 //   4. Threads (kernels/parallel.hpp) split C into blocks of rows, or of rows
 //      and columns, never K, so that every element is summed in one order
 //      whatever the thread count; a batch of products is split by matrices.
