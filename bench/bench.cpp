@@ -6,12 +6,14 @@
 //   build/release/bench --json             the same rows as JSON lines
 //   build/release/bench --filter train/    only the cases whose name contains "train/"
 //   build/release/bench --list             the case names
+//   build/release/bench --threads 2        on 2 threads (the default is 1)
 //
 // The cases:
 //   peak/fma          not qkv: a register-only loop of fused multiply-adds on
 //                     the widest vectors the kernels use (kernels/simd.hpp),
-//                     one thread. The most this core can compute; every GEMM
-//                     row gives its share of it.
+//                     one thread. The most one core can compute; every GEMM
+//                     row gives its share of it (of one core's, whatever
+//                     --threads says).
 //   gemm/M x K x N    matmul (M, K)·(K, N) under NoGradGuard: square sizes,
 //                     and the products the course's Linear layers make
 //   bmm/B x M x K x N bmm (B, M, K)·(B, K, N): attention scores Q·Kᵀ with
@@ -29,9 +31,12 @@
 // RSS minus the RSS before the case) is its own and no case inherits the
 // heap another left behind. tools/bench_torch.py follows the same rules.
 //
-// Left out on purpose: threads (qkv runs on one; --threads is there so both
-// sides of a comparison say the same), and kernel-against-reference timings,
-// which bench_gemm and bench_elementwise keep.
+// Threads: --threads N runs every case with set_num_threads(N). The default
+// is 1, whatever QKV_NUM_THREADS says, so that the table compares one thread
+// with PyTorch's one (tools/bench_torch.py --threads N sets torch's).
+//
+// Left out on purpose: kernel-against-reference timings, which bench_gemm and
+// bench_elementwise keep.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -434,14 +439,12 @@ int main(int argc, char** argv) {
   int threads = 1;
   app.add_flag("--json", as_json, "print the rows as JSON lines instead of a table");
   app.add_option("--filter", filters, "run only the cases whose name contains this (may repeat: any of them)");
-  app.add_option("--threads", threads, "threads to run on (qkv runs on one)");
+  app.add_option("--threads", threads, "threads the kernels run on (set_num_threads); default 1")
+      ->check(CLI::Range(1, 1024));
   app.add_flag("--list", list, "print the case names and exit");
   app.add_option("--case", one_case, "run this one case here and print its JSON row (each case runs so)");
   CLI11_PARSE(app, argc, argv);
-  if (threads != 1) {
-    fmt::print(stderr, "bench: --threads {}: qkv runs on one thread, so only --threads 1\n", threads);
-    return 2;
-  }
+  set_num_threads(threads);
 
   std::vector<Case> cases = all_cases();
   if (!one_case.empty()) {  // a case in its own process: its one row, with its own peak memory
@@ -491,8 +494,8 @@ int main(int argc, char** argv) {
   if (as_json) {
     fmt::print("{}\n", json{{"meta", meta}}.dump());
   } else {
-    fmt::print("qkv bench on {} (CPU has: {}), compiled for {} ({} floats a vector), {} thread\n", cpu_model(),
-               cpu_simd(), compiled_simd(), kernels::W, threads);
+    fmt::print("qkv bench on {} (CPU has: {}), compiled for {} ({} floats a vector), {} thread{}\n", cpu_model(),
+               cpu_simd(), compiled_simd(), kernels::W, threads, threads == 1 ? "" : "s");
     fmt::print("load average {} (1, 5, 15 min; well above 0, other work shares the CPU and the times are noisy)\n\n",
                load_average());
     print_table_header();

@@ -19,8 +19,8 @@ for OpenBLAS its core (openblas_get_corename(): what OPENBLAS_VERBOSE=2 prints
 as "Core: ..."). OpenBLAS 0.3.21 does not know recent CPUs and would fall back
 to a generic kernel, so unless OPENBLAS_CORETYPE is set already the script sets
 it from /proc/cpuinfo before importing torch: SkylakeX on an AVX-512 machine,
-Haswell on an AVX2 one. --threads (default 1, as qkv) sets torch's threads and
-OpenBLAS's.
+Haswell on an AVX2 one. --threads (default 1, as qkv's bench) sets torch's
+threads and OpenBLAS's; give qkv's bench the same --threads.
 
 The peak/fma row is a register-only FMA loop, which Python cannot write: it is
 taken from qkv's bench (--qkv-bench, default build/release/bench) when that is
@@ -354,7 +354,8 @@ def main():
     parser.add_argument("--json", action="store_true", help="print the rows as JSON lines instead of a table")
     parser.add_argument("--filter", action="append", default=[],
                         help="run only the cases whose name contains this (may repeat: any of them)")
-    parser.add_argument("--threads", type=int, default=1, help="torch's and OpenBLAS's threads (default 1, as qkv)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch's and OpenBLAS's threads (default 1, as qkv's bench)")
     parser.add_argument("--list", action="store_true", help="print the case names and exit")
     parser.add_argument("--case", help="run this one case here and print its JSON row (each case runs so)")
     parser.add_argument("--qkv-bench", default=str(TOOLS.parent / "build/release/bench"),

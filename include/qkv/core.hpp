@@ -11,3 +11,4 @@
 #include <qkv/core/shape.hpp>
 #include <qkv/core/state_dict.hpp>
 #include <qkv/core/tensor.hpp>
+#include <qkv/core/threads.hpp>

@@ -8,13 +8,17 @@
 // elementwise.hpp to its struct's two kernels. Adding an op is an enum value,
 // a struct and a table row.
 //
+// Long arrays are cut into pieces for the kernels' threads (see "threads").
+//
 // Left out on purpose: any layout but contiguous rows and step-0 broadcasts
 // (the op layer reduces broadcasting to those), and a SIMD pow (see Pow).
 #include "kernels/elementwise.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
@@ -268,15 +272,56 @@ const BinaryRow& row_of(Binary op) {
   throw std::invalid_argument("binary: op has no row in kBinaryOps");
 }
 
+// ---- threads ---------------------------------------------------------------------
+//
+// A long array is cut into pieces, one task each. Every element is computed
+// alone, so any cut gives the same result, provided the pieces are whole
+// batches of W (the SIMD and scalar forms of an op may round differently, so
+// only the array's own last n mod W elements take the scalar tail).
+//
+// Floats a task should take, at least: about 10 µs of work, what waking a
+// thread costs. A memory-bound op (add, relu) does ~64K floats in that
+// time; one built on exp or erf, a quarter of that.
+constexpr int64_t GRAIN_CHEAP = 1 << 16;
+constexpr int64_t GRAIN_COSTLY = 1 << 14;
+
+int64_t grain_of(Unary op) {
+  switch (op) {
+    case Unary::Exp:
+    case Unary::Log:
+    case Unary::Tanh:
+    case Unary::Sigmoid:
+    case Unary::Gelu:
+    case Unary::GeluGrad:
+      return GRAIN_COSTLY;
+    default:
+      return GRAIN_CHEAP;
+  }
+}
+
+// f(begin, end) over pieces [begin, end) of [0, n), on the threads.
+template <class F>
+void in_pieces(int64_t n, int64_t grain, const F& f) {
+  const int64_t tasks = tasks_for(n, grain), batches = (n + W - 1) / W;
+  parallel_for(tasks, [&](int64_t t) { f(batches * t / tasks * W, std::min(n, batches * (t + 1) / tasks * W)); });
+}
+
 }  // namespace
 
 // ---- the kernels elementwise.hpp declares ----------------------------------------
 
-void unary(Unary op, int64_t n, const float* x, float* y) { row_of(op).simd(n, x, y); }
+void unary(Unary op, int64_t n, const float* x, float* y) {
+  const UnaryKernel kernel = row_of(op).simd;
+  in_pieces(n, grain_of(op), [&](int64_t begin, int64_t end) { kernel(end - begin, x + begin, y + begin); });
+}
 void unary_reference(Unary op, int64_t n, const float* x, float* y) { row_of(op).reference(n, x, y); }
 
 void binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out) {
-  row_of(op).simd(n, a, a_step, b, b_step, out);
+  const BinaryKernel kernel = row_of(op).simd;
+  const int64_t grain = op == Binary::Pow ? GRAIN_COSTLY : GRAIN_CHEAP;
+  in_pieces(n, grain, [&](int64_t begin, int64_t end) {
+    kernel(end - begin, a + begin * a_step, a_step, b + begin * b_step, b_step, out + begin);
+  });
 }
 void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step,
                       float* out) {
@@ -291,12 +336,14 @@ void axpy_reference(int64_t n, float alpha, const float* x, float* y) {
 
 void axpy(int64_t n, float alpha, const float* x, float* y) {
   const batch a(alpha);
-  int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    batch y_new = xsimd::fma(a, batch::load_unaligned(x + i), batch::load_unaligned(y + i));
-    y_new.store_unaligned(y + i);
-  }
-  for (; i < n; ++i) y[i] += alpha * x[i];
+  in_pieces(n, GRAIN_CHEAP, [&](int64_t begin, int64_t end) {
+    int64_t i = begin;
+    for (; i + W <= end; i += W) {
+      batch y_new = xsimd::fma(a, batch::load_unaligned(x + i), batch::load_unaligned(y + i));
+      y_new.store_unaligned(y + i);
+    }
+    for (; i < end; ++i) y[i] += alpha * x[i];
+  });
 }
 
 }  // namespace qkv::kernels

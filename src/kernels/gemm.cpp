@@ -13,8 +13,11 @@
 //      loads one row of the B panel (NR floats = 2 SIMD batches), broadcasts
 //      MR values of the A panel, and does MR×2 fused multiply-adds. Blocks at
 //      C's bottom and right edges run the same kernel built for their size.
+//   4. Threads (kernels/parallel.hpp) split C into blocks of rows, or of rows
+//      and columns, never K, so that every element is summed in one order
+//      whatever the thread count; a batch of products is split by matrices.
 //
-// Left out on purpose: threads, prefetching the operands (only C's block is
+// Left out on purpose: prefetching the operands (only C's block is
 // prefetched, see micro_kernel), hand-written assembly, and separate kernels
 // for small or skinny shapes (small shapes only skip packing A). Those buy
 // the last 20-40 % in a real BLAS; here they would bury the idea.
@@ -25,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
@@ -54,16 +58,16 @@ namespace {
 // An aligned buffer: packed panels are read with aligned loads.
 using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 
-// Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W) = 12
-// registers, which leaves room for the 2 B batches and the A broadcast even
-// with AVX2's 16. Twelve independent accumulators also hide the FMA latency
-// (4 cycles × 2 FMA units = 8 in flight). With AVX-512's 32 registers the
-// larger 8×32, 12×32, 14×32 and 8×48 blocks were measured too: inside L1 all
-// run at the same ~82 % of peak, and in the whole GEMM none beat 6×32 across
-// sizes. The closest, 8×32, won up to 7 % (n = 64) and lost up to 3 %
-// elsewhere (61×67×59, 32 × (128×64)·(64×128)), and would need 19 registers,
-// more than AVX2 has.
-constexpr int64_t MR = 6;
+// Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W)
+// registers, plus the 2 B batches and the A broadcast. With AVX2's 16
+// registers that allows 6 × 2W (12 accumulators); AVX-512 has 32, and there
+// 8 × 2W (16 accumulators) won over 6 × 2W by 3-8 % across the benchmark's
+// shapes, timed on the thread's CPU clock (64³ to 1024³, the Linear shapes,
+// 61×59×67), and 12 × 2W was no better than 8. Either way the accumulators
+// hide the FMA latency (4 cycles × 2 FMA units = 8 in flight). Inside L1 all
+// of 6, 8, 12 and 14 rows run at the same ~83 % of peak: the loads, not the
+// block, limit the loop.
+constexpr int64_t MR = W >= 16 ? 8 : 6;
 constexpr int64_t NR = 2 * W;
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
@@ -72,7 +76,8 @@ constexpr int64_t NR = 2 * W;
 // 192 and 320 and MC = 192 were measured as well, on n = 256 to 1024: none
 // was faster.
 constexpr int64_t KC = 256;
-constexpr int64_t MC = 16 * MR;
+constexpr int64_t MC = 96;  // a multiple of both 6 and 8
+static_assert(MC % MR == 0);
 constexpr int64_t NC = 2048;
 
 // Packing A as stored is a transpose (MR rows gathered into columns), about a
@@ -172,6 +177,9 @@ void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
 
   // The whole of GEMM's arithmetic happens in this loop: an outer product of
   // one A column (ROWS values) and one B row (COLS values) added into acc.
+  // Unrolled by 4: the loop's own counting then takes less of the ports the
+  // FMAs and loads need (3-5 % on the whole GEMM).
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     batch b_row[BATCHES];
     for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = batch::load_aligned(b + c * W);
@@ -212,7 +220,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
 // columns. The packed panels are zero-padded to MR × NR either way, but an
 // edge block runs the micro-kernel built for exactly mr rows and just enough
 // batches for nr columns, so that it does only the work it keeps: at n = 61
-// a full-size kernel on the last row of C would do 6 rows' arithmetic for it.
+// a full-size kernel on the last row of C would do MR rows' arithmetic for it.
 using MicroKernel = void (*)(int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t, int64_t, bool);
 static_assert(NR == 2 * W, "the table below has one column per batch count, 1 and 2");
 template <int64_t... R>
@@ -227,6 +235,127 @@ void block_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
   kMicroKernels[mr - 1][(nr + W - 1) / W - 1](kc, a, a_rs, a_cs, b, C, ldc, nr, accumulate);
 }
 
+// ---- the driver -------------------------------------------------------------------
+
+// Below this many flops (2·M·N·K) a product stays on one thread: waking the
+// pool's workers costs tens of microseconds, a 128³ product about 30.
+constexpr double PARALLEL_FLOPS = 4e6;
+
+// A product's operands, the transposes turned into strides:
+//   op(A)(i, k) = A[i·a_row + k·a_k]      op(B)(k, j) = B[k·b_k + j·b_col]
+struct Operands {
+  const float* A;
+  int64_t a_row, a_k;
+  const float* B;
+  int64_t b_k, b_col;
+  float* C;
+  int64_t ldc;
+  bool trans_a;
+};
+
+Operands operands(bool trans_a, bool trans_b, const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                  int64_t ldc) {
+  return {A, trans_a ? 1 : lda, trans_a ? lda : 1, B, trans_b ? 1 : ldb, trans_b ? ldb : 1, C, ldc, trans_a};
+}
+
+int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
+
+// Part p of `parts` of [0, n): the pieces are whole multiples of `unit`
+// (but the last, cut by n) and differ by at most one unit.
+std::pair<int64_t, int64_t> part(int64_t n, int64_t unit, int64_t parts, int64_t p) {
+  const int64_t units = (n + unit - 1) / unit;
+  return {units * p / parts * unit, std::min(n, units * (p + 1) / parts * unit)};
+}
+
+// C[rows, cols] (+)= op(A)[rows, pc : pc+kc] · (the packed B block)[:, cols]:
+// one task's share of one K slice. cols are counted from the block's first
+// column jc and start at a panel boundary (a multiple of NR).
+void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pair<int64_t, int64_t> cols, int64_t jc,
+                    int64_t nc, int64_t pc, int64_t kc, const float* packed_b, bool acc) {
+  // NOTE: thread_local and only ever growing, so the many small products of
+  // attention (one per head) don't each allocate, and every thread of the
+  // pool packs its A blocks into its own buffer.
+  thread_local aligned_floats packed_a;
+  const size_t a_size = static_cast<size_t>(MC * kc);
+  if (packed_a.size() < a_size) packed_a.resize(a_size);
+
+  // A is read in place while the block of B is narrow (see A_IN_PLACE_N and
+  // A_T_IN_PLACE_N): the micro-kernel takes any strides for A, and an edge
+  // kernel reads only the rows it has, so no padding is needed.
+  const bool in_place = nc <= (x.trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N);
+  for (int64_t ic = rows.first; ic < rows.second; ic += MC) {
+    const int64_t mc = std::min(MC, rows.second - ic);
+    // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
+    const float* a_block = x.A + ic * x.a_row + pc * x.a_k;
+    if (!in_place) pack_panels<MR>(mc, kc, a_block, x.a_row, x.a_k, packed_a.data());
+
+    // Panel p of B starts p·NR·kc floats in; with p = jr / NR that is jr·kc.
+    for (int64_t jr = cols.first; jr < cols.second; jr += NR) {
+      for (int64_t ir = 0; ir < mc; ir += MR) {
+        float* c_block = x.C + (ic + ir) * x.ldc + (jc + jr);
+        const float* b_panel = packed_b + jr * kc;
+        const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, cols.second - jr);
+        if (in_place)
+          block_kernel(kc, a_block + ir * x.a_row, x.a_row, x.a_k, b_panel, c_block, x.ldc, mr, nr, acc);
+        else
+          block_kernel(kc, packed_a.data() + ir * kc, 1, MR, b_panel, c_block, x.ldc, mr, nr, acc);
+      }
+    }
+  }
+}
+
+// The whole product on up to `threads` threads.
+//
+// NOTE: the result does not depend on the thread count. Threads split C's
+// rows and columns, never K: each element of C is computed by one micro-kernel
+// call per K slice, slices in order, k in order within a slice, whichever
+// thread runs it and however big its block is (an edge kernel does the same
+// fused multiply-adds on an element as the full one).
+void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumulate, int threads) {
+  // The packed B block, shared by the tasks of a K slice.
+  // NOTE: a task must reach it through `packed`: the name packed_b, inside a
+  // task on a worker thread, would be that worker's own (thread_local) buffer.
+  thread_local aligned_floats packed_b;
+  const size_t b_size = static_cast<size_t>(round_up(std::min(N, NC), NR) * std::min(K, KC));  // (KC, NC) at most
+  if (packed_b.size() < b_size) packed_b.resize(b_size);
+  float* const packed = packed_b.data();
+
+  // Tasks: C's rows cut into row_parts pieces of at most MC rows, and, when
+  // there are too few of those to keep every thread busy, its columns too.
+  // Whole rounds of tasks (a multiple of the thread count) keep the threads
+  // evenly loaded. The split changes nothing in the result (see above).
+  const int64_t row_panels = (M + MR - 1) / MR;
+  int64_t row_parts = (M + MC - 1) / MC, col_parts = 1;
+  const bool parallel = threads > 1 && 2.0 * static_cast<double>(M * N) * static_cast<double>(K) >= PARALLEL_FLOPS;
+  if (parallel) {
+    row_parts = std::min(round_up(row_parts, threads), row_panels);
+    if (row_parts < 2 * threads) col_parts = (2 * threads + row_parts - 1) / row_parts;
+  }
+
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t nc = std::min(NC, N - jc);
+    const int64_t col_panels = (nc + NR - 1) / NR, cparts = std::min(col_parts, col_panels);
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
+      // Slice pc of K adds onto what slices before it wrote; the first one
+      // overwrites C unless the caller asked to accumulate.
+      const bool acc = accumulate || pc > 0;
+      // B block: rows pc..pc+kc of op(B), columns jc..jc+nc, as panels of NR
+      // columns, packed in pieces of whole panels (64K floats or more each).
+      const float* b_block = x.B + pc * x.b_k + jc * x.b_col;
+      const int64_t pack_parts = parallel ? std::min(col_panels, tasks_for(nc * kc, 1 << 16)) : 1;
+      parallel_for(pack_parts, [&](int64_t p) {
+        auto [j0, j1] = part(nc, NR, pack_parts, p);
+        pack_panels<NR>(j1 - j0, kc, b_block + j0 * x.b_col, x.b_col, x.b_k, packed + j0 * kc);
+      });
+      parallel_for(row_parts * cparts, [&](int64_t t) {
+        multiply_block(x, part(M, MR, row_parts, t / cparts), part(nc, NR, cparts, t % cparts), jc, nc, pc, kc, packed,
+                       acc);
+      });
+    }
+  }
+}
+
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
@@ -238,57 +367,40 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
       for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     return;
   }
+  gemm_driver(operands(trans_a, trans_b, A, lda, B, ldb, C, ldc), M, N, K, accumulate, available_threads());
+}
 
-  // op(A)(i, k) = A[i·a_row + k·a_k] and op(B)(k, j) = B[k·b_k + j·b_col]:
-  // the transposes are nothing more than swapped strides.
-  int64_t a_row = trans_a ? 1 : lda, a_k = trans_a ? lda : 1;
-  int64_t b_col = trans_b ? ldb : 1, b_k = trans_b ? 1 : ldb;
-
-  // NOTE: the packing buffers are thread_local and only ever grow, so the many
-  // small products of attention (one per head) don't each allocate, and
-  // gemm stays safe to call from several threads at once.
-  thread_local aligned_floats packed_a, packed_b;
-  auto round_up = [](int64_t x, int64_t r) { return (x + r - 1) / r * r; };
-  size_t a_size = round_up(std::min(M, MC), MR) * std::min(K, KC);  // (MC, KC) at most
-  size_t b_size = round_up(std::min(N, NC), NR) * std::min(K, KC);  // (KC, NC) at most
-  if (packed_a.size() < a_size) packed_a.resize(a_size);
-  if (packed_b.size() < b_size) packed_b.resize(b_size);
-
-  for (int64_t jc = 0; jc < N; jc += NC) {
-    int64_t nc = std::min(NC, N - jc);
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      int64_t kc = std::min(KC, K - pc);
-      // Slice pc of K adds onto what slices before it wrote; the first one
-      // overwrites C unless the caller asked to accumulate.
-      bool acc = accumulate || pc > 0;
-      // B block: rows pc..pc+kc of op(B), columns jc..jc+nc, as panels of NR columns.
-      pack_panels<NR>(nc, kc, B + pc * b_k + jc * b_col, b_col, b_k, packed_b.data());
-
-      for (int64_t ic = 0; ic < M; ic += MC) {
-        int64_t mc = std::min(MC, M - ic);
-        // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of
-        // MR rows, or, while nc is small, read where it lies (see A_IN_PLACE_N
-        // and A_T_IN_PLACE_N): the micro-kernel takes any strides for A, and
-        // an edge kernel reads only the rows it has, so no padding is needed.
-        const float* a_block = A + ic * a_row + pc * a_k;
-        const bool in_place = nc <= (trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N);
-        if (!in_place) pack_panels<MR>(mc, kc, a_block, a_row, a_k, packed_a.data());
-
-        // Panel p starts p·R·kc floats in; with p = jr / NR that is jr·kc.
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-          for (int64_t ir = 0; ir < mc; ir += MR) {
-            float* c_block = C + (ic + ir) * ldc + (jc + jr);
-            const float* b_panel = packed_b.data() + jr * kc;
-            const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr);
-            if (in_place)
-              block_kernel(kc, a_block + ir * a_row, a_row, a_k, b_panel, c_block, ldc, mr, nr, acc);
-            else
-              block_kernel(kc, packed_a.data() + ir * kc, 1, MR, b_panel, c_block, ldc, mr, nr, acc);
-          }
-        }
+void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, const float* A,
+                  const int64_t* a_offsets, int64_t lda, const float* B, const int64_t* b_offsets, int64_t ldb,
+                  float* C, int64_t c_stride, int64_t ldc, bool accumulate) {
+  if (batch == 0 || M == 0 || N == 0) return;
+  // Matrices go to threads whole: tasks of consecutive matrices, each task
+  // about 1 MFLOP (or one matrix, when a matrix is bigger), so a batch of
+  // tiny products is not cut finer than waking a thread pays for. Each
+  // matrix is then one single-threaded gemm. A batch too short to share out
+  // evenly (fewer than 4 tasks a thread) of products big enough to split on
+  // their own goes one matrix at a time, each on all the threads.
+  const double flops = 2.0 * static_cast<double>(M * N) * static_cast<double>(K);
+  const int64_t per_task = std::max<int64_t>(1, static_cast<int64_t>(1e6 / std::max(flops, 1.0)));
+  const int64_t tasks = (batch + per_task - 1) / per_task;
+  const int threads = available_threads();
+  auto one = [&](int64_t i, int t) {
+    gemm_driver(operands(trans_a, trans_b, A + a_offsets[i], lda, B + b_offsets[i], ldb, C + i * c_stride, ldc), M, N,
+                K, accumulate, t);
+  };
+  if (K == 0 || tasks < threads || (tasks < 4 * threads && flops >= 4 * PARALLEL_FLOPS)) {
+    for (int64_t i = 0; i < batch; ++i) {
+      if (K > 0) {
+        one(i, threads);
+      } else if (!accumulate) {
+        for (int64_t r = 0; r < M; ++r) std::fill(C + i * c_stride + r * ldc, C + i * c_stride + r * ldc + N, 0.0f);
       }
     }
+    return;
   }
+  parallel_for(tasks, [&](int64_t t) {
+    for (int64_t i = t * per_task; i < std::min(batch, (t + 1) * per_task); ++i) one(i, 1);
+  });
 }
 
 }  // namespace qkv::kernels

@@ -8,6 +8,9 @@
 // panels anyway; that is how matmul's backward (dA = dC·Bᵀ, dB = Aᵀ·dC) avoids
 // materialising a transpose.
 //
+// Large products run on the kernels' threads (kernels/parallel.hpp), with
+// the same result whatever their number.
+//
 // This layer knows nothing of Tensor: raw pointers, sizes and strides only.
 #pragma once
 #include <cstdint>
@@ -17,6 +20,16 @@ namespace qkv::kernels {
 // Packed, register-blocked, SIMD GEMM (xsimd).
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate);
+
+// C[i] (+)= op(A[i]) · op(B[i]) for i < batch: matrix i of A starts at
+// A + a_offsets[i], of B at B + b_offsets[i] (offsets may repeat: a broadcast
+// operand), of C at C + i·c_stride. All matrices share M, N, K, the
+// transposes and the row strides. The same as one gemm call per matrix, bit
+// for bit, but a batch of small products is spread over the threads a run of
+// whole matrices at a time, and pays no per-matrix set-up beyond a call.
+void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, const float* A,
+                  const int64_t* a_offsets, int64_t lda, const float* B, const int64_t* b_offsets, int64_t ldb,
+                  float* C, int64_t c_stride, int64_t ldc, bool accumulate);
 
 // The plain triple loop that defines what gemm computes; tests hold the two equal.
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,

@@ -7,6 +7,9 @@
 //   inner > 1   slice k, x[o, k, :], is contiguous, so whole slices are
 //               combined elementwise into out[o, :], W outputs at a time.
 //
+// Large reductions run on the kernels' threads, with the same result whatever
+// their number (see "threads" below).
+//
 // Left out on purpose: several accumulators per row and pairwise summation
 // (faster and more accurate, but more to read), and a SIMD argmax.
 #include "kernels/reduce.hpp"
@@ -14,7 +17,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
@@ -74,31 +79,94 @@ float reduce_row(int64_t n, const float* x) {
   return r;
 }
 
-// out[0:inner] = reduce over k of x[k, 0:inner] (inner > 1): start from the
-// identity and fold in one slice after another, W columns at a time.
+// out[0:cols] = reduce over k of x[k, 0:cols] (inner > 1), where slice k
+// starts at x + k·stride (stride = inner; cols = inner unless a thread takes a
+// part of the columns): start from the identity and fold in one slice after
+// another, W columns at a time.
 template <Reduce Op>
-void reduce_slices(int64_t n, int64_t inner, const float* x, float* out) {
-  std::fill(out, out + inner, identity(Op));
+void reduce_slices(int64_t n, int64_t cols, int64_t stride, const float* x, float* out) {
+  std::fill(out, out + cols, identity(Op));
   for (int64_t k = 0; k < n; ++k) {
-    const float* slice = x + k * inner;
+    const float* slice = x + k * stride;
     int64_t i = 0;
-    for (; i + W <= inner; i += W) {
+    for (; i + W <= cols; i += W) {
       batch so_far = batch::load_unaligned(out + i);
       combine<Op>(so_far, batch::load_unaligned(slice + i)).store_unaligned(out + i);
     }
-    for (; i < inner; ++i) out[i] = combine(Op, out[i], slice[i]);
+    for (; i < cols; ++i) out[i] = combine(Op, out[i], slice[i]);
   }
+}
+
+// ---- threads ---------------------------------------------------------------------
+//
+// NOTE: the result does not depend on the thread count. Threads take whole
+// outputs (rows of out, or runs of W columns of it), each reduced by one
+// thread in the serial order. A row too long for that is cut into pieces of
+// ROW_PIECE floats, a size fixed here and not by the threads, each reduced
+// as above, and the pieces' results are combined left to right: on 1 thread
+// or 4, the same sums in the same order.
+
+// Floats a task should read, at least: reading 64K floats takes ~10 µs, about
+// what waking a thread costs.
+constexpr int64_t GRAIN = 1 << 16;
+
+// A row reduction this long is cut into pieces (see above).
+constexpr int64_t ROW_PIECE = 1 << 15;
+
+// Rows of length n (inner == 1), out[o] = reduce of x[o, :].
+template <Reduce Op>
+void reduce_rows(int64_t outer, int64_t n, const float* x, float* out) {
+  if (n < 2 * ROW_PIECE) {
+    // Whole rows to each task.
+    const int64_t tasks = std::min(outer, tasks_for(outer * n, GRAIN));
+    parallel_for(tasks, [&](int64_t t) {
+      for (int64_t o = outer * t / tasks; o < outer * (t + 1) / tasks; ++o) out[o] = reduce_row<Op>(n, x + o * n);
+    });
+    return;
+  }
+  // Long rows: piece p of row o is x[o, p·ROW_PIECE : (p+1)·ROW_PIECE] (the
+  // last piece takes the rest); one task per piece.
+  const int64_t pieces = n / ROW_PIECE;
+  std::vector<float> partial(static_cast<size_t>(outer * pieces));
+  parallel_for(outer * pieces, [&](int64_t t) {
+    const int64_t o = t / pieces, p = t % pieces;
+    const int64_t begin = p * ROW_PIECE, end = p + 1 == pieces ? n : begin + ROW_PIECE;
+    partial[static_cast<size_t>(t)] = reduce_row<Op>(end - begin, x + o * n + begin);
+  });
+  for (int64_t o = 0; o < outer; ++o) {
+    float r = partial[static_cast<size_t>(o * pieces)];
+    for (int64_t p = 1; p < pieces; ++p) r = combine(Op, r, partial[static_cast<size_t>(o * pieces + p)]);
+    out[o] = r;
+  }
+}
+
+// inner > 1: out[o, i] = reduce over k of x[o, k, i]. Tasks take runs of
+// whole outer indices, or, when there are too few of those, runs of W
+// columns of every o.
+template <Reduce Op>
+void reduce_columns(int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
+  const int64_t tasks = tasks_for(outer * n * inner, GRAIN);
+  if (tasks <= outer) {
+    parallel_for(tasks, [&](int64_t t) {
+      for (int64_t o = outer * t / tasks; o < outer * (t + 1) / tasks; ++o)
+        reduce_slices<Op>(n, inner, inner, x + o * n * inner, out + o * inner);
+    });
+    return;
+  }
+  const int64_t groups = (inner + W - 1) / W, parts = std::min(groups, tasks / outer);
+  parallel_for(outer * parts, [&](int64_t t) {
+    const int64_t o = t / parts, p = t % parts;
+    const int64_t begin = groups * p / parts * W, end = std::min(inner, groups * (p + 1) / parts * W);
+    reduce_slices<Op>(n, end - begin, inner, x + o * n * inner + begin, out + o * inner + begin);
+  });
 }
 
 template <Reduce Op>
 void reduce_simd(int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
-  for (int64_t o = 0; o < outer; ++o) {
-    const float* x_o = x + o * n * inner;  // (n, inner)
-    if (inner == 1)
-      out[o] = reduce_row<Op>(n, x_o);
-    else
-      reduce_slices<Op>(n, inner, x_o, out + o * inner);
-  }
+  if (inner == 1)
+    reduce_rows<Op>(outer, n, x, out);
+  else
+    reduce_columns<Op>(outer, n, inner, x, out);
 }
 
 }  // namespace

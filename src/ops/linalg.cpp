@@ -57,17 +57,17 @@ std::vector<int64_t> matrix_offsets(const Shape& x, const Shape& batch) {
 }
 
 // C[i] = op(A[i])·op(B[i]) for every matrix i of C (…, M, N); A's and B's
-// batch dims broadcast to C's.
+// batch dims broadcast to C's. One kernel call for the whole batch, which
+// spreads the matrices over the threads.
 void gemm_batched(bool trans_a, bool trans_b, const Tensor& A, const Tensor& B, Tensor& C) {
   const Shape& c = C.shape();
   const int64_t M = c[c.ndim() - 2], N = c[c.ndim() - 1];
   const int64_t K = trans_a ? A.shape()[A.dim() - 2] : A.shape()[A.dim() - 1];
   const Shape batch = batch_dims(c);
   const std::vector<int64_t> a_at = matrix_offsets(A.shape(), batch), b_at = matrix_offsets(B.shape(), batch);
-  for (int64_t i = 0; i < batch.numel(); ++i) {
-    size_t k = static_cast<size_t>(i);
-    gemm(trans_a, trans_b, M, N, K, A.data() + a_at[k], B.data() + b_at[k], C.data() + i * M * N);
-  }
+  const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+  kernels::gemm_batched(trans_a, trans_b, batch.numel(), M, N, K, A.data(), a_at.data(), lda, B.data(), b_at.data(),
+                        ldb, C.data(), M * N, N, /*accumulate=*/false);
 }
 
 // batch + (rows, cols)

@@ -99,12 +99,13 @@ TEST_CASE("kernels/gemm") {
   // M, N, K odd; 129 > MC rows; 257 > KC depth; 2100 > NC columns.
   SUBCASE("1x1x1") { check_all_modes(1, 1, 1); }
   SUBCASE("3x17x5") { check_all_modes(3, 17, 5); }
-  // Edge blocks run kernels of their own size: 1 to 6 rows (M mod 6) times
-  // one or two SIMD batches of columns (N mod 32 up to 16, or beyond). These
-  // two, with the other sizes in this list, reach every pair.
-  SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }  // 4 rows × 15 columns
-  SUBCASE("7, 8, 10 x27x9") {                           // 1, 2, 4 rows × 27 columns
-    for (int64_t M : {7, 8, 10}) check_all_modes(M, 27, 9);
+  // Edge blocks run kernels of their own size: 1 to MR rows (M mod MR; MR is
+  // 8 with AVX-512, 6 with AVX2) times one or two SIMD batches of columns
+  // (N mod 32 up to 16, or beyond with AVX-512). These, with the other sizes
+  // in this list, reach every pair for either MR.
+  SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }  // 15 columns past whole panels
+  SUBCASE("7 to 15 x27x9") {                            // 1 to 7 edge rows × 27 columns
+    for (int64_t M = 7; M <= 15; ++M) check_all_modes(M, 27, 9);
   }
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
   SUBCASE("129x65x257") { check_all_modes(129, 65, 257); }
@@ -183,4 +184,24 @@ TEST_CASE("kernels/gemm") {
     CHECK(D[0] == 7);
     CHECK(D[1] == 7);
   }
+}
+
+TEST_CASE("kernels/gemm_batched: empty sizes") {
+  // K = 0: every C[i] = 0 (an empty sum), or unchanged when accumulating.
+  const float nothing[1] = {0};
+  const int64_t at[3] = {0, 0, 0};
+  float C[3 * 4];
+  for (float& c : C) c = std::numeric_limits<float>::quiet_NaN();
+  gemm_batched(false, false, 3, 2, 2, 0, nothing, at, 1, nothing, at, 2, C, 4, 2, false);
+  for (float c : C) CHECK(c == 0);
+  C[5] = 5;
+  gemm_batched(false, false, 3, 2, 2, 0, nothing, at, 1, nothing, at, 2, C, 4, 2, true);
+  CHECK(C[5] == 5);
+
+  // An empty batch, or M = 0: nothing is written.
+  float D[2] = {7, 7};
+  gemm_batched(false, false, 0, 1, 2, 3, nothing, at, 3, nothing, at, 2, D, 2, 2, false);
+  gemm_batched(false, false, 1, 0, 2, 3, nothing, at, 3, nothing, at, 2, D, 2, 2, false);
+  CHECK(D[0] == 7);
+  CHECK(D[1] == 7);
 }

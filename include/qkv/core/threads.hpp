@@ -1,0 +1,25 @@
+// How many threads qkv's kernels run on, as torch.set_num_threads does.
+//
+// Large matrix products (matmul, bmm, Linear), large elementwise ops and
+// large reductions split their work over a pool of threads; small ones stay
+// on the calling thread, where waking a worker would cost more than it saves.
+// The default is the QKV_NUM_THREADS environment variable if it is set, else
+// the number of cores.
+//
+// NOTE: results are the same bit for bit whatever the count. Every output
+// element is computed by one thread, in one order, and a reduction is cut
+// into pieces of a fixed size (not one per thread) that are combined in a
+// fixed order. So a run on 1 thread and on 4 prints the same numbers.
+#pragma once
+
+namespace qkv {
+
+// Run the kernels on n ≥ 1 threads (the caller and n - 1 workers) from now
+// on. Throws qkv::Error for n < 1 (or above 1024).
+void set_num_threads(int n);
+
+// The number of threads the kernels run on. Throws qkv::Error if
+// QKV_NUM_THREADS is set but is not a whole number from 1 to 1024.
+int get_num_threads();
+
+}  // namespace qkv

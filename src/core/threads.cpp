@@ -1,0 +1,25 @@
+// set_num_threads / get_num_threads: the public face of the kernels' thread
+// pool (src/kernels/parallel.*), with its errors as qkv::Error.
+#include <qkv/core/error.hpp>
+#include <qkv/core/threads.hpp>
+
+#include <stdexcept>
+
+#include "kernels/parallel.hpp"
+
+namespace qkv {
+
+void set_num_threads(int n) {
+  if (n < 1 || n > 1024) fail("set_num_threads: {} threads: expected a count from 1 to 1024", n);
+  kernels::set_num_threads(n);
+}
+
+int get_num_threads() {
+  try {
+    return kernels::num_threads();
+  } catch (const std::invalid_argument& e) {  // QKV_NUM_THREADS is not a count
+    fail("get_num_threads: {}", e.what());
+  }
+}
+
+}  // namespace qkv

@@ -1,0 +1,183 @@
+// The thread pool behind parallel_for: workers that sleep until a loop is
+// handed out, take its tasks one at a time from a shared counter, and sleep
+// again.
+//
+// One loop at a time: the caller publishes the loop (a generation number
+// tells the workers it is new), wakes them, takes tasks itself, then
+// withdraws the loop and waits for the workers that joined it to finish
+// their last task. Tasks are claimed with an atomic fetch_add, so a slow
+// thread (the machine may be shared) simply takes fewer.
+//
+// Left out on purpose: spinning workers (they sleep on a condition variable,
+// so an idle pool costs nothing; waking one costs some microseconds, which is
+// why kernels only go parallel on large work), and per-thread queues.
+#include "kernels/parallel.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace qkv::kernels {
+
+namespace {
+
+// Set while this thread runs a task, so a parallel_for inside it runs inline.
+thread_local bool in_task = false;
+
+// One loop handed to the pool: lives on the stack of the thread that runs it.
+struct Loop {
+  Loop(void (*c)(const void*, int64_t), const void* x, int64_t n) : call(c), context(x), tasks(n) {}
+  void (*call)(const void*, int64_t);
+  const void* context;
+  int64_t tasks;
+  std::atomic<int64_t> next{0};  // the next task to claim
+  int workers = 0;               // workers inside the loop (under the pool's mutex)
+  std::exception_ptr error;      // the first exception a task threw (under the mutex)
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+
+  // NOTE: joins the workers, so a program exits cleanly (and a sanitizer sees
+  // no thread outlive main).
+  ~ThreadPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& w : workers_) w.join();
+  }
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs the loop on the caller and whichever workers wake in time; returns
+  // once all tasks ran. The caller never waits for a worker that has not
+  // joined: on a busy machine a woken thread may get no CPU for a while, and
+  // the caller then simply runs the tasks itself.
+  void run(int64_t tasks, void (*call)(const void*, int64_t), const void* context) {
+    Loop loop{call, context, tasks};
+    {
+      std::lock_guard lock(mutex_);
+      current_ = &loop;
+      ++generation_;
+    }
+    wake_.notify_all();
+    take_tasks(loop);
+    std::unique_lock lock(mutex_);
+    current_ = nullptr;  // a worker waking from now on finds no loop
+    done_.wait(lock, [&] { return loop.workers == 0; });
+    if (loop.error) std::rethrow_exception(loop.error);
+  }
+
+ private:
+  // Claim and run tasks of the loop until none is left.
+  void take_tasks(Loop& loop) {
+    in_task = true;
+    for (int64_t t; (t = loop.next.fetch_add(1, std::memory_order_relaxed)) < loop.tasks;) {
+      try {
+        loop.call(loop.context, t);
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (!loop.error) loop.error = std::current_exception();
+      }
+    }
+    in_task = false;
+  }
+
+  void work() {
+    int64_t seen = 0;
+    for (;;) {
+      Loop* loop;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || (current_ && generation_ != seen); });
+        if (stop_) return;
+        seen = generation_;
+        loop = current_;
+        ++loop->workers;
+      }
+      take_tasks(*loop);
+      std::lock_guard lock(mutex_);
+      if (--loop->workers == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  Loop* current_ = nullptr;  // the loop being run, if any
+  int64_t generation_ = 0;   // counts loops, so a worker joins each at most once
+  bool stop_ = false;
+};
+
+// The pool and its size. `pool_mutex` is held for a whole loop: a second
+// program thread that finds it taken runs its loop alone rather than wait.
+std::mutex pool_mutex;
+std::unique_ptr<ThreadPool> pool;
+std::atomic<int> threads_wanted{0};  // 0: not decided yet (see num_threads)
+
+int default_threads() {
+  if (const char* text = std::getenv("QKV_NUM_THREADS"); text && *text) return parse_num_threads(text);
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+int parse_num_threads(const char* text) {
+  char* end = nullptr;
+  long n = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || n < 1 || n > 1024)
+    throw std::invalid_argument(std::string("QKV_NUM_THREADS='") + text + "': expected a whole number from 1 to 1024");
+  return static_cast<int>(n);
+}
+
+int num_threads() {
+  if (int n = threads_wanted.load(); n > 0) return n;
+  int expected = 0;
+  threads_wanted.compare_exchange_strong(expected, default_threads());  // unless set_num_threads came first
+  return threads_wanted.load();
+}
+
+int available_threads() { return in_task ? 1 : num_threads(); }
+
+void set_num_threads(int n) {
+  if (n < 1 || n > 1024)
+    throw std::invalid_argument("set_num_threads(" + std::to_string(n) + "): expected a count from 1 to 1024");
+  std::lock_guard lock(pool_mutex);  // waits for a running loop to finish
+  threads_wanted = n;
+  pool.reset();  // joins the old workers
+}
+
+int64_t tasks_for(int64_t work, int64_t grain) { return work < 2 * grain ? 1 : work / grain; }
+
+void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* context) {
+  if (tasks > 1 && available_threads() > 1) {
+    std::unique_lock lock(pool_mutex, std::try_to_lock);
+    if (lock.owns_lock()) {
+      const int n = threads_wanted.load();
+      if (!pool || pool->size() != n) pool = std::make_unique<ThreadPool>(n);
+      pool->run(tasks, call, context);
+      return;
+    }
+  }
+  // One thread (or a loop inside a task, or the pool busy with another
+  // thread's loop): the tasks in order, here.
+  for (int64_t t = 0; t < tasks; ++t) call(context, t);
+}
+
+}  // namespace qkv::kernels

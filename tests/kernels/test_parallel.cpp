@@ -1,0 +1,265 @@
+// The thread pool, and the promise the kernels make on it: the same result,
+// bit for bit, on 1, 2, 3 or 4 threads.
+//
+// Each kernel is run at every thread count on inputs big enough to be split
+// (sizes that do not divide evenly by the pieces, the SIMD width or the
+// register block), and its output compared with the one-thread output with
+// ==, not a tolerance: any change in summation order would show.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/elementwise.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/kernel_test_util.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/reduce.hpp"
+
+using namespace qkv::kernels;
+using namespace qkv::kernels::test;
+
+namespace {
+
+constexpr int kThreadCounts[] = {1, 2, 3, 4};
+
+// Sets the thread count for one scope and puts the old one back.
+struct ThreadsFor {
+  int old = num_threads();
+  explicit ThreadsFor(int n) { set_num_threads(n); }
+  ~ThreadsFor() { set_num_threads(old); }
+};
+
+// run() on 1 thread, then on each other count: every output equal to the
+// first, bit for bit (NaN payloads included: memcmp, not ==).
+void check_same_at_every_thread_count(const std::function<std::vector<float>()>& run) {
+  std::vector<float> one;
+  {
+    ThreadsFor threads(1);
+    one = run();
+  }
+  for (int n : kThreadCounts) {
+    CAPTURE(n);
+    ThreadsFor threads(n);
+    std::vector<float> out = run();
+    REQUIRE(out.size() == one.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < out.size(); ++i) differ += std::memcmp(&out[i], &one[i], sizeof(float)) != 0;
+    CHECK(differ == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kernels/parallel_for: every task runs exactly once") {
+  for (int n : kThreadCounts) {
+    CAPTURE(n);
+    ThreadsFor threads(n);
+    for (int64_t tasks : {0, 1, 2, 3, 7, 100, 1001}) {
+      CAPTURE(tasks);
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(tasks));
+      parallel_for(tasks, [&](int64_t t) { runs[static_cast<size_t>(t)]++; });
+      int64_t wrong = 0;
+      for (auto& r : runs) wrong += r.load() != 1;
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("kernels/parallel_for: a loop inside a task runs inline") {
+  ThreadsFor threads(3);
+  std::atomic<int64_t> sum{0};
+  parallel_for(6, [&](int64_t t) {
+    CHECK(available_threads() == 1);
+    parallel_for(10, [&](int64_t u) { sum += t * 10 + u; });
+  });
+  CHECK(sum.load() == 59 * 60 / 2);  // every (t, u) once: Σ of 0 … 59
+}
+
+TEST_CASE("kernels/parallel_for: a task's exception reaches the caller") {
+  for (int n : {1, 3}) {
+    CAPTURE(n);
+    ThreadsFor threads(n);
+    std::atomic<int> ran{0};
+    auto loop = [&] {
+      parallel_for(20, [&](int64_t t) {
+        ran++;
+        if (t == 13) throw std::runtime_error("task 13 failed");
+      });
+    };
+    CHECK_THROWS_WITH_AS(loop(), "task 13 failed", std::runtime_error);
+    // On one thread the loop stops at the throw; the pool runs the others.
+    CHECK(ran.load() >= 14);
+    // The pool still works afterwards.
+    std::atomic<int> after{0};
+    parallel_for(5, [&](int64_t) { after++; });
+    CHECK(after.load() == 5);
+  }
+}
+
+TEST_CASE("kernels/num_threads: set, and QKV_NUM_THREADS's text") {
+  {
+    ThreadsFor threads(3);
+    CHECK(num_threads() == 3);
+    CHECK(available_threads() == 3);
+  }
+  CHECK_THROWS_AS(set_num_threads(0), std::invalid_argument);
+  CHECK(parse_num_threads("1") == 1);
+  CHECK(parse_num_threads("16") == 16);
+  for (const char* bad : {"0", "-2", "two", "3x", "", "100000"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_num_threads(bad), doctest::Contains("QKV_NUM_THREADS"), std::invalid_argument);
+  }
+}
+
+TEST_CASE("kernels/gemm: the same on 1, 2, 3 and 4 threads") {
+  // Shapes past the size where gemm goes parallel: many row blocks (M = 301,
+  // not a multiple of 6 or 96), few rows and many columns (M = 7: the columns
+  // are split), K over one slice of 256 (so later slices accumulate), and
+  // N = 2100 over one block of 2048 columns.
+  struct Case {
+    int64_t M, N, K;
+  };
+  for (Case c : {Case{301, 157, 263}, Case{7, 2100, 300}, Case{130, 1031, 61}, Case{97, 333, 520}}) {
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        for (bool accumulate : {false, true}) {
+          CAPTURE(c.M);
+          CAPTURE(c.N);
+          CAPTURE(c.K);
+          CAPTURE(trans_a);
+          CAPTURE(trans_b);
+          CAPTURE(accumulate);
+          const std::vector<float> A = random_vector(c.M * c.K, 1), B = random_vector(c.K * c.N, 2);
+          const std::vector<float> C0 = random_vector(c.M * c.N, 3);
+          check_same_at_every_thread_count([&] {
+            std::vector<float> C = C0;
+            gemm(trans_a, trans_b, c.M, c.N, c.K, A.data(), trans_a ? c.M : c.K, B.data(), trans_b ? c.K : c.N,
+                 C.data(), c.N, accumulate);
+            return C;
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("kernels/gemm_batched: one gemm per matrix, on any number of threads") {
+  // 37 products of (11, 9)·(9, 13), the second operand broadcast (every
+  // matrix reads the same B, offset 0), and 5 of (150, 70)·(70, 90), big
+  // enough that each is split on its own when the batch is too short to share.
+  struct Case {
+    int64_t batch, M, N, K;
+    bool broadcast_b;
+  };
+  for (Case c : {Case{37, 11, 13, 9, true}, Case{37, 11, 13, 9, false}, Case{5, 150, 90, 70, false},
+                 Case{1, 301, 157, 263, false}}) {
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        CAPTURE(c.batch);
+        CAPTURE(c.M);
+        CAPTURE(trans_a);
+        CAPTURE(trans_b);
+        const int64_t a_size = c.M * c.K, b_size = c.K * c.N, c_size = c.M * c.N;
+        const std::vector<float> A = random_vector(c.batch * a_size, 4), B = random_vector(c.batch * b_size, 5);
+        std::vector<int64_t> a_at, b_at;
+        for (int64_t i = 0; i < c.batch; ++i)
+          a_at.push_back(i * a_size), b_at.push_back(c.broadcast_b ? 0 : i * b_size);
+        const int64_t lda = trans_a ? c.M : c.K, ldb = trans_b ? c.K : c.N;
+
+        // The definition: one gemm call per matrix, on one thread.
+        std::vector<float> expected(static_cast<size_t>(c.batch * c_size));
+        {
+          ThreadsFor threads(1);
+          for (int64_t i = 0; i < c.batch; ++i)
+            gemm(trans_a, trans_b, c.M, c.N, c.K, A.data() + a_at[i], lda, B.data() + b_at[i], ldb,
+                 expected.data() + i * c_size, c.N, false);
+        }
+        for (int n : kThreadCounts) {
+          CAPTURE(n);
+          ThreadsFor threads(n);
+          std::vector<float> C(expected.size(), kNaN);
+          gemm_batched(trans_a, trans_b, c.batch, c.M, c.N, c.K, A.data(), a_at.data(), lda, B.data(), b_at.data(), ldb,
+                       C.data(), c_size, c.N, false);
+          CHECK(std::memcmp(C.data(), expected.data(), C.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("kernels/elementwise: the same on 1, 2, 3 and 4 threads") {
+  // 300,007 floats: several pieces, and a length that is not a multiple of
+  // the SIMD width (the scalar tail) nor of the pieces.
+  const int64_t n = 300'007;
+  const std::vector<float> a = random_vector(n, 6, -3.0f, 3.0f), b = random_vector(n, 7, 0.5f, 2.0f);
+  for (Unary op : {Unary::Exp, Unary::Tanh, Unary::Gelu, Unary::Relu, Unary::Neg}) {
+    CAPTURE(int(op));
+    check_same_at_every_thread_count([&] {
+      std::vector<float> y(n);
+      unary(op, n, a.data(), y.data());
+      return y;
+    });
+  }
+  for (Binary op : {Binary::Add, Binary::Div, Binary::Pow}) {
+    CAPTURE(int(op));
+    check_same_at_every_thread_count([&] {
+      std::vector<float> out(n), out_scalar(n);
+      binary(op, n, a.data(), 1, b.data(), 1, out.data());
+      binary(op, n, a.data(), 1, b.data(), 0, out_scalar.data());  // a ∘ b[0]
+      out.insert(out.end(), out_scalar.begin(), out_scalar.end());
+      return out;
+    });
+  }
+  check_same_at_every_thread_count([&] {
+    std::vector<float> y = b;
+    axpy(n, 0.3f, a.data(), y.data());
+    return y;
+  });
+}
+
+TEST_CASE("kernels/reduce: the same on 1, 2, 3 and 4 threads") {
+  // Rows cut into pieces (n = 1,000,003 and 3 × 70,001), many short rows,
+  // and the slice path split by outer index and by columns.
+  struct Shape {
+    int64_t outer, n, inner;
+  };
+  for (Shape s : {Shape{1, 1'000'003, 1}, Shape{3, 70'001, 1}, Shape{5'001, 37, 1}, Shape{7, 1'001, 301},
+                  Shape{1, 300, 7'001}, Shape{2, 5, 40'003}}) {
+    CAPTURE(s.outer);
+    CAPTURE(s.n);
+    CAPTURE(s.inner);
+    const std::vector<float> x = random_vector(s.outer * s.n * s.inner, 8);
+    for (Reduce op : {Reduce::Sum, Reduce::Max, Reduce::Min}) {
+      CAPTURE(int(op));
+      check_same_at_every_thread_count([&] {
+        std::vector<float> out(s.outer * s.inner);
+        reduce(op, s.outer, s.n, s.inner, x.data(), out.data());
+        return out;
+      });
+    }
+  }
+}
+
+TEST_CASE("kernels/reduce: a long row cut into pieces still sums right") {
+  // The pieces change the order of the sum, not its accuracy: against the
+  // reference within the bound a float sum of n terms keeps, n·u·Σ|x| each.
+  const int64_t n = 1'000'003;
+  const std::vector<float> x = random_vector(n, 9);
+  float out = 0, out_ref = 0;
+  reduce(Reduce::Sum, 1, n, 1, x.data(), &out);
+  reduce_reference(Reduce::Sum, 1, n, 1, x.data(), &out_ref);
+  double abs_sum = 0;
+  for (float v : x) abs_sum += std::abs(v);
+  CHECK(std::abs(double(out) - double(out_ref)) <= 2 * static_cast<double>(n) * kU * abs_sum);
+  // Max picks one of the inputs: exact.
+  float mx = 0, mx_ref = 0;
+  reduce(Reduce::Max, 1, n, 1, x.data(), &mx);
+  reduce_reference(Reduce::Max, 1, n, 1, x.data(), &mx_ref);
+  CHECK(mx == mx_ref);
+}
