@@ -96,8 +96,9 @@ Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, c
   check_inputs("DotProductAttention", queries, keys, values, valid_lens);
   // queries and keys must have one size d: bmm checks it (its inner sizes) and names both shapes.
   const float d = static_cast<float>(queries.size(-1));
-  Tensor scores = queries.bmm(keys.transpose(1, 2)) / std::sqrt(d);  // (B, Q, d) x (B, d, K) -> (B, Q, K)
-  Tensor weights = masked_softmax(scores, valid_lens);               // (B, Q, K), rows sum to 1
+  // keys read transposed by the GEMM itself: no (B, d, K) copy, forward or backward.
+  Tensor scores = bmm(queries, keys, {.transpose_b = true}) / std::sqrt(d);  // (B, Q, d) x (B, K, d)ᵀ -> (B, Q, K)
+  Tensor weights = masked_softmax(scores, valid_lens);                       // (B, Q, K), rows sum to 1
   attention_weights = weights.detach();
   return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }

@@ -1,17 +1,22 @@
 // Matrix products: matmul, with PyTorch's rules for 1-D, 2-D and batched
-// operands, and bmm. Every product here is one or more calls of kernels::gemm.
+// operands, bmm, and linear. Every product here is one or more calls of
+// kernels::gemm.
 //
 // Letters, as in the kernel: a is (…, M, K), b is (…, K, N), out is (…, M, N).
 //   C = A·B        dA = dC·Bᵀ        dB = Aᵀ·dC
 // The transposes in the backward are never materialised: gemm reads an
-// operand transposed (trans_a / trans_b) as cheaply as a plain one.
+// operand transposed (trans_a / trans_b) as cheaply as a plain one. The
+// same flags, given by the caller (MatmulOptions), spare the forward the
+// copy that transpose() makes: q·kᵀ is read straight from k.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/linalg.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
@@ -77,68 +82,126 @@ Shape with_matrix(const Shape& batch, int64_t rows, int64_t cols) {
   return Shape(dims);
 }
 
-// (…, M, K)·(K, N) -> (…, M, N). Every row of a meets the same b, so a's
-// batch dims fold into its rows: ONE GEMM of (R, K)·(K, N), R = all of a's
-// rows. This is nn::Linear's forward, the hottest product in a model.
-//   da = dout·bᵀ   (R, N)·(N, K) -> (R, K)
-//   db = aᵀ·dout   (K, R)·(R, N) -> (K, N): the sum over the batch is the GEMM's own sum over R
-Tensor matmul_folded(const Tensor& a, const Tensor& b) {
-  const int64_t K = b.shape()[0], N = b.shape()[1];
+// The output of a product with inner size K, for the GEMM to write: left
+// uninitialised, since the GEMM writes every element, except when K is 0
+// (an empty sum, where the kernel is not called): then zeros.
+Tensor product_output(const Shape& shape, int64_t K) { return K == 0 ? zeros(shape) : Tensor::empty(shape); }
+
+// Z[j] += op(X[i])·op(Y[i]) for every matrix i of the full batch `batch`,
+// j being the matrix of Z that i was broadcast from (Z's batch dims
+// broadcast to `batch`; Z holds zeros on entry). This is the gradient of an
+// operand that a product broadcast: the sum over the broadcast dims happens
+// in the GEMM's accumulator (accumulate = true), where a (…, rows, cols)
+// temporary over the whole batch, then summed down, would cost a pass over
+// memory and the memory itself. The order of the sum is fixed: batch order.
+void gemm_batched_sum(bool trans_x, bool trans_y, const Tensor& X, const Tensor& Y, Tensor& Z, const Shape& batch) {
+  const Shape& z = Z.shape();
+  const int64_t M = z[z.ndim() - 2], N = z[z.ndim() - 1];
+  const int64_t K = trans_x ? X.shape()[X.dim() - 2] : X.shape()[X.dim() - 1];
+  if (M == 0 || N == 0 || K == 0) return;
+  const int64_t ldx = trans_x ? M : K, ldy = trans_y ? K : N;
+  const std::vector<int64_t> x_at = matrix_offsets(X.shape(), batch), y_at = matrix_offsets(Y.shape(), batch),
+                             z_at = matrix_offsets(z, batch);
+  for (size_t i = 0; i < x_at.size(); ++i)
+    kernels::gemm(trans_x, trans_y, M, N, K, X.data() + x_at[i], ldx, Y.data() + y_at[i], ldy, Z.data() + z_at[i], N,
+                  /*accumulate=*/true);
+}
+
+// Z = the sum, over the dims of `batch` that Z's shape lacks or has as 1, of
+// op(X)·op(Y): one GEMM per matrix straight into Z when nothing was
+// broadcast, else summed in the GEMM's accumulator (gemm_batched_sum).
+Tensor batched_product(bool trans_x, bool trans_y, const Tensor& X, const Tensor& Y, const Shape& z_shape,
+                       const Shape& batch) {
+  const int64_t K = trans_x ? X.shape()[X.dim() - 2] : X.shape()[X.dim() - 1];
+  if (batch_dims(z_shape) == batch) {
+    Tensor Z = product_output(z_shape, K);
+    gemm_batched(trans_x, trans_y, X, Y, Z);
+    return Z;
+  }
+  Tensor Z = zeros(z_shape);
+  gemm_batched_sum(trans_x, trans_y, X, Y, Z, batch);
+  return Z;
+}
+
+// (…, M, K)·op(b) -> (…, M, N), b 2-D: (K, N), or (N, K) read transposed.
+// Every row of a meets the same b, so a's batch dims fold into its rows: ONE
+// GEMM of (R, K)·(K, N), R = all of a's rows. This is nn::Linear's forward,
+// the hottest product in a model.
+//   da = dout·op(b)ᵀ   (R, N)·(N, K) -> (R, K)
+//   db = aᵀ·dout       (K, R)·(R, N) -> (K, N): the sum over the batch is the GEMM's own sum over R
+//   (transposed b: db = doutᵀ·a, (N, R)·(R, K) -> (N, K))
+Tensor matmul_folded(const Tensor& a, const Tensor& b, bool trans_b) {
+  const int64_t K = trans_b ? b.shape()[1] : b.shape()[0], N = trans_b ? b.shape()[0] : b.shape()[1];
   int64_t R = 1;
   for (int64_t d = 0; d + 1 < a.dim(); ++d) R *= a.shape()[d];
   std::vector<int64_t> dims = a.shape().dims();
   dims.back() = N;
-  Tensor out = Tensor::empty(Shape(dims));
-  gemm(false, false, R, N, K, a.data(), b.data(), out.data());  // (R, K)·(K, N)
-  record(out, "MatmulBackward", {a, b}, [a, b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
+  Tensor out = product_output(Shape(dims), K);
+  gemm(false, trans_b, R, N, K, a.data(), b.data(), out.data());  // (R, K)·op(b)
+  record(out, "MatmulBackward", {a, b}, [a, b, trans_b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
     if (a.requires_grad()) {
-      da = Tensor::empty(a.shape());
-      gemm(false, true, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·(K, N)ᵀ
+      da = product_output(a.shape(), N);
+      gemm(false, !trans_b, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·op(b)ᵀ
     }
     if (b.requires_grad()) {
-      db = Tensor::empty(b.shape());
-      gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
+      db = product_output(b.shape(), R);
+      if (trans_b)
+        gemm(true, false, N, K, R, dout.data(), a.data(), db.data());  // (R, N)ᵀ·(R, K)
+      else
+        gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
     }
     return {da, db};
   });
   return out;
 }
 
-// (…, M, K)·(…, K, N) -> (…, M, N), batch dims broadcasting: one GEMM per
-// output matrix. The gradients are first computed for the full batch, then
-// summed back over the dims each operand was broadcast along.
-//   da = sum_to(dout·bᵀ, a.shape)      db = sum_to(aᵀ·dout, b.shape)
-Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, const char* backward_name) {
-  const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1], N = b.shape()[b.dim() - 1];
-  Tensor out = Tensor::empty(with_matrix(batch, M, N));
-  gemm_batched(false, false, a, b, out);
-  record(out, backward_name, {a, b}, [a, b, batch, M, K, N](const Tensor& dout) -> std::vector<Tensor> {
+// op(a) (…, M, K)·op(b) (…, K, N) -> (…, M, N), batch dims broadcasting: one
+// GEMM per output matrix. With G = dout, the gradients of op(a) and op(b)
+// are G·op(b)ᵀ and op(a)ᵀ·G; an operand stored transposed takes the
+// transpose of its one, which is again a product of the stored arrays:
+//   da = G·op(b)ᵀ          or, a transposed,  da = op(b)·Gᵀ   (…, K, M)
+//   db = op(a)ᵀ·G          or, b transposed,  db = Gᵀ·op(a)   (…, N, K)
+// An operand broadcast along batch dims gets the sum over them
+// (batched_product). Each flag below says how the GEMM reads a stored array:
+// op(b)ᵀ is b as stored when b is transposed, b read transposed otherwise.
+Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, bool trans_a, bool trans_b,
+                      const char* backward_name) {
+  const Shape &sa = a.shape(), &sb = b.shape();
+  const int64_t M = trans_a ? sa[sa.ndim() - 1] : sa[sa.ndim() - 2];
+  const int64_t K = trans_a ? sa[sa.ndim() - 2] : sa[sa.ndim() - 1];
+  const int64_t N = trans_b ? sb[sb.ndim() - 2] : sb[sb.ndim() - 1];
+  Tensor out = product_output(with_matrix(batch, M, N), K);
+  gemm_batched(trans_a, trans_b, a, b, out);
+  record(out, backward_name, {a, b}, [a, b, batch, trans_a, trans_b](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
-    if (a.requires_grad()) {
-      Tensor da_full = Tensor::empty(with_matrix(batch, M, K));
-      gemm_batched(false, true, dout, b, da_full);  // (…, M, N)·(…, N, K)
-      da = sum_to(da_full, a.shape());
-    }
-    if (b.requires_grad()) {
-      Tensor db_full = Tensor::empty(with_matrix(batch, K, N));
-      gemm_batched(true, false, a, dout, db_full);  // (…, K, M)·(…, M, N)
-      db = sum_to(db_full, b.shape());
-    }
+    if (a.requires_grad())
+      da = trans_a ? batched_product(trans_b, true, b, dout, a.shape(), batch)     // op(b)·Gᵀ
+                   : batched_product(false, !trans_b, dout, b, a.shape(), batch);  // G·op(b)ᵀ
+    if (b.requires_grad())
+      db = trans_b ? batched_product(true, trans_a, dout, a, b.shape(), batch)     // Gᵀ·op(a)
+                   : batched_product(!trans_a, false, a, dout, b.shape(), batch);  // op(a)ᵀ·G
     return {da, db};
   });
   return out;
 }
+
+// "(2, 3)" or, read transposed, "(2, 3)ᵀ": how the errors show an operand.
+std::string operand(const Tensor& x, bool transposed) { return fmt::format("{}{}", x.shape(), transposed ? "ᵀ" : ""); }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions options) {
   detail::check_input(a, "matmul", "a");
   detail::check_input(b, "matmul", "b");
+  const bool ta = options.transpose_a, tb = options.transpose_b;
   if (a.dim() == 0 || b.dim() == 0) fail("matmul: {} x {}: both operands need at least 1 dim", a.shape(), b.shape());
-  const int64_t ka = a.shape()[a.dim() - 1];
-  const int64_t kb = b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2];
-  if (ka != kb) fail("matmul: {} x {}: inner sizes {} and {} differ", a.shape(), b.shape(), ka, kb);
+  if ((ta && a.dim() < 2) || (tb && b.dim() < 2))
+    fail("matmul: {} x {}: transpose_{} needs an operand with at least 2 dims", a.shape(), b.shape(),
+         ta && a.dim() < 2 ? "a" : "b");
+  const int64_t ka = ta ? a.shape()[a.dim() - 2] : a.shape()[a.dim() - 1];
+  const int64_t kb = b.dim() == 1 ? b.shape()[0] : tb ? b.shape()[b.dim() - 1] : b.shape()[b.dim() - 2];
+  if (ka != kb) fail("matmul: {} x {}: inner sizes {} and {} differ", operand(a, ta), operand(b, tb), ka, kb);
 
   // A 1-D operand is a matrix with one row (left) or one column (right); that
   // size-1 dim is dropped from the result. 1-D·1-D is then (1, K)·(K, 1) -> ():
@@ -146,22 +209,23 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 1 || b.dim() == 1) {
     Tensor a2 = a.dim() == 1 ? reshape(a, {1, ka}) : a;  // (K) -> (1, K)
     Tensor b2 = b.dim() == 1 ? reshape(b, {kb, 1}) : b;  // (K) -> (K, 1)
-    Tensor out = matmul(a2, b2);                         // (…, M, N)
+    Tensor out = matmul(a2, b2, options);                // (…, M, N)
     std::vector<int64_t> dims = out.shape().dims();
     if (a.dim() == 1) dims.erase(dims.end() - 2);  // drop M = 1
     if (b.dim() == 1) dims.pop_back();             // drop N = 1
     return reshape(out, Shape(dims));
   }
 
-  if (b.dim() == 2) return matmul_folded(a, b);
+  // a's rows fold into one GEMM unless a is read transposed (its rows are then columns).
+  if (b.dim() == 2 && !ta) return matmul_folded(a, b, tb);
 
   const Shape batch_a = batch_dims(a.shape()), batch_b = batch_dims(b.shape());
   for (int64_t i = 1; i <= std::min(batch_a.ndim(), batch_b.ndim()); ++i) {
     int64_t sa = batch_a[batch_a.ndim() - i], sb = batch_b[batch_b.ndim() - i];
     if (sa != sb && sa != 1 && sb != 1)
-      fail("matmul: {} x {}: batch dims {} and {} do not broadcast", a.shape(), b.shape(), batch_a, batch_b);
+      fail("matmul: {} x {}: batch dims {} and {} do not broadcast", operand(a, ta), operand(b, tb), batch_a, batch_b);
   }
-  return matmul_batched(a, b, broadcast_shapes(batch_a, batch_b, "matmul"), "MatmulBackward");
+  return matmul_batched(a, b, broadcast_shapes(batch_a, batch_b, "matmul"), ta, tb, "MatmulBackward");
 }
 
 // y = x·Wᵀ + b: x (…, K) folds to (R, K) rows as in matmul_folded.
@@ -181,7 +245,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   for (int64_t d = 0; d + 1 < x.dim(); ++d) R *= x.shape()[d];
   std::vector<int64_t> dims = x.shape().dims();
   dims.back() = N;
-  Tensor out = Tensor::empty(Shape(dims));
+  Tensor out = product_output(Shape(dims), K);
   gemm(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
   if (bias.defined()) {
     for (int64_t r = 0; r < R; ++r)
@@ -191,11 +255,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
          [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
            Tensor dx, dw, db;
            if (x.requires_grad()) {
-             dx = Tensor::empty(x.shape());
+             dx = product_output(x.shape(), N);
              gemm(false, false, R, K, N, dout.data(), weight.data(), dx.data());  // (R, N)·(N, K)
            }
            if (weight.requires_grad()) {
-             dw = Tensor::empty(weight.shape());
+             dw = product_output(weight.shape(), R);
              gemm(true, false, N, K, R, dout.data(), x.data(), dw.data());  // (R, N)ᵀ·(R, K)
            }
            if (bias.defined() && bias.requires_grad()) db = sum_to(dout, bias.shape());
@@ -204,16 +268,17 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return out;
 }
 
-// (B, M, K)·(B, K, N) -> (B, M, N): matmul without broadcasting or 1-D rules.
-Tensor bmm(const Tensor& a, const Tensor& b) {
+// op(a) (B, M, K)·op(b) (B, K, N) -> (B, M, N): matmul without broadcasting or 1-D rules.
+Tensor bmm(const Tensor& a, const Tensor& b, MatmulOptions options) {
   detail::check_input(a, "bmm", "a");
   detail::check_input(b, "bmm", "b");
-  if (a.dim() != 3 || b.dim() != 3) fail("bmm: {} x {}: both operands must be 3-d", a.shape(), b.shape());
+  const bool ta = options.transpose_a, tb = options.transpose_b;
+  if (a.dim() != 3 || b.dim() != 3) fail("bmm: {} x {}: both operands must be 3-d", operand(a, ta), operand(b, tb));
   if (a.shape()[0] != b.shape()[0])
-    fail("bmm: {} x {}: batch sizes {} and {} differ", a.shape(), b.shape(), a.shape()[0], b.shape()[0]);
-  if (a.shape()[2] != b.shape()[1])
-    fail("bmm: {} x {}: inner sizes {} and {} differ", a.shape(), b.shape(), a.shape()[2], b.shape()[1]);
-  return matmul_batched(a, b, Shape{a.shape()[0]}, "BmmBackward");
+    fail("bmm: {} x {}: batch sizes {} and {} differ", operand(a, ta), operand(b, tb), a.shape()[0], b.shape()[0]);
+  const int64_t ka = a.shape()[ta ? 1 : 2], kb = b.shape()[tb ? 2 : 1];
+  if (ka != kb) fail("bmm: {} x {}: inner sizes {} and {} differ", operand(a, ta), operand(b, tb), ka, kb);
+  return matmul_batched(a, b, Shape{a.shape()[0]}, ta, tb, "BmmBackward");
 }
 
 // --- as Tensor methods (tensor.hpp): a.matmul(b) is matmul(a, b) -----------------

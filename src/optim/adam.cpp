@@ -1,9 +1,12 @@
 // optim::Adam and optim::AdamW: one shared loop for the moments and the step;
 // they differ only in where weight decay goes.
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/optim/adam.hpp>
 
 #include <cmath>
+
+#include "kernels/optim.hpp"
 
 namespace qkv::optim {
 
@@ -18,37 +21,31 @@ void check_adam(const char* type, float lr, float beta1, float beta2, float eps,
   if (!(weight_decay >= 0)) fail("{}: invalid weight_decay={} (must be ≥ 0)", type, weight_decay);
 }
 
-// The Adam step for one parameter, elementwise (adam.hpp), with l2 the
-// coupled weight decay (Adam's λ; 0 for AdamW, which decays p beforehand):
-//   g ← g + l2·p;  m ← β1·m + (1 − β1)·g;  v ← β2·v + (1 − β2)·g²
+// The Adam step for one parameter (adam.hpp), with l2 the coupled weight
+// decay (Adam's λ; 0 for AdamW) and decay AdamW's shrink (1 for Adam):
+//   p ← p·decay;  g ← g + l2·p;  m ← β1·m + (1 − β1)·g;  v ← β2·v + (1 − β2)·g²
 //   p ← p − lr/(1 − β1ᵗ) · m / (√v/√(1 − β2ᵗ) + ε)
+// in one SIMD pass over p, g, m and v (kernels::adam).
 void adam_step(Tensor& p, const Tensor& grad, ParamState& state, float lr, std::pair<float, float> betas, float eps,
-               float l2) {
+               float l2, float decay) {
   auto [beta1, beta2] = betas;
   auto [m_it, fresh] = state.buffers.try_emplace("exp_avg");
-  if (fresh) m_it->second = Tensor::empty(p.shape());  // zeros: nothing seen yet
+  if (fresh) m_it->second = zeros(p.shape());  // nothing seen yet
   auto [v_it, fresh_v] = state.buffers.try_emplace("exp_avg_sq");
-  if (fresh_v) v_it->second = Tensor::empty(p.shape());
-  float* w = p.data();
-  const float* g = grad.data();
-  float* m = m_it->second.data();
-  float* v = v_it->second.data();
+  if (fresh_v) v_it->second = zeros(p.shape());
 
   // The bias corrections in double, as PyTorch computes them (Python floats).
   const double t = static_cast<double>(state.step);
   const double bias_correction1 = 1 - std::pow(static_cast<double>(beta1), t);
   const double bias_correction2 = 1 - std::pow(static_cast<double>(beta2), t);
-  const float step_size = static_cast<float>(lr / bias_correction1);
-  const float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-
-  for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-    float gi = g[i];
-    if (l2 != 0) gi += l2 * w[i];
-    m[i] = beta1 * m[i] + (1 - beta1) * gi;
-    v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
-    float denom = std::sqrt(v[i]) / bias_correction2_sqrt + eps;
-    w[i] -= step_size * (m[i] / denom);
-  }
+  const kernels::AdamStep step{.beta1 = beta1,
+                               .beta2 = beta2,
+                               .step_size = static_cast<float>(lr / bias_correction1),
+                               .bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2)),
+                               .eps = eps,
+                               .l2 = l2,
+                               .decay = decay};
+  kernels::adam(step, p.numel(), p.data(), grad.data(), m_it->second.data(), v_it->second.data());
 }
 
 }  // namespace
@@ -88,16 +85,10 @@ void Adam::set_hyperparameters(const std::map<std::string, float>& h) {
 // AdamW: decoupled weight decay shrinks p first (p ← p·(1 − lr·λ)), then the
 // plain Adam step.
 void Adam::update(Tensor& p, const Tensor& grad, ParamState& state) {
-  if (!decoupled_) {
-    adam_step(p, grad, state, lr, betas, eps, weight_decay);
-    return;
-  }
-  if (weight_decay != 0) {
-    const float shrink = 1 - lr * weight_decay;
-    float* w = p.data();
-    for (int64_t i = 0, n = p.numel(); i < n; ++i) w[i] *= shrink;
-  }
-  adam_step(p, grad, state, lr, betas, eps, /*l2=*/0);
+  if (!decoupled_)
+    adam_step(p, grad, state, lr, betas, eps, /*l2=*/weight_decay, /*decay=*/1);
+  else
+    adam_step(p, grad, state, lr, betas, eps, /*l2=*/0, /*decay=*/1 - lr * weight_decay);
 }
 
 }  // namespace qkv::optim

@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "kernels/elementwise.hpp"
+#include "kernels/optim.hpp"
+
 namespace qkv::optim {
 
 float clip_grad_norm_(const std::vector<Tensor>& params, float max_norm) {
@@ -15,8 +18,7 @@ float clip_grad_norm_(const std::vector<Tensor>& params, float max_norm) {
     if (!p.defined()) fail("clip_grad_norm_: a parameter is undefined");
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    const float* x = g.data();
-    for (int64_t i = 0, n = g.numel(); i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+    sum_sq += kernels::sum_squares(g.numel(), g.data());
   }
   const float norm = static_cast<float>(std::sqrt(sum_sq));
 
@@ -26,8 +28,7 @@ float clip_grad_norm_(const std::vector<Tensor>& params, float max_norm) {
   for (const Tensor& p : params) {
     Tensor g = p.grad();  // a handle: scaling it scales p's gradient
     if (!g.defined()) continue;
-    float* x = g.data();
-    for (int64_t i = 0, n = g.numel(); i < n; ++i) x[i] *= coef;
+    kernels::binary(kernels::Binary::Mul, g.numel(), g.data(), 1, &coef, 0, g.data());  // g·coef, in place
   }
   return norm;
 }

@@ -2,6 +2,8 @@
 #include <qkv/core/error.hpp>
 #include <qkv/optim/sgd.hpp>
 
+#include "kernels/optim.hpp"
+
 namespace qkv::optim {
 
 namespace {
@@ -51,31 +53,24 @@ void SGD::set_hyperparameters(const std::map<std::string, float>& h) {
   nesterov = h.at("nesterov") == 1;
 }
 
-// Elementwise, for each of p's n numbers (see sgd.hpp):
+// Elementwise, for each of p's n numbers (see sgd.hpp), in one SIMD pass (kernels::sgd):
 //   d = g + λ·p;  b = d (first) or μ·b + (1 − τ)·d;  d = d + μ·b (nesterov) or b;  p = p − lr·d
 void SGD::update(Tensor& p, const Tensor& grad, ParamState& state) {
-  float* w = p.data();
-  const float* g = grad.data();
-  const int64_t n = p.numel();
-
   float* buf = nullptr;  // the momentum buffer, when there is momentum
   bool first = false;    // PyTorch starts the buffer at the first gradient, not at 0
   if (momentum != 0) {
     auto [it, created] = state.buffers.try_emplace("momentum_buffer");
-    if (created) it->second = Tensor::empty(p.shape());
+    if (created) it->second = Tensor::empty(p.shape());  // every element is written: the first step copies d
     buf = it->second.data();
     first = created;
   }
-
-  for (int64_t i = 0; i < n; ++i) {
-    float d = g[i];
-    if (weight_decay != 0) d += weight_decay * w[i];
-    if (buf != nullptr) {
-      buf[i] = first ? d : momentum * buf[i] + (1 - dampening) * d;
-      d = nesterov ? d + momentum * buf[i] : buf[i];
-    }
-    w[i] -= lr * d;
-  }
+  const kernels::SgdStep step{.lr = lr,
+                              .momentum = momentum,
+                              .dampening = dampening,
+                              .weight_decay = weight_decay,
+                              .nesterov = nesterov,
+                              .first = first};
+  kernels::sgd(step, p.numel(), p.data(), grad.data(), buf);
 }
 
 }  // namespace qkv::optim

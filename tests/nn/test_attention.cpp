@@ -241,8 +241,9 @@ TEST_CASE("nn/attention: errors") {
   }
   SUBCASE("scaled dot-product attention") {
     nn::DotProductAttention attention(0);
+    // The scores are queries·keysᵀ, the keys read transposed (as given, then ᵀ).
     CHECK_THROWS_WITH_AS(attention(zeros({2, 4, 3}), kv, kv),
-                         doctest::Contains("bmm: (2, 4, 3) x (2, 12, 6): inner sizes 3 and 12 differ"), Error);
+                         doctest::Contains("bmm: (2, 4, 3) x (2, 6, 12)ᵀ: inner sizes 3 and 12 differ"), Error);
     CHECK_THROWS_WITH_AS(attention(q, kv, kv, int_tensor({-1, 2})),
                          doctest::Contains("masked_softmax: valid_lens[0] is -1"), Error);
   }

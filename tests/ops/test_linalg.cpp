@@ -1,4 +1,5 @@
-// Tests for src/ops/linalg.cpp: matmul and bmm.
+// Tests for src/ops/linalg.cpp: matmul, bmm (plain and with MatmulOptions'
+// transposes) and linear.
 // Against PyTorch (tests/data/linalg.txt, made by tools/reference/linalg.py:
 // every one of matmul's rules), by gradcheck, against a plain double-precision
 // triple loop on sizes that cross the GEMM kernel's cache blocks, from
@@ -40,6 +41,22 @@ Tensor matrix(const Tensor& x, int64_t i) {
   const int64_t rows = x.size(1), cols = x.size(2);
   const float* start = x.data() + i * rows * cols;
   return Tensor(std::vector<float>(start, start + rows * cols), {rows, cols});
+}
+
+// "matmul_t/ab_blocks" -> both transposed: the flags before the '_' of a
+// matmul_t/ or bmm_t/ case name (tools/reference/linalg.py).
+MatmulOptions options_of(const std::string& name) {
+  const std::string flags = name.substr(name.find('/') + 1, name.find('_', name.find('/')) - name.find('/') - 1);
+  return {.transpose_a = flags.find('a') != std::string::npos, .transpose_b = flags.find('b') != std::string::npos};
+}
+
+void gradcheck_transposed(const Shape& a, const Shape& b, MatmulOptions options, uint64_t seed) {
+  SUBCASE(fmt::format("{}{} x {}{}", a, options.transpose_a ? "ᵀ" : "", b, options.transpose_b ? "ᵀ" : "").c_str()) {
+    Generator gen(seed);
+    auto r = gradcheck([options](const std::vector<Tensor>& x) { return matmul(x[0], x[1], options); },
+                       {randn(a, gen), randn(b, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
 }
 
 void gradcheck_pair(const Shape& a, const Shape& b, uint64_t seed) {
@@ -119,6 +136,67 @@ TEST_CASE("ops/matmul") {
   }
 }
 
+// matmul(a, b, options) is op(a)·op(b), op(x) = x.transpose(-2, -1) when
+// its flag is set: against torch (which transposes, then multiplies), by
+// gradcheck, and against qkv's own transpose-then-matmul.
+TEST_CASE("ops/matmul with transposed operands") {
+  for (const std::string& name : reference_cases("linalg", "matmul_t/")) {
+    SUBCASE(name.c_str()) {
+      const MatmulOptions options = options_of(name);
+      check_against_torch(
+          "linalg", name,
+          [options](const std::vector<Tensor>& x, const RefCase&) { return matmul(x[0], x[1], options); }, 1e-4f,
+          1e-4f);
+    }
+  }
+
+  gradcheck_transposed({5, 3}, {5, 4}, {.transpose_a = true}, 11);
+  gradcheck_transposed({3, 5}, {4, 5}, {.transpose_b = true}, 12);
+  gradcheck_transposed({2, 3, 5}, {4, 5}, {.transpose_b = true}, 13);  // folded
+  gradcheck_transposed({2, 5, 3}, {5, 4}, {.transpose_a = true}, 14);
+  gradcheck_transposed({2, 1, 5, 3}, {3, 4, 5}, {.transpose_a = true, .transpose_b = true}, 15);  // broadcast
+  gradcheck_transposed({4}, {3, 4}, {.transpose_b = true}, 16);
+  gradcheck_transposed({4, 3}, {4}, {.transpose_a = true}, 17);
+
+  SUBCASE("equals transpose, then matmul, values and gradients") {
+    Generator gen(18);
+    Tensor q = randn({2, 3, 37, 20}, gen).requires_grad_(), k = randn({3, 29, 20}, gen).requires_grad_();
+    Tensor dout = randn({2, 3, 37, 29}, gen);
+    Tensor q2 = q.detach().requires_grad_(), k2 = k.detach().requires_grad_();
+    Tensor c = matmul(q, k, {.transpose_b = true});  // (2, 3, 37, 20)·(3, 29, 20)ᵀ -> (2, 3, 37, 29)
+    Tensor c2 = matmul(q2, transpose(k2, -2, -1));
+    c.backward(dout);
+    c2.backward(dout);
+    check_close(c, c2, "out", 1e-5f, 1e-5f);
+    check_close(q.grad(), q2.grad(), "grad q", 1e-5f, 1e-5f);
+    check_close(k.grad(), k2.grad(), "grad k (summed over the broadcast dim)", 1e-5f, 1e-5f);
+  }
+
+  SUBCASE("empty inner size") {  // a sum of no terms: zeros
+    Tensor a = zeros({0, 3}).requires_grad_(), b = zeros({4, 0}).requires_grad_();
+    Tensor c = matmul(a, b, {.transpose_a = true, .transpose_b = true});  // (0, 3)ᵀ·(4, 0)ᵀ -> (3, 4)
+    CHECK(c.to_vector() == std::vector<float>(12, 0.0f));
+    c.backward(ones({3, 4}));
+    CHECK(a.grad().shape() == Shape{0, 3});
+  }
+
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({4, 5}), {.transpose_b = true}),
+                         doctest::Contains("matmul: (2, 3) x (4, 5)ᵀ: inner sizes 3 and 5 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({2, 5}), {.transpose_a = true, .transpose_b = true}),
+                         doctest::Contains("matmul: (2, 3)ᵀ x (2, 5)ᵀ: inner sizes 2 and 5 differ"), Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({3}), zeros({3, 4}), {.transpose_a = true}),
+                         doctest::Contains("matmul: (3) x (3, 4): transpose_a needs an operand with at least 2 dims"),
+                         Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({4, 3}), zeros({3}), {.transpose_b = true}),
+                         doctest::Contains("matmul: (4, 3) x (3): transpose_b needs an operand with at least 2 dims"),
+                         Error);
+    CHECK_THROWS_WITH_AS(matmul(zeros({2, 3, 4}), zeros({5, 6, 4}), {.transpose_b = true}),
+                         doctest::Contains("matmul: (2, 3, 4) x (5, 6, 4)ᵀ: batch dims (2) and (5) do not broadcast"),
+                         Error);
+  }
+}
+
 // The GEMM kernel cuts K into slices of 256 and M into blocks of 96: sizes past
 // both, forward and backward (dA = dC·Bᵀ, dB = Aᵀ·dC), against the naive loop.
 TEST_CASE("ops/matmul large, against the definition") {
@@ -158,10 +236,24 @@ TEST_CASE("ops/bmm") {
       check_against_torch("linalg", name, [](const std::vector<Tensor>& x, const RefCase&) { return bmm(x[0], x[1]); });
     }
   }
+  for (const std::string& name : reference_cases("linalg", "bmm_t/")) {
+    SUBCASE(name.c_str()) {
+      const MatmulOptions options = options_of(name);
+      check_against_torch("linalg", name,
+                          [options](const std::vector<Tensor>& x, const RefCase&) { return bmm(x[0], x[1], options); });
+    }
+  }
   SUBCASE("gradcheck") {
     Generator gen(3);
     auto r = gradcheck([](const std::vector<Tensor>& x) { return bmm(x[0], x[1]); },
                        {randn({3, 2, 5}, gen), randn({3, 5, 1}, gen)});
+    CHECK_MESSAGE(r.ok, r.message);
+  }
+  SUBCASE("gradcheck, transposed") {
+    Generator gen(4);
+    auto r = gradcheck(
+        [](const std::vector<Tensor>& x) { return bmm(x[0], x[1], {.transpose_a = true, .transpose_b = true}); },
+        {randn({3, 5, 2}, gen), randn({3, 4, 5}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
   }
   SUBCASE("errors") {
@@ -173,6 +265,8 @@ TEST_CASE("ops/bmm") {
                          Error);  // no broadcasting
     CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({2, 5, 6})),
                          doctest::Contains("bmm: (2, 3, 4) x (2, 5, 6): inner sizes 4 and 5 differ"), Error);
+    CHECK_THROWS_WITH_AS(bmm(zeros({2, 3, 4}), zeros({2, 6, 5}), {.transpose_b = true}),
+                         doctest::Contains("bmm: (2, 3, 4) x (2, 6, 5)ᵀ: inner sizes 4 and 5 differ"), Error);
   }
 }
 

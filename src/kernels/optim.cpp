@@ -1,0 +1,135 @@
+// The optimizers' updates (optim.hpp): each a scalar function of one
+// element, which the reference loop and the SIMD loop's tail both call, and
+// the same formula written once more for a SIMD batch of W elements.
+#include "kernels/optim.hpp"
+
+#include <cmath>
+
+#include "kernels/simd.hpp"
+
+namespace qkv::kernels {
+
+namespace {
+
+// a·b + c: one rounding where the build's hardware fuses, two where it
+// cannot, exactly as fmadd below does for a batch. This is what keeps the
+// scalar and SIMD twins bit for bit equal.
+inline float madd(float a, float b, float c) {
+#if defined(__FMA__)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+// The same for a batch. NOTE: xsimd 8.1 has no AVX-512 fma of its own: its
+// generic fallback is x·y + z, which the compiler fuses as it pleases (in
+// β1·m + c1·g it fused the other product), so on AVX-512 the instruction is
+// called by name. With AVX2 xsimd::fma is the FMA3 instruction; without FMA
+// hardware it is a product and a sum, as madd.
+inline batch fmadd(const batch& a, const batch& b, const batch& c) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(a, b, c);
+#else
+  return xsimd::fma(a, b, c);
+#endif
+}
+
+// ---- Adam ------------------------------------------------------------------------
+
+// One element. The order of every operation is the SIMD body's below.
+inline void adam_one(const AdamStep& s, float& p, float g, float& m, float& v) {
+  float w = p;
+  if (s.decay != 1) w = w * s.decay;
+  if (s.l2 != 0) g = madd(s.l2, w, g);
+  m = madd(s.beta1, m, (1 - s.beta1) * g);
+  v = madd(s.beta2, v, ((1 - s.beta2) * g) * g);
+  const float denom = std::sqrt(v) / s.bias_correction2_sqrt + s.eps;
+  p = madd(-s.step_size, m / denom, w);
+}
+
+// ---- SGD -------------------------------------------------------------------------
+
+inline void sgd_one(const SgdStep& s, float& p, float g, float* b) {
+  float d = g;
+  if (s.weight_decay != 0) d = madd(s.weight_decay, p, d);
+  if (b != nullptr) {
+    *b = s.first ? d : madd(s.momentum, *b, (1 - s.dampening) * d);
+    d = s.nesterov ? madd(s.momentum, *b, d) : *b;
+  }
+  p = madd(-s.lr, d, p);
+}
+
+}  // namespace
+
+void adam_reference(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
+  for (int64_t i = 0; i < n; ++i) adam_one(s, p[i], g[i], m[i], v[i]);
+}
+
+void adam(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
+  const batch beta1(s.beta1), beta2(s.beta2), c1(1 - s.beta1), c2(1 - s.beta2), decay(s.decay), l2(s.l2);
+  const batch neg_step(-s.step_size), bc2(s.bias_correction2_sqrt), eps(s.eps);
+  const bool decays = s.decay != 1, couples = s.l2 != 0;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    batch w = batch::load_unaligned(p + i), gi = batch::load_unaligned(g + i);
+    if (decays) w = w * decay;
+    if (couples) gi = fmadd(l2, w, gi);
+    const batch mi = fmadd(beta1, batch::load_unaligned(m + i), c1 * gi);
+    const batch vi = fmadd(beta2, batch::load_unaligned(v + i), (c2 * gi) * gi);
+    const batch denom = xsimd::sqrt(vi) / bc2 + eps;
+    mi.store_unaligned(m + i);
+    vi.store_unaligned(v + i);
+    fmadd(neg_step, mi / denom, w).store_unaligned(p + i);
+  }
+  for (; i < n; ++i) adam_one(s, p[i], g[i], m[i], v[i]);
+}
+
+void sgd_reference(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
+  for (int64_t i = 0; i < n; ++i) sgd_one(s, p[i], g[i], buf != nullptr ? buf + i : nullptr);
+}
+
+void sgd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
+  const batch wd(s.weight_decay), mu(s.momentum), damp(1 - s.dampening), neg_lr(-s.lr);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const batch w = batch::load_unaligned(p + i);
+    batch d = batch::load_unaligned(g + i);
+    if (s.weight_decay != 0) d = fmadd(wd, w, d);
+    if (buf != nullptr) {
+      const batch b = s.first ? d : fmadd(mu, batch::load_unaligned(buf + i), damp * d);
+      b.store_unaligned(buf + i);
+      d = s.nesterov ? fmadd(mu, b, d) : b;
+    }
+    fmadd(neg_lr, d, w).store_unaligned(p + i);
+  }
+  for (; i < n; ++i) sgd_one(s, p[i], g[i], buf != nullptr ? buf + i : nullptr);
+}
+
+// ---- sum of squares ---------------------------------------------------------------
+
+double sum_squares_reference(int64_t n, const float* x) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+// Doubles, as the reference: each load widens W/2 floats (a double batch is
+// half as wide), two independent accumulators keep the adds from waiting on
+// each other.
+double sum_squares(int64_t n, const float* x) {
+  using dbatch = xsimd::batch<double>;
+  constexpr int64_t D = dbatch::size;
+  dbatch acc0(0.0), acc1(0.0);
+  int64_t i = 0;
+  for (; i + 2 * D <= n; i += 2 * D) {
+    const dbatch a = dbatch::load_unaligned(x + i), b = dbatch::load_unaligned(x + i + D);
+    acc0 = xsimd::fma(a, a, acc0);
+    acc1 = xsimd::fma(b, b, acc1);
+  }
+  double sum = xsimd::hadd(acc0 + acc1);
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+}  // namespace qkv::kernels
