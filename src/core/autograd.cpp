@@ -90,7 +90,7 @@ void add_into(Tensor& a, const Tensor& b) { kernels::axpy(a.numel(), 1.0f, b.dat
 
 }  // namespace
 
-void backward(const Tensor& root, const Tensor& grad) {
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   if (!root.defined()) fail("backward: undefined tensor");
   if (!root.requires_grad())
     fail(
@@ -124,7 +124,15 @@ void backward(const Tensor& root, const Tensor& grad) {
       continue;
     }
     Node& node = *t->grad_fn;
+    if (!node.backward)
+      fail(
+          "backward: trying to backward through the graph a second time ({} has already run, and the tensors it "
+          "saved are freed). Pass retain_graph=true to the first backward() to backpropagate through a graph twice",
+          node.name);
     std::vector<Tensor> dinputs = node.backward(dout);
+    // Done with this node: free what its backward function captured, as soon
+    // as possible, so backward's peak memory holds only the nodes still to run.
+    if (!retain_graph) node.backward = nullptr;
     if (dinputs.size() != node.inputs.size())
       fail("backward: {} returned {} gradients for {} inputs", node.name, dinputs.size(), node.inputs.size());
     for (size_t i = 0; i < dinputs.size(); ++i) {

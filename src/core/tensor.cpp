@@ -118,7 +118,7 @@ void Tensor::zero_grad() {
   impl_->grad = Tensor();
 }
 
-void Tensor::backward(const Tensor& grad) const { qkv::backward(*this, grad); }
+void Tensor::backward(const Tensor& grad, bool retain_graph) const { qkv::backward(*this, grad, retain_graph); }
 
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();

@@ -33,12 +33,50 @@ TEST_CASE("core/autograd: gradients accumulate until zero_grad") {
 
 TEST_CASE("core/autograd: backward twice through the same graph adds, not compounds") {
   // Only leaves keep gradients; intermediate ones live for one backward().
+  // Mathematics: d(eˣ)/dx = eˣ, twice.
   Tensor x = tensor({2}).requires_grad_();
   Tensor y = mul(exp(x), 1.0f);
   Tensor loss = sum(y);
-  loss.backward();
+  loss.backward(Tensor(), /*retain_graph=*/true);
   loss.backward();
   CHECK(x.grad().item() == doctest::Approx(2 * std::exp(2.0)));
+}
+
+TEST_CASE("core/autograd: a graph is freed as backward uses it") {
+  // As in PyTorch (retain_graph=False by default): once a node has run, the
+  // tensors its backward function saved are gone.
+  Tensor x = tensor({1, 2}).requires_grad_();
+  SUBCASE("a second backward through the same graph is an error") {
+    Tensor loss = sum(mul(exp(x), x));
+    loss.backward();
+    CHECK_THROWS_WITH_AS(loss.backward(),
+                         doctest::Contains("backward: trying to backward through the graph a second time (SumBackward "
+                                           "has already run"),
+                         Error);
+  }
+  SUBCASE("so is a backward through a part of it that another backward used") {
+    Tensor h = exp(x);
+    sum(h).backward();
+    CHECK_THROWS_WITH_AS(sum(mul(h, 2.0f)).backward(), doctest::Contains("ExpBackward has already run"), Error);
+  }
+  SUBCASE("retain_graph keeps it, and each backward adds the same gradient") {
+    // Mathematics: d(Σ eˣ·x)/dx = eˣ·(x + 1).
+    Tensor loss = sum(mul(exp(x), x));
+    loss.backward(Tensor(), /*retain_graph=*/true);
+    loss.backward(Tensor(), /*retain_graph=*/true);
+    loss.backward();
+    for (int64_t i = 0; i < 2; ++i) {
+      double xi = static_cast<double>(i + 1);
+      CHECK(x.grad().at({i}) == doctest::Approx(3 * std::exp(xi) * (xi + 1)));
+    }
+    CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("retain_graph=true"), Error);
+  }
+  SUBCASE("qkv::backward takes it too") {
+    Tensor loss = sum(mul(x, x));
+    backward(loss, Tensor(), true);
+    backward(loss);
+    CHECK(x.grad().to_vector() == std::vector<float>{4, 8});  // 2 · 2x (mathematics)
+  }
 }
 
 TEST_CASE("core/autograd: a given output gradient is used, and not written") {

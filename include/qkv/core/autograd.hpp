@@ -10,6 +10,11 @@
 // .grad() accumulates (+=) over backward() calls until zero_grad() clears it.
 // zero_grad() is the only thing that clears a gradient.
 //
+// A backward function runs at most once: backward() frees what each node
+// saved for it (the tensors its backward function captured) as soon as it
+// has run, as PyTorch does by default. A second backward() through the same
+// graph is then an Error, unless the first was given retain_graph = true.
+//
 // NOTE (ownership): an output owns its Node, the Node owns its inputs. A
 // backward function must never capture its own output (that is a cycle, and
 // the whole graph would leak): if it needs the output's values, it captures
@@ -41,8 +46,10 @@ struct Node {
 void record(Tensor& out, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
 
 // Backpropagate d(root)/d(leaf) into every leaf's .grad() (+=). `grad` is
-// d(loss)/d(root); it may be omitted when root has one element.
-void backward(const Tensor& root, const Tensor& grad = Tensor());
+// d(loss)/d(root); it may be omitted when root has one element. Each node's
+// saved tensors are freed once its backward function has run, unless
+// retain_graph is true (then the graph can be backpropagated again).
+void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_graph = false);
 
 // Recording on or off (on by default, per thread).
 bool is_grad_enabled();

@@ -60,8 +60,9 @@ class Tensor {
   void set_grad(Tensor grad);
   void zero_grad();  // forget the accumulated gradient
   // Backpropagate from this tensor; see autograd.hpp. `grad` defaults to 1
-  // for a one-element tensor.
-  void backward(const Tensor& grad = Tensor()) const;
+  // for a one-element tensor; the graph is freed as it is used unless
+  // retain_graph is true.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
 
   Tensor detach() const;  // same storage, no history, requires_grad false
   Tensor clone() const;   // a copy of the numbers (with history: gradients flow back)
