@@ -119,30 +119,44 @@ constexpr int64_t A_T_IN_PLACE_N = 128;
 // took as long as the arithmetic.
 template <int64_t R>
 void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride, float* packed) {
-  for (int64_t p0 = 0; p0 < rows; p0 += R) {
-    const int64_t valid = std::min(R, rows - p0);
-    const float* x = X + p0 * row_stride;
-    if (valid == R && row_stride == 1) {
-      for (int64_t k = 0; k < depth; ++k, packed += R)
-        for (int64_t r = 0; r < R; ++r) packed[r] = x[k * k_stride + r];
-    } else if (valid == R) {
-      for (int64_t k = 0; k < depth; ++k, packed += R)
-        for (int64_t r = 0; r < R; ++r) packed[r] = x[r * row_stride + k * k_stride];
-    } else {
-      // The edge panel: zeros, then the valid rows, each walked along X's
-      // contiguous direction. (Zeroing the padding k by k, a few floats at a
-      // time, and copying in k order whatever the layout, took most of the
-      // time of a 10×8×10 product.)
-      std::fill(packed, packed + R * depth, 0.0f);
-      if (row_stride == 1) {
-        for (int64_t k = 0; k < depth; ++k)
-          for (int64_t r = 0; r < valid; ++r) packed[k * R + r] = x[k * k_stride + r];
-      } else {
-        for (int64_t r = 0; r < valid; ++r)
-          for (int64_t k = 0; k < depth; ++k) packed[k * R + r] = x[r * row_stride + k * k_stride];
+  const int64_t whole = rows / R * R;  // rows in whole panels; panel p0 / R starts at packed + p0·depth
+  if (row_stride == 1) {
+    // The R values of one k are a plain vector copy. Whole panels are packed
+    // K_RUN values of k at a time across all of them, so that X is read
+    // along its rows (K_RUN streams the prefetcher follows) rather than down
+    // a column of rows, one page apart when X is wide.
+    constexpr int64_t K_RUN = 8;
+    for (int64_t k0 = 0; k0 < depth; k0 += K_RUN) {
+      const int64_t k1 = std::min(depth, k0 + K_RUN);
+      for (int64_t p0 = 0; p0 < whole; p0 += R) {
+        float* panel = packed + p0 * depth;
+        for (int64_t k = k0; k < k1; ++k)
+          for (int64_t r = 0; r < R; ++r) panel[k * R + r] = X[p0 + k * k_stride + r];
       }
-      packed += R * depth;
     }
+  } else {
+    for (int64_t p0 = 0; p0 < whole; p0 += R) {
+      float* panel = packed + p0 * depth;
+      const float* x = X + p0 * row_stride;
+      for (int64_t k = 0; k < depth; ++k)
+        for (int64_t r = 0; r < R; ++r) panel[k * R + r] = x[r * row_stride + k * k_stride];
+    }
+  }
+  if (whole == rows) return;
+  // The edge panel: zeros, then the valid rows, each walked along X's
+  // contiguous direction. (Zeroing the padding k by k, a few floats at a
+  // time, and copying in k order whatever the layout, took most of the
+  // time of a 10×8×10 product.)
+  const int64_t valid = rows - whole;
+  float* panel = packed + whole * depth;
+  const float* x = X + whole * row_stride;
+  std::fill(panel, panel + R * depth, 0.0f);
+  if (row_stride == 1) {
+    for (int64_t k = 0; k < depth; ++k)
+      for (int64_t r = 0; r < valid; ++r) panel[k * R + r] = x[k * k_stride + r];
+  } else {
+    for (int64_t r = 0; r < valid; ++r)
+      for (int64_t k = 0; k < depth; ++k) panel[k * R + r] = x[r * row_stride + k * k_stride];
   }
 }
 
