@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/reduce.hpp"
 #include "ops/util.hpp"
 
 namespace qkv {
@@ -28,11 +28,13 @@ namespace {
 
 // C (M, N) = op(A) (M, K) · op(B) (K, N) on row-major arrays, where op(X) is
 // Xᵀ when X's flag is set (then X is stored transposed: A as (K, M), B as (N, K)).
-// C must hold zeros already when K is 0: an empty sum, the kernel is not called.
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C) {
+// With accumulate, C += the product. C must hold zeros already when K is 0
+// (unless accumulating): an empty sum, the kernel is not called.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+          bool accumulate = false) {
   if (M == 0 || N == 0 || K == 0) return;
   const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
-  kernels::gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, N, /*accumulate=*/false);
+  kernels::gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, N, accumulate);
 }
 
 // x's shape without its last two (matrix) dims: its batch dims.
@@ -245,11 +247,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   for (int64_t d = 0; d + 1 < x.dim(); ++d) R *= x.shape()[d];
   std::vector<int64_t> dims = x.shape().dims();
   dims.back() = N;
-  Tensor out = product_output(Shape(dims), K);
-  gemm(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
+  Tensor out;
   if (bias.defined()) {
-    for (int64_t r = 0; r < R; ++r)
-      kernels::binary(kernels::Binary::Add, N, out.data() + r * N, 1, bias.data(), 1, out.data() + r * N);
+    // Every row starts as the bias and the GEMM adds the product into it
+    // (accumulate): one pass over out fewer than adding b afterwards.
+    out = Tensor::empty(Shape(dims));
+    for (int64_t r = 0; r < R; ++r) std::copy_n(bias.data(), N, out.data() + r * N);
+    gemm(false, true, R, N, K, x.data(), weight.data(), out.data(), /*accumulate=*/true);  // b + (R, K)·(N, K)ᵀ
+  } else {
+    out = product_output(Shape(dims), K);
+    gemm(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
   }
   record(out, "LinearBackward", {x, weight, bias},
          [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
@@ -262,7 +269,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
              dw = product_output(weight.shape(), R);
              gemm(true, false, N, K, R, dout.data(), x.data(), dw.data());  // (R, N)ᵀ·(R, K)
            }
-           if (bias.defined() && bias.requires_grad()) db = sum_to(dout, bias.shape());
+           if (bias.defined() && bias.requires_grad()) {
+             // Σ over dout's R rows, read in place: (1, R, N) -> (N). (sum_to would copy dout first.)
+             db = Tensor::empty(bias.shape());
+             kernels::reduce(kernels::Reduce::Sum, 1, R, N, dout.data(), db.data());
+           }
            return {dx, dw, db};
          });
   return out;

@@ -1,5 +1,5 @@
-// optim::Adam and optim::AdamW: one shared loop for the moments and the step;
-// they differ only in where weight decay goes.
+// optim::Adam and optim::AdamW: one shared step (kernels::adam, one SIMD pass) for
+// the moments and the update; they differ only in where weight decay goes.
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 #include <qkv/optim/adam.hpp>

@@ -1,4 +1,4 @@
-// optim::SGD: PyTorch's update rule, one loop over the parameter's numbers.
+// optim::SGD: PyTorch's update rule, one SIMD pass over the parameter's numbers (kernels::sgd).
 #include <qkv/core/error.hpp>
 #include <qkv/optim/sgd.hpp>
 

@@ -60,8 +60,8 @@ TEST_CASE("kernels/adam") {
   const float bc1 = 1 - std::pow(0.9f, 3.0f), bc2 = 1 - std::pow(0.999f, 3.0f);
   const AdamStep plain{0.9f, 0.999f, 1e-3f / bc1, std::sqrt(bc2), 1e-8f, 0.0f, 1.0f};
   AdamStep coupled = plain, decoupled = plain;
-  coupled.l2 = 0.01f;             // Adam's weight decay
-  decoupled.decay = 1 - 1e-5f;    // AdamW's p·(1 − lr·λ)
+  coupled.l2 = 0.01f;           // Adam's weight decay
+  decoupled.decay = 1 - 1e-5f;  // AdamW's p·(1 − lr·λ)
   for (int64_t n : kLengths) {
     SUBCASE(fmt::format("n = {}", n).c_str()) {
       check_adam_matches_reference(plain, n);
@@ -87,15 +87,15 @@ TEST_CASE("kernels/adam") {
 TEST_CASE("kernels/sgd") {
   for (int64_t n : kLengths) {
     SUBCASE(fmt::format("n = {}", n).c_str()) {
-      check_sgd_matches_reference({0.1f, 0.0f, 0.0f, 0.0f, false, false}, false, n);     // plain
-      check_sgd_matches_reference({0.1f, 0.0f, 0.0f, 0.01f, false, false}, false, n);    // weight decay
-      check_sgd_matches_reference({0.1f, 0.9f, 0.1f, 0.01f, false, false}, true, n);     // momentum, dampening
-      check_sgd_matches_reference({0.1f, 0.9f, 0.0f, 0.0f, true, false}, true, n);       // nesterov
+      check_sgd_matches_reference({0.1f, 0.0f, 0.0f, 0.0f, false, false}, false, n);   // plain
+      check_sgd_matches_reference({0.1f, 0.0f, 0.0f, 0.01f, false, false}, false, n);  // weight decay
+      check_sgd_matches_reference({0.1f, 0.9f, 0.1f, 0.01f, false, false}, true, n);   // momentum, dampening
+      check_sgd_matches_reference({0.1f, 0.9f, 0.0f, 0.0f, true, false}, true, n);     // nesterov
     }
   }
   SUBCASE("by hand") {  // p − lr·g: 1 − 0.5·(−2) = 2, 3 − 0.5·4 = 1; momentum's first buffer is g
-    std::vector<float> p{1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1}, g{-2, 4, -2, 4, -2, 4, -2, 4, -2,
-                                                                                 4,  -2, 4, -2, 4, -2, 4, -2};
+    std::vector<float> p{1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 1},
+        g{-2, 4, -2, 4, -2, 4, -2, 4, -2, 4, -2, 4, -2, 4, -2, 4, -2};
     std::vector<float> buf(17, 7.0f);
     sgd({0.5f, 0.9f, 0.0f, 0.0f, false, true}, 17, p.data(), g.data(), buf.data());
     for (size_t i = 0; i < p.size(); ++i) {

@@ -289,6 +289,17 @@ TEST_CASE("ops/linear") {
                        {randn({2, 3, 5}, gen), randn({7, 5}, gen), randn({7}, gen)});
     CHECK_MESSAGE(r.ok, r.message);
   }
+  SUBCASE("past the kernel's K slices of 256: the bias is added once") {
+    // The GEMM adds its product into rows that start as the bias, one K
+    // slice at a time: against the definition, y = Σₖ x·Wᵀ + b in double.
+    Generator gen(8);
+    Tensor x = randn({2, 7, 300}, gen), w = randn({11, 300}, gen), b = randn({11}, gen);
+    Tensor y = linear(x, w, b);
+    Tensor want = naive_product(Tensor(x.to_vector(), {14, 300}), false, w, true);  // (14, 300)·(11, 300)ᵀ
+    std::vector<float> with_bias = want.to_vector();
+    for (size_t i = 0; i < with_bias.size(); ++i) with_bias[i] += b.data()[i % 11];
+    check_close(Tensor(y.to_vector(), {14, 11}), Tensor(with_bias, {14, 11}), "y", 1e-4f, 1e-3f);
+  }
   SUBCASE("equals matmul with the weight transposed, plus the bias") {
     Generator gen(6);
     Tensor x = randn({4, 33}, gen), w = randn({19, 33}, gen), b = randn({19}, gen);
