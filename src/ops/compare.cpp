@@ -160,10 +160,12 @@ Tensor where(const IntTensor& mask, const Tensor& a, const Tensor& b) {
   });
   // NOTE: picking with where, not multiplying by the mask: dout · 0 would
   // turn an infinite or NaN gradient of the other branch into NaN.
-  record(out, "WhereBackward", {a, b}, [mask, a, b](const Tensor& dout) -> std::vector<Tensor> {
-    return {a.requires_grad() ? sum_to(where(mask, dout, 0.0f), a.shape()) : Tensor(),
-            b.requires_grad() ? sum_to(where(mask, 0.0f, dout), b.shape()) : Tensor()};
-  });
+  record(out, "WhereBackward", {a, b},
+         [mask, a_shape = a.shape(), b_shape = b.shape(), ga = a.requires_grad(),
+          gb = b.requires_grad()](const Tensor& dout) -> std::vector<Tensor> {
+           return {ga ? sum_to(where(mask, dout, 0.0f), a_shape) : Tensor(),
+                   gb ? sum_to(where(mask, 0.0f, dout), b_shape) : Tensor()};
+         });
   return out;
 }
 

@@ -155,20 +155,23 @@ Tensor unary_op(kernels::Unary op, const Tensor& x, const char* name) {
 // y = a + b      da = dout      db = dout      (each summed to its input's shape)
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Add, a, b, "add");
-  record(out, "AddBackward", {a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
-    return {a.requires_grad() ? sum_to(dout, a.shape()) : Tensor(),
-            b.requires_grad() ? sum_to(dout, b.shape()) : Tensor()};
-  });
+  // Only the shapes are kept: the gradients need none of a's or b's numbers.
+  record(out, "AddBackward", {a, b},
+         [a_shape = a.shape(), b_shape = b.shape(), ga = a.requires_grad(),
+          gb = b.requires_grad()](const Tensor& dout) -> std::vector<Tensor> {
+           return {ga ? sum_to(dout, a_shape) : Tensor(), gb ? sum_to(dout, b_shape) : Tensor()};
+         });
   return out;
 }
 
 // y = a - b      da = dout      db = -dout
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
-  record(out, "SubBackward", {a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
-    return {a.requires_grad() ? sum_to(dout, a.shape()) : Tensor(),
-            b.requires_grad() ? neg(sum_to(dout, b.shape())) : Tensor()};
-  });
+  record(out, "SubBackward", {a, b},
+         [a_shape = a.shape(), b_shape = b.shape(), ga = a.requires_grad(),
+          gb = b.requires_grad()](const Tensor& dout) -> std::vector<Tensor> {
+           return {ga ? sum_to(dout, a_shape) : Tensor(), gb ? neg(sum_to(dout, b_shape)) : Tensor()};
+         });
   return out;
 }
 

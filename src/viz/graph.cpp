@@ -1,10 +1,10 @@
 // graph_dot and save_graph: the autograd graph behind a tensor, as Graphviz DOT.
 //
 // The graph is the one backward() walks (autograd.hpp): a tensor made by an
-// op holds a Node with the op's name and its inputs. Walking it breadth-first
-// from the root gives every tensor once; a tensor becomes an op node (the
-// op's name and the output's shape) when an op made it, a leaf node (its
-// shape; filled when it requires grad) when none did. An input used twice
+// op holds a Node with the op's name and an edge to each input. Walking it
+// breadth-first from the root gives every op and leaf once; an op node shows
+// the op's name and its output's shape, a leaf node its shape (filled when it
+// requires grad), and a constant input its shape. An input used twice
 // (x * x) gets two edges.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
@@ -60,30 +60,50 @@ std::string find_on_path(std::string_view program) {
 
 std::string graph_dot(const Tensor& root) {
   if (!root.defined()) fail("graph_dot: undefined tensor");
-  std::unordered_map<const TensorImpl*, size_t> id;  // tensor -> its node number, in order of discovery
-  std::vector<const TensorImpl*> tensors;
-  std::vector<std::pair<size_t, size_t>> edges;  // (input, op)
-  auto visit = [&](const TensorImpl* t) {
-    auto [it, fresh] = id.try_emplace(t, tensors.size());
-    if (fresh) tensors.push_back(t);
-    return it->second;
+  // A drawn node: an op (its Node), a leaf, or a constant input (the graph
+  // keeps only its shape, so each use of a constant is a node of its own).
+  struct Vertex {
+    const Node* op = nullptr;
+    const TensorImpl* leaf = nullptr;
+    Shape shape;
   };
-  visit(root.impl().get());
-  for (size_t i = 0; i < tensors.size(); ++i) {  // breadth-first: `tensors` grows as the walk finds inputs
-    if (!tensors[i]->grad_fn) continue;
-    for (const Tensor& input : tensors[i]->grad_fn->inputs)
-      if (input.defined()) edges.emplace_back(visit(input.impl().get()), i);
+  std::unordered_map<const void*, size_t> id;  // Node or leaf -> its node number, in order of discovery
+  std::vector<Vertex> vertices;
+  std::vector<std::pair<size_t, size_t>> edges;  // (input, op)
+  auto visit = [&](const void* key, Vertex v) {
+    if (key != nullptr) {
+      auto [it, fresh] = id.try_emplace(key, vertices.size());
+      if (!fresh) return it->second;
+    }
+    vertices.push_back(std::move(v));
+    return vertices.size() - 1;
+  };
+  const TensorImpl& r = *root.impl();
+  if (r.grad_fn)
+    visit(r.grad_fn.get(), {r.grad_fn.get(), nullptr, r.shape});
+  else
+    visit(&r, {nullptr, &r, r.shape});
+  for (size_t i = 0; i < vertices.size(); ++i) {  // breadth-first: `vertices` grows as the walk finds inputs
+    const Node* op = vertices[i].op;
+    if (op == nullptr) continue;
+    for (const Edge& e : op->edges) {
+      if (e.node)
+        edges.emplace_back(visit(e.node.get(), {e.node.get(), nullptr, e.node->shape}), i);
+      else if (e.leaf)
+        edges.emplace_back(visit(e.leaf.get(), {nullptr, e.leaf.get(), e.leaf->shape}), i);
+      else if (e.constant)
+        edges.emplace_back(visit(nullptr, {nullptr, nullptr, *e.constant}), i);
+    }
   }
 
   std::string out = "digraph autograd {\n  rankdir=LR;\n  node [fontname=\"sans-serif\", fontsize=11];\n";
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const TensorImpl& t = *tensors[i];
-    std::string shape = dot_escape(t.shape.str());
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    const Vertex& v = vertices[i];
+    std::string shape = dot_escape(v.shape.str());
     std::string root_mark = i == 0 ? ", peripheries=2" : "";
-    if (t.grad_fn)
-      out += fmt::format("  t{} [label=\"{}\\n{}\", shape=ellipse{}];\n", i, dot_escape(t.grad_fn->name), shape,
-                         root_mark);
-    else if (t.requires_grad)
+    if (v.op)
+      out += fmt::format("  t{} [label=\"{}\\n{}\", shape=ellipse{}];\n", i, dot_escape(v.op->name), shape, root_mark);
+    else if (v.leaf && v.leaf->requires_grad)
       out +=
           fmt::format("  t{} [label=\"leaf {}\\nrequires_grad\", shape=box, style=filled, fillcolor=\"#cfe2f3\"{}];\n",
                       i, shape, root_mark);

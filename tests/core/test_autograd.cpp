@@ -59,6 +59,15 @@ TEST_CASE("core/autograd: a graph is freed as backward uses it") {
     sum(h).backward();
     CHECK_THROWS_WITH_AS(sum(mul(h, 2.0f)).backward(), doctest::Contains("ExpBackward has already run"), Error);
   }
+  SUBCASE("the tensors a backward function captured are freed with it") {
+    Tensor h = exp(x);
+    std::weak_ptr<TensorImpl> saved = h.impl();  // MulBackward captures h: mul(h, h) needs its values
+    Tensor loss = sum(mul(h, h));
+    h = Tensor();
+    CHECK_FALSE(saved.expired());
+    loss.backward();
+    CHECK(saved.expired());
+  }
   SUBCASE("retain_graph keeps it, and each backward adds the same gradient") {
     // Mathematics: d(Σ eˣ·x)/dx = eˣ·(x + 1).
     Tensor loss = sum(mul(exp(x), x));
@@ -77,6 +86,49 @@ TEST_CASE("core/autograd: a graph is freed as backward uses it") {
     backward(loss);
     CHECK(x.grad().to_vector() == std::vector<float>{4, 8});  // 2 · 2x (mathematics)
   }
+}
+
+TEST_CASE("core/autograd: the graph keeps only the numbers backward functions need") {
+  // An edge points at the op that made an input (or at a leaf), not at the
+  // input's numbers: an intermediate no backward function reads dies with
+  // its last handle, during the forward.
+  Tensor x = tensor({1, 2, 3}).requires_grad_();
+  Tensor h = mul(x, 2.0f);  // MulBackward by a number keeps only the number
+  std::weak_ptr<std::vector<float>> h_numbers = h.impl()->storage;
+  Tensor loss = sum(add(add(h, h), 1.0f));  // AddBackward keeps only shapes
+  h = Tensor();
+  CHECK(h_numbers.expired());
+  loss.backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{4, 4, 4});  // d(2·2x)/dx = 4 (mathematics)
+}
+
+TEST_CASE("core/autograd: the backward of a leaf is its seed") {
+  Tensor x = tensor({5}).requires_grad_();
+  x.backward();
+  x.backward(tensor({2}));
+  CHECK(x.grad().item() == 3.0f);  // dx/dx = 1, then the given 2 added
+}
+
+namespace {
+// An op whose backward breaks the contract: `count` gradients of shape `shape`.
+Tensor broken_op(const Tensor& x, size_t count, Shape shape) {
+  Tensor out = x.detach().clone();
+  record(out, "BrokenBackward", {x},
+         [count, shape](const Tensor&) -> std::vector<Tensor> { return std::vector<Tensor>(count, ones(shape)); });
+  return out;
+}
+}  // namespace
+
+TEST_CASE("core/autograd: a backward function that breaks the contract is an error") {
+  Tensor x = ones({2, 3}).requires_grad_();
+  CHECK_THROWS_WITH_AS(sum(broken_op(x, 2, {2, 3})).backward(),
+                       doctest::Contains("backward: BrokenBackward returned 2 gradients for 1 inputs"), Error);
+  CHECK_THROWS_WITH_AS(
+      sum(broken_op(mul(x, 1.0f), 1, {3, 2})).backward(),
+      doctest::Contains("backward: BrokenBackward gave a gradient of shape (3, 2) for input 0 of shape (2, 3)"), Error);
+  CHECK_THROWS_WITH_AS(
+      sum(broken_op(x, 1, {6})).backward(),
+      doctest::Contains("backward: BrokenBackward gave a gradient of shape (6) for input 0 of shape (2, 3)"), Error);
 }
 
 TEST_CASE("core/autograd: a given output gradient is used, and not written") {

@@ -1,49 +1,73 @@
 // Reverse-mode automatic differentiation over a graph built as ops run.
 //
 // Every op that reads a tensor with requires_grad leaves a Node on its output:
-// the inputs it read, and a backward function that turns d(loss)/d(output)
-// into d(loss)/d(input) for each input. backward() sorts the graph
-// topologically (with an explicit stack, so depth is unlimited) and walks it
-// from the loss back to the leaves.
+// an edge to each input it read, and a backward function that turns
+// d(loss)/d(output) into d(loss)/d(input) for each input. backward() sorts
+// the graph topologically (with an explicit stack, so depth is unlimited)
+// and walks it from the loss back to the leaves.
 //
 // Gradients ADD: a tensor used twice gets both contributions, and a leaf's
 // .grad() accumulates (+=) over backward() calls until zero_grad() clears it.
 // zero_grad() is the only thing that clears a gradient.
 //
-// A backward function runs at most once: backward() frees what each node
-// saved for it (the tensors its backward function captured) as soon as it
-// has run, as PyTorch does by default. A second backward() through the same
-// graph is then an Error, unless the first was given retain_graph = true.
+// Memory: a graph keeps alive only what its backward functions need. An edge
+// points at the input's Node (or, for a leaf, at the leaf), never at an
+// intermediate tensor's numbers: an op whose backward needs an input's values
+// captures that input itself (mul does; add does not, so a + b keeps neither
+// alive). A backward function runs at most once: backward() frees what each
+// node saved (the tensors its backward function captured) as soon as it has
+// run, as PyTorch does by default. A second backward() through the same graph
+// is then an Error, unless the first was given retain_graph = true.
 //
-// NOTE (ownership): an output owns its Node, the Node owns its inputs. A
-// backward function must never capture its own output (that is a cycle, and
-// the whole graph would leak): if it needs the output's values, it captures
-// out.detach(), which shares the numbers but not the graph.
+// NOTE (ownership): an output owns its Node, a Node owns its inputs' Nodes
+// and what its backward function captured. A backward function must never
+// capture its own output (that is a cycle, and the whole graph would leak):
+// if it needs the output's values, it captures out.detach(), which shares
+// the numbers but not the graph.
 #pragma once
 #include <qkv/core/tensor.hpp>
 
 #include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace qkv {
 
 // Given d(loss)/d(output), return d(loss)/d(input) for each input, in the
-// order of Node::inputs, each with that input's shape. An undefined Tensor
-// means "no gradient for this input" (an op may skip inputs that do not
-// require grad).
+// order the op gave them to record(), each with that input's shape. An
+// undefined Tensor means "no gradient for this input" (an op may skip inputs
+// that do not require grad).
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
 
+// One input of an op, as the graph keeps it: where its gradient goes.
+struct Edge {
+  std::shared_ptr<Node> node;        // an op made the input: the gradient flows on into that op's Node
+  std::shared_ptr<TensorImpl> leaf;  // a leaf that requires grad (a parameter): the gradient lands in its .grad()
+  // Neither: the input needs no gradient (data, a target, a mask) or was
+  // undefined. Only a defined input's shape is kept, for graph_dot.
+  std::optional<Shape> constant;
+
+  bool requires_grad() const { return node != nullptr || leaf != nullptr; }
+  const Shape& shape() const;  // the input's shape (an Error for an undefined input)
+};
+
 struct Node {
-  std::string name;            // "MulBackward": shown as grad_fn=<MulBackward>
-  std::vector<Tensor> inputs;  // the tensors the op read: the graph's edges
-  BackwardFn backward;
-  ~Node();  // frees long chains without recursing (see autograd.cpp)
+  std::string name;         // "MulBackward": shown as grad_fn=<MulBackward>
+  Shape shape;              // the output's shape: d(loss)/d(output) has it
+  std::vector<Edge> edges;  // one per input the op read, in order: the graph's edges
+  BackwardFn backward;      // null once backward() has run it (unless retain_graph)
+  ~Node();                  // frees long chains without recursing (see autograd.cpp)
 };
 
 // Attach `backward` to `out` if grad mode is on and any input requires grad;
 // otherwise do nothing. Every op calls this once, right after its forward.
-void record(Tensor& out, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+// The inputs only say where gradients go: record() keeps none of their
+// numbers alive, so `backward` captures whatever values it will need.
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward);
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 // Backpropagate d(root)/d(leaf) into every leaf's .grad() (+=). `grad` is
 // d(loss)/d(root); it may be omitted when root has one element. Each node's
