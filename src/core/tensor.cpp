@@ -1,12 +1,13 @@
 // Tensor and IntTensor: storage, shape, element access and the autograd
 // fields. The graph itself is built and walked in autograd.cpp.
+#include <qkv/core/allocator.hpp>
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/core/tensor.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
-#include <stdexcept>
 
 namespace qkv {
 
@@ -23,26 +24,38 @@ void check_size(size_t values, const Shape& shape, const char* what) {
 // larger can ever be allocated there, so it is refused before asking.
 constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
 
-// Zeroed storage for `shape`, checked before anything is allocated: no
-// negative size, an element count that fits in int64 (Shape::numel), and at
-// most kMaxBytes. A size within that which the machine still cannot provide
-// is an Error naming the shape and the bytes, not a std::bad_alloc from deep
-// inside the standard library.
+// Zeroed storage for `shape` from the caching allocator, checked
+// before anything is allocated: no negative size, an element count that
+// fits in int64 (Shape::numel), and at most kMaxBytes. A size within that
+// which the machine still cannot provide is an Error naming the shape and
+// the bytes, not a std::bad_alloc from deep inside the allocator.
 template <class T>
-std::shared_ptr<std::vector<T>> allocate(const Shape& shape) {
+std::shared_ptr<T> allocate(const Shape& shape) {
   for (int64_t d : shape)
     if (d < 0) fail("empty: negative size in shape {}", shape);
   const auto n = static_cast<uint64_t>(shape.numel());
   if (n > kMaxBytes / sizeof(T))
     fail("empty: shape {} has {} elements of {} bytes, more than the {} bytes that can be addressed", shape, n,
          sizeof(T), kMaxBytes);
+  std::shared_ptr<void> block;
   try {
-    return std::make_shared<std::vector<T>>(static_cast<size_t>(n));
+    block = allocate_block(static_cast<size_t>(n * sizeof(T)));
   } catch (const std::bad_alloc&) {
     fail("empty: out of memory allocating shape {} ({} bytes)", shape, n * sizeof(T));
-  } catch (const std::length_error&) {
-    fail("empty: shape {} ({} bytes) is too large to allocate", shape, n * sizeof(T));
   }
+  std::shared_ptr<T> storage = std::static_pointer_cast<T>(std::move(block));
+  std::fill_n(storage.get(), n, T{});  // a reused block holds the numbers of the tensor before
+  return storage;
+}
+
+// Storage that keeps `values` itself (no copy): a shared vector, seen through
+// a pointer to its numbers. No values still get a block of their own, so
+// data() is never null (memcpy and friends may not be given null, even for 0 bytes).
+template <class T>
+std::shared_ptr<T> adopt(std::vector<T> values) {
+  if (values.empty()) return std::static_pointer_cast<T>(allocate_block(0));
+  auto owner = std::make_shared<std::vector<T>>(std::move(values));
+  return std::shared_ptr<T>(owner, owner->data());  // the aliasing constructor: owns the vector, points into it
 }
 }  // namespace
 
@@ -51,7 +64,7 @@ std::shared_ptr<std::vector<T>> allocate(const Shape& shape) {
 Tensor::Tensor(std::vector<float> values, Shape shape) {
   check_size(values.size(), shape, "tensor");
   impl_ = std::make_shared<TensorImpl>();
-  impl_->storage = std::make_shared<std::vector<float>>(std::move(values));
+  impl_->storage = adopt(std::move(values));
   impl_->shape = std::move(shape);
 }
 
@@ -83,7 +96,7 @@ int64_t size_of(const Shape& shape, int64_t dim) {
 
 int64_t Tensor::size(int64_t dim) const { return size_of(shape(), dim); }
 float* Tensor::data() { return const_cast<float*>(std::as_const(*this).data()); }
-const float* Tensor::data() const { return checked(impl_).storage->data(); }
+const float* Tensor::data() const { return checked(impl_).storage.get(); }
 std::vector<float> Tensor::to_vector() const { return std::vector<float>(data(), data() + numel()); }
 
 float Tensor::item() const {
@@ -129,7 +142,8 @@ Tensor Tensor::detach() const {
 
 // clone = identity with a fresh copy of the numbers; dx = dout.
 Tensor Tensor::clone() const {
-  Tensor out(to_vector(), shape());
+  Tensor out = empty(shape());
+  std::copy_n(data(), numel(), out.data());
   record(out, "CloneBackward", {*this}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
   return out;
 }
@@ -138,7 +152,7 @@ Tensor Tensor::clone() const {
 
 IntTensor::IntTensor(std::vector<int64_t> values, Shape shape) : shape_(std::move(shape)) {
   check_size(values.size(), shape_, "int_tensor");
-  data_ = std::make_shared<std::vector<int64_t>>(std::move(values));
+  data_ = adopt(std::move(values));
 }
 
 IntTensor IntTensor::empty(Shape shape) {
@@ -158,7 +172,7 @@ int64_t IntTensor::size(int64_t dim) const { return size_of(shape(), dim); }
 int64_t* IntTensor::data() { return const_cast<int64_t*>(std::as_const(*this).data()); }
 const int64_t* IntTensor::data() const {
   if (!data_) fail("IntTensor: use of an undefined tensor");
-  return data_->data();
+  return data_.get();
 }
 std::vector<int64_t> IntTensor::to_vector() const { return std::vector<int64_t>(data(), data() + numel()); }
 

@@ -2,7 +2,9 @@
 // made, so gradients can flow back through it (see autograd.hpp).
 //
 // A Tensor is a handle: copying one copies a shared_ptr, not the numbers.
-// Its numbers live in a storage that reshape/view share with their source.
+// Its numbers live in a storage that reshape/view share with their source: a
+// block from the caching allocator (allocator.hpp), which goes back to the
+// cache for the next tensor of its size when the last tensor using it dies.
 // qkv keeps every tensor contiguous (no strides): each kernel then walks plain
 // arrays, and an op that rearranges elements (transpose, permute) copies.
 //
@@ -12,6 +14,7 @@
 // What is left out on purpose: other dtypes, devices, strides, in-place ops
 // on tensors that are part of a graph.
 #pragma once
+#include <qkv/core/allocator.hpp>  // the storage's blocks; empty_cache
 #include <qkv/core/shape.hpp>
 
 #include <cstdint>
@@ -153,7 +156,9 @@ class Tensor {
 
 // What a Tensor handle points at.
 struct TensorImpl {
-  std::shared_ptr<std::vector<float>> storage;  // shared by views
+  // The numbers: a block from the allocator (or the vector a tensor was made
+  // from), shared by views; the shared_ptr gives it back when the last goes.
+  std::shared_ptr<float> storage;
   Shape shape;
   bool requires_grad = false;
   Tensor grad;                    // accumulated by backward() on leaves
@@ -194,7 +199,7 @@ class IntTensor {
 
  private:
   Shape shape_;
-  std::shared_ptr<std::vector<int64_t>> data_;
+  std::shared_ptr<int64_t> data_;  // as TensorImpl::storage
 };
 
 // Row-major offset of `index` in `shape`, checking each index (negative ones
