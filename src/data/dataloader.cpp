@@ -24,6 +24,7 @@ int64_t num_examples(const std::vector<const Shape*>& shapes) {
 // Fisher–Yates: for i = n-1 … 1, swap element i with one drawn uniformly from
 // 0 … i. Every permutation comes out with probability 1/n!.
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, Generator& gen) {
+  if (n < 0) fail("epoch_order: the number of examples {} must be >= 0", n);
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (shuffle)

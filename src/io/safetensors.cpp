@@ -1,12 +1,13 @@
-// safetensors: writing (the header, then the numbers, into a temporary file
-// renamed into place) and reading (every check first, then the copies).
+// safetensors: writing (the header, then the numbers, through
+// io/atomic_file.hpp) and reading (every check first, then the copies).
 #include <qkv/core/error.hpp>
 #include <qkv/io/safetensors.hpp>
+
+#include "io/atomic_file.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>  // fsync
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include <iterator>
 #include <limits>
 #include <set>
+#include <string_view>
 #include <vector>
 
 static_assert(std::endian::native == std::endian::little,
@@ -58,39 +60,17 @@ std::string make_header(const StateDict& tensors, const Metadata& metadata, cons
   return text;
 }
 
-// Write header and tensors to `<path>.tmp`, flush it to disk, rename it over `path`.
-void write_atomically(const std::filesystem::path& path, const std::string& header, const StateDict& tensors,
-                      const std::string& where) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) fail("{}: cannot create '{}': {}", where, tmp.string(), std::strerror(errno));
-
-  uint8_t n[8];
-  const uint64_t length = header.size();
+// The file as parts written back to back: the header's length, the header,
+// then each tensor's numbers (no copy of them is made).
+void write_file(const std::filesystem::path& path, const std::string& header, const StateDict& tensors,
+                const std::string& where) {
+  uint64_t length = header.size();
+  char n[8];
   std::memcpy(n, &length, 8);  // little-endian (the static_assert above)
-  bool ok = std::fwrite(n, 1, 8, f) == 8 && std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  for (const auto& [name, t] : tensors) {
-    const size_t count = static_cast<size_t>(t.numel());
-    if (ok && count > 0) ok = std::fwrite(t.data(), sizeof(float), count, f) == count;
-  }
-  // NOTE: fflush hands the bytes to the kernel; fsync makes the kernel put
-  // them on the disk before the rename makes them the file at `path`.
-  ok = ok && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  int error = ok ? 0 : errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());  // the file at `path`, if any, is untouched
-    fail("{}: writing '{}' failed: {}", where, tmp.string(), std::strerror(error));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = errno;
-    std::remove(tmp.c_str());
-    fail("{}: cannot rename '{}' to '{}': {}", where, tmp.string(), path.string(), std::strerror(error));
-  }
+  std::vector<std::string_view> parts{std::string_view(n, 8), header};
+  for (const auto& [name, t] : tensors)
+    parts.emplace_back(reinterpret_cast<const char*>(t.data()), sizeof(float) * static_cast<size_t>(t.numel()));
+  detail::write_file_atomically(path, parts, where);
 }
 
 // --- reading -------------------------------------------------------------------
@@ -179,7 +159,7 @@ json parse_header(std::string_view text, const std::string& where) {
 
 void save_safetensors(const std::filesystem::path& path, const StateDict& tensors, const Metadata& metadata) {
   const std::string where = fmt::format("save_safetensors: '{}'", path.string());
-  write_atomically(path, make_header(tensors, metadata, where), tensors, where);
+  write_file(path, make_header(tensors, metadata, where), tensors, where);
 }
 
 StateDict load_safetensors(const std::filesystem::path& path, Metadata* metadata) {

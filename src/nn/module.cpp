@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 namespace qkv::nn {
@@ -23,18 +24,45 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
   return value;
 }
 
+bool Module::contains(const Module* module) const {
+  if (module == this) return true;
+  for (const auto& [name, child] : children_)
+    if (child->contains(module)) return true;
+  return false;
+}
+
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
   if (!module) fail("register_module: module '{}' is null", name);
   if (name.empty() || name.find('.') != std::string::npos) fail("register_module: bad name '{}'", name);
   for (const auto& [n, m] : children_)
     if (n == name) fail("register_module: {} already has a submodule '{}'", type_name(), name);
+  // A module inside itself would make every walk below endless.
+  if (module->contains(this))
+    fail("register_module: '{}' ({}) contains this {}: a module cannot be its own submodule", name, module->type_name(),
+         type_name());
   children_.emplace_back(name, std::move(module));
 }
 
+void Module::all_named_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
+  for (const auto& [name, child] : children_) child->all_named_parameters(prefix + name + ".", out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::all_named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  all_named_parameters("", out);
+  return out;
+}
+
+// Each tensor once, under the first name it is reached by (PyTorch's
+// named_parameters(remove_duplicate=True)): a tied weight is one parameter,
+// to count, to clear and to update.
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
-  std::vector<std::pair<std::string, Tensor>> out = params_;
-  for (const auto& [name, child] : children_)
-    for (auto& [sub, p] : child->named_parameters()) out.emplace_back(name + "." + sub, p);
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (auto& [name, p] : all_named_parameters()) {
+    bool seen = std::any_of(out.begin(), out.end(), [&](const auto& kept) { return kept.second.same(p); });
+    if (!seen) out.emplace_back(name, p);
+  }
   return out;
 }
 
@@ -59,22 +87,39 @@ void Module::zero_grad() {
   for (Tensor& p : parameters()) p.zero_grad();
 }
 
+// Every name, a tied tensor under each of its names (as PyTorch's state_dict).
 StateDict Module::state_dict() const {
   StateDict state;
-  for (auto& [name, p] : named_parameters()) state.emplace(name, p.detach());
+  for (auto& [name, p] : all_named_parameters()) state.emplace(name, p.detach());
   return state;
 }
 
 StateSpec Module::state_spec() const {
   StateSpec spec;
-  for (auto& [name, p] : named_parameters()) spec.push_back({name, p.shape()});
+  for (auto& [name, p] : all_named_parameters()) spec.push_back({name, p.shape()});
   return spec;
 }
 
 IncompatibleKeys Module::load_state_dict(const StateDict& state, bool strict) {
   // Check everything first, so a bad state dict changes nothing.
-  IncompatibleKeys keys = validate_state_dict(state, state_spec(), strict, "load_state_dict: " + type_name(), "model");
-  for (auto& [name, p] : named_parameters()) {
+  const std::string where = "load_state_dict: " + type_name();
+  IncompatibleKeys keys = validate_state_dict(state, state_spec(), strict, where, "model");
+  // A tied tensor is loaded once per name: its entries must agree, bit for
+  // bit, or one would silently win over the other.
+  auto all = all_named_parameters();
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto a = state.find(all[i].first);
+    if (a == state.end()) continue;
+    for (size_t j = i + 1; j < all.size(); ++j) {
+      if (!all[j].second.same(all[i].second)) continue;
+      auto b = state.find(all[j].first);
+      if (b == state.end()) continue;
+      if (std::memcmp(a->second.data(), b->second.data(), sizeof(float) * static_cast<size_t>(a->second.numel())) != 0)
+        fail("{}: '{}' and '{}' are one tied parameter of the model, but the state dict gives them different values",
+             where, all[i].first, all[j].first);
+    }
+  }
+  for (auto& [name, p] : all) {
     auto it = state.find(name);
     if (it == state.end()) continue;  // missing, allowed when not strict: the parameter keeps its values
     const Tensor& src = it->second;   // validated above: p's shape

@@ -147,6 +147,18 @@ std::map<std::string, float> Optimizer::checked_hyperparameters(const StateDict&
     std::vector<std::string> present, absent;
     for (const std::string& buffer : buffers)
       (state.count(fmt::format("state.{}.{}", i, buffer)) != 0 ? present : absent).push_back(buffer);
+    // A parameter's first update makes its buffers, so a step count ≥ 1
+    // without them is a damaged state: loading it would restart the moments
+    // (or momentum) from zero and change every later step, silently.
+    // NOTE: SGD without momentum keeps no buffer (momentum_buffer is made
+    // only when momentum ≠ 0, as PyTorch's is None).
+    const bool keeps_buffers = !buffers.empty() && !(h.count("momentum") != 0 && h.at("momentum") == 0);
+    if (present.empty() && step != state.end() && step->second.data()[0] >= 1 && keeps_buffers)
+      fail(
+          "{}: parameter {} (shape {}) has '{}' = {} but no {}: its state is missing (a state dict of an "
+          "updated parameter holds all of {})",
+          where, i, params_[i].shape(), step_key, step->second.data()[0], fmt::join(absent, " or "),
+          fmt::join(buffers, ", "));
     if (present.empty()) continue;
     if (step == state.end()) fail("{}: parameter {} has buffers but no '{}'", where, i, step_key);
     if (!absent.empty())

@@ -3,6 +3,10 @@
 
 #include <qkv/core/error.hpp>
 
+#include <fmt/format.h>
+
+#include "io/atomic_file.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -235,11 +239,10 @@ void write_file(const std::filesystem::path& file, const std::string& contents, 
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
   if (ec)
     fail("{}: cannot create the folder {} for {}: {}", op, file.parent_path().string(), file.string(), ec.message());
-  std::FILE* f = std::fopen(file.c_str(), "wb");
-  if (f == nullptr) fail("{}: cannot write {}: {}", op, file.string(), std::strerror(errno));
-  bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok) fail("{}: writing {} failed", op, file.string());
+  // Through a temporary renamed into place: a picture being redrawn (say,
+  // every epoch) is never seen half-written, and a failed write leaves the
+  // old one.
+  io::detail::write_file_atomically(file, {contents}, fmt::format("{}: '{}'", op, file.string()));
 }
 
 }  // namespace qkv::viz::detail

@@ -116,6 +116,7 @@ std::string graph_dot(const Tensor& root) {
 
 GraphFiles save_graph(const std::filesystem::path& stem, const Tensor& root) {
   const char* op = "save_graph";
+  if (!root.defined()) fail("{}: undefined tensor", op);
   GraphFiles files;
   files.dot = stem;
   files.dot += ".dot";

@@ -1,12 +1,18 @@
-// Helpers for the io tests: a scratch directory, and files as bytes.
+// Helpers for the io tests: a scratch directory, files as bytes, and a
+// function run in a child process.
 #pragma once
+#include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace qkv::test {
 
@@ -49,5 +55,58 @@ inline std::string safetensors_bytes(const std::string& header, const std::strin
 
 // n float32 zeros, as bytes.
 inline std::string zero_floats(size_t n) { return std::string(4 * n, '\0'); }
+
+// What a child process said and how it ended.
+struct ChildResult {
+  int exit_code = -1;  // -1 unless it exited normally
+  std::string output;  // what it wrote to `out`
+};
+
+// Run `body(out)` in a forked child and wait for it. The child exits with
+// body's return value (1 if it throws, with the message in `output`); it
+// leaves through _exit, so nothing of the parent's (doctest, atexit) runs twice.
+inline ChildResult run_in_child(const std::function<int(std::string& out)>& body) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    std::string out;
+    int code = 1;
+    try {
+      code = body(out);
+    } catch (const std::exception& e) {
+      out += e.what();
+    }
+    for (size_t at = 0; at < out.size();) {
+      ssize_t n = write(pipe_fds[1], out.data() + at, out.size() - at);
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+    _exit(code);
+  }
+  close(pipe_fds[1]);
+  ChildResult result;
+  char buffer[4096];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    result.output.append(buffer, static_cast<size_t>(n));
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+// The names in `dir`, sorted.
+inline std::vector<std::string> list_dir(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 }  // namespace qkv::test

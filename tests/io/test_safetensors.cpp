@@ -226,11 +226,12 @@ TEST_CASE("io/safetensors: saving refuses bad input and never clobbers a file") 
 
   SUBCASE("into a directory that does not exist") {
     auto nowhere = dir / "no/such/dir/w.safetensors";
-    CHECK_THROWS_WITH_AS(io::save_safetensors(nowhere, {{"w", ones({2})}}),
-                         doctest::Contains(("save_safetensors: '" + nowhere.string() + "': cannot create '" +
-                                            nowhere.string() + ".tmp': No such file or directory")
-                                               .c_str()),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        io::save_safetensors(nowhere, {{"w", ones({2})}}),
+        doctest::Contains(("save_safetensors: '" + nowhere.string() + "': cannot create a temporary file beside it ('" +
+                           nowhere.string() + "." + std::to_string(getpid()) + "-0.tmp'): No such file or directory")
+                              .c_str()),
+        Error);
     CHECK_FALSE(std::filesystem::exists(dir / "no"));
   }
   SUBCASE("bad names and tensors") {
@@ -248,11 +249,14 @@ TEST_CASE("io/safetensors: saving refuses bad input and never clobbers a file") 
     // Failing before writing…
     CHECK_THROWS_AS(io::save_safetensors(path, {{"w", Tensor()}}), Error);
     CHECK(test::read_bytes(path) == before);
-    // … and failing to write: a directory squats on the temporary file's name.
-    std::filesystem::create_directory(path.string() + ".tmp");
-    CHECK_THROWS_WITH_AS(io::save_safetensors(path, {{"w", zeros({100})}}), doctest::Contains("cannot create"), Error);
-    CHECK(test::read_bytes(path) == before);
-    std::filesystem::remove(path.string() + ".tmp");
+    // … and failing to rename: a directory squats on the path itself.
+    auto squatted = dir / "squatted.safetensors";
+    std::filesystem::create_directory(squatted);
+    CHECK_THROWS_WITH_AS(io::save_safetensors(squatted, {{"w", zeros({100})}}),
+                         doctest::Contains(("cannot rename '" + squatted.string() + ".").c_str()), Error);
+    CHECK(std::filesystem::is_directory(squatted));
+    CHECK(test::list_dir(dir.path) == std::vector<std::string>{"squatted.safetensors", "weights.safetensors"});
+    // (A read-only folder and a full disk: tests/io/test_atomic_save.cpp.)
     // A save that succeeds replaces it.
     io::save_safetensors(path, {{"w", zeros({100})}});
     CHECK(io::load_safetensors(path).at("w").shape() == Shape{100});

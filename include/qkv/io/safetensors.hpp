@@ -38,11 +38,16 @@ using Metadata = std::map<std::string, std::string>;  // the header's "__metadat
 // Write `tensors` (and `metadata`, when not empty) to `path`, laid out as the
 // reference implementation lays it out: tensors sorted by name, the header
 // compact JSON padded with spaces to a multiple of 8.
-// The write is atomic: the bytes go to "<path>.tmp", which is flushed to disk
-// and then renamed over `path`, so a failed or interrupted save leaves any
-// file already at `path` as it was. Throws qkv::Error (naming the path and the
-// reason) for an undefined tensor, the reserved name "__metadata__", a name
-// or value that is not UTF-8, or a file that cannot be written.
+// The write is atomic: the bytes go to a fresh temporary file beside `path`
+// ("<path>.<pid>-<k>.tmp", created exclusively: an existing file or symlink
+// of that name is never opened), which is synced to disk and then renamed
+// over `path`. So a reader (or another process saving to the same path) sees
+// the old file or the new one, never a part, and a failed or interrupted save
+// leaves any file already at `path` as it was and removes its temporary.
+// Throws qkv::Error (naming the path and the system's reason) for an
+// undefined tensor, the reserved name "__metadata__", a name or value that
+// is not UTF-8, or a file that cannot be written (no such folder, no
+// permission, a full disk).
 void save_safetensors(const std::filesystem::path& path, const StateDict& tensors, const Metadata& metadata = {});
 
 // Read every tensor of `path` (fresh tensors, requires_grad false) and, if

@@ -17,7 +17,10 @@ std::pair<int64_t, int64_t> fan_in_and_fan_out(const Tensor& w);  // needs ≥ 2
 void zeros_(Tensor& w);
 void ones_(Tensor& w);
 void constant_(Tensor& w, float value);
-void uniform_(Tensor& w, float low, float high, Generator& gen = default_generator());  // U[low, high)
+// U[low, high): low ≤ high, both finite. N(mean, std²): mean finite, std finite and ≥ 0.
+// Each throws qkv::Error for an undefined w or a value out of range (so
+// xavier_ and kaiming_ do too, for a NaN or infinite gain or slope).
+void uniform_(Tensor& w, float low, float high, Generator& gen = default_generator());
 void normal_(Tensor& w, float mean = 0, float std = 1, Generator& gen = default_generator());
 
 // Glorot: U[-a, a] with a = gain·sqrt(6 / (fan_in + fan_out)); N(0, gain²·2 / (fan_in + fan_out)).

@@ -15,6 +15,15 @@
 //   }
 //
 // Names nest with dots as PyTorch gives them: encoder.layers.0.attention.W_q.weight.
+//
+// Weight tying (a language model's output layer reusing its embedding
+// matrix, PyTorch's `out.weight = emb.weight`) is one tensor registered under
+// two names, or one submodule under two names:
+//
+//   emb = register_module("emb", std::make_shared<Embedding>(V, D));
+//   out_weight = register_parameter("out_weight", emb->weight);   // (V, D), the same tensor
+//
+// parameters() lists it once, state_dict() under both names.
 // NOTE: a Tensor is a handle, so the module, the member and an optimizer all
 // hold the same parameter. Everything that changes a parameter (optimizer
 // steps, load_state_dict, init) writes its numbers in place; never assign a
@@ -43,7 +52,11 @@ class Module {
   virtual ~Module() = default;
 
   // Every parameter of this module and its submodules, depth first in
-  // registration order (the order PyTorch lists them in).
+  // registration order (the order PyTorch lists them in), each tensor once:
+  // a tensor registered under two names (a tied weight) or reached through
+  // a submodule registered twice is listed under the first name it is
+  // reached by, as PyTorch's parameters() lists it. So num_parameters()
+  // counts it once, and an optimizer gets it once.
   std::vector<Tensor> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
@@ -57,9 +70,10 @@ class Module {
   void zero_grad();  // forget every parameter's gradient
 
   // The parameters by dotted name. The tensors share storage with the model.
+  // A tied tensor is there under each of its names, as in PyTorch's state_dict.
   StateDict state_dict() const;
-  // What load_state_dict expects: every parameter's dotted name and shape,
-  // in named_parameters() order.
+  // What load_state_dict expects: every name of state_dict() and its shape,
+  // in registration order.
   StateSpec state_spec() const;
   // Copy every entry into the parameter of that name, as PyTorch's
   // load_state_dict(state_dict, strict):
@@ -68,7 +82,8 @@ class Module {
   //   not strict: loads the entries whose names match, leaves the other
   //     parameters as they are, and returns the missing and unexpected keys.
   // A matching name with another shape is an error either way, and changes
-  // nothing (validate_state_dict, core/state_dict.hpp).
+  // nothing (validate_state_dict, core/state_dict.hpp); so are two names of
+  // one tied tensor given different values (PyTorch lets the last one win).
   IncompatibleKeys load_state_dict(const StateDict& state, bool strict = true);
 
   // PyTorch's print(model), with each module's parameter count.
@@ -79,7 +94,8 @@ class Module {
  protected:
   // Register `value` as parameter `name` (setting requires_grad) and return it.
   Tensor register_parameter(const std::string& name, Tensor value);
-  // Register a submodule and return it, typed.
+  // Register a submodule and return it, typed. Refuses a module that
+  // contains this one (a cycle).
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
@@ -88,6 +104,10 @@ class Module {
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
+  bool contains(const Module* module) const;  // this module or any below it is `module`
+  // Every (name, tensor) of the tree, a tied tensor under each of its names.
+  std::vector<std::pair<std::string, Tensor>> all_named_parameters() const;
+  void all_named_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
   std::string repr(size_t indent) const;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

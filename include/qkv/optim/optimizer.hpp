@@ -91,7 +91,9 @@ class Optimizer {
   // missing or unknown key or a shape not in state_spec()
   // (validate_state_dict, core/state_dict.hpp), a step that is not a whole
   // number ≥ 0, a parameter with some of its buffers but not all or with no
-  // step, an out-of-range hyperparameter.
+  // step, a parameter with a step ≥ 1 but none of its buffers (Adam's
+  // moments, SGD's momentum buffer when momentum ≠ 0), an out-of-range
+  // hyperparameter.
   void check_state_dict(const StateDict& state) const;
   // Replace the hyperparameters and every parameter's state with `state`'s,
   // as PyTorch does. All or nothing: a bad state dict changes nothing.

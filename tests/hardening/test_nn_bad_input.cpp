@@ -1,0 +1,267 @@
+// Bad and extreme input for the nn layers and modules: sizes of 0, negative
+// and at the end of int64 in constructors (which must fail before allocating
+// anything), probabilities outside [0, 1] or NaN, and forward calls with
+// undefined, 0-d, empty and mis-shaped tensors and out-of-range ids.
+//
+// Expected behaviour comes from PyTorch where it has one (nn.Dropout(1.5):
+// "dropout probability has to be between 0 and 1") and otherwise from the
+// layer's own contract (shapes in its header comment).
+#include <doctest/doctest.h>
+#include <qkv/qkv.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "hardening/bad_input.hpp"
+
+using namespace qkv;
+using qkv::test::BadInput;
+using qkv::test::check_bad_inputs;
+
+namespace {
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t k2to31 = int64_t{1} << 31;
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+}  // namespace
+
+TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before allocating") {
+  check_bad_inputs({
+      {"Linear: in_features 0", [] { nn::Linear(0, 3); }, "Linear: in_features 0 and out_features 3 must be positive"},
+      {"Linear: out_features negative", [] { nn::Linear(3, -1); }, "must be positive"},
+      {"Linear: in_features · out_features overflows int64", [] { nn::Linear(kMax, kMax); },
+       "shape (9223372036854775807, 9223372036854775807): the number of elements overflows int64"},
+      {"Linear: 2³¹ × 2³¹ weights (16 EiB)", [] { nn::Linear(k2to31, k2to31); },
+       "shape (2147483648, 2147483648) has 4611686018427387904 elements of 4 bytes, more than"},
+      {"Conv1d: kernel_size 0", [] { nn::Conv1d(2, 3, 0); }, "Conv1d: in_channels 2, out_channels 3 and kernel_size 0"},
+      {"Conv1d: stride 0", [] { nn::Conv1d(2, 3, 2, 0); }, "Conv1d: stride 0 and dilation 1 must be ≥ 1"},
+      {"Conv1d: negative padding", [] { nn::Conv1d(2, 3, 2, 1, -1); }, "padding -1 ≥ 0"},
+      {"Conv1d: dilation INT64_MIN",
+       [] { nn::Conv1d(2, 3, 2, 1, 0, std::numeric_limits<int64_t>::min()); }, "must be ≥ 1"},
+      {"Conv1d: weights overflow int64", [] { nn::Conv1d(kMax, kMax, 2); }, "overflows int64"},
+      {"Dropout: p = -0.1", [] { nn::Dropout(-0.1f); }, "Dropout: probability has to be between 0 and 1, but got -0.1"},
+      {"Dropout: p = 1.5", [] { nn::Dropout(1.5f); }, "but got 1.5"},
+      {"Dropout: p = NaN", [] { nn::Dropout{kNaN}; }, "but got nan"},
+      {"Embedding: 0 embeddings", [] { nn::Embedding(0, 4); }, "Embedding: num_embeddings 0 and embedding_dim 4"},
+      {"Embedding: dim negative", [] { nn::Embedding(4, -2); }, "must be positive"},
+      {"Embedding: table overflows int64", [] { nn::Embedding(kMax, 2); }, "overflows int64"},
+      {"LayerNorm: empty shape", [] { nn::LayerNorm(Shape{}); }, "LayerNorm: normalized_shape is empty"},
+      {"LayerNorm: a size 0", [] { nn::LayerNorm(Shape{3, 0}); }, "LayerNorm: normalized_shape (3, 0) must have"},
+      {"LayerNorm: eps negative", [] { nn::LayerNorm(4, -1e-5f); }, "LayerNorm: eps must be ≥ 0, got -1e-05"},
+      {"LayerNorm: eps NaN", [] { nn::LayerNorm(4, kNaN); }, "eps must be ≥ 0, got nan"},
+      {"LayerNorm: shape overflows int64", [] { nn::LayerNorm(Shape{kMax, 2}); }, "overflows int64"},
+      {"RNN: input_size 0", [] { nn::RNN(0, 3); }, "RNN: input_size must be positive, got 0"},
+      {"GRU: hidden_size 0", [] { nn::GRU(3, 0); }, "GRU: hidden_size must be positive, got 0"},
+      {"LSTM: num_layers 0", [] { nn::LSTM(3, 3, 0); }, "LSTM: num_layers must be positive, got 0"},
+      {"LSTM: dropout 1", [] { nn::LSTM(3, 3, 2, true, false, 1.0f); }, "LSTM: dropout must be in [0, 1), got 1"},
+      {"GRU: dropout NaN", [] { nn::GRU(3, 3, 2, true, false, kNaN); }, "dropout must be in [0, 1), got nan"},
+      {"LSTM: (4·hidden_size, input_size) weights overflow int64", [] { nn::LSTM(k2to31, k2to31); },
+       "shape (8589934592, 2147483648): the number of elements overflows int64"},
+      {"MultiHeadAttention: num_hiddens not a multiple of num_heads", [] { nn::MultiHeadAttention(10, 3, 0.0f); },
+       "MultiHeadAttention: num_hiddens 10 must be a positive multiple of num_heads 3"},
+      {"MultiHeadAttention: 0 heads", [] { nn::MultiHeadAttention(8, 0, 0.0f); }, "multiple of num_heads 0"},
+      {"MultiHeadAttention: negative heads", [] { nn::MultiHeadAttention(8, -2, 0.0f); }, "multiple of num_heads -2"},
+      {"MultiHeadAttention: key_size 0", [] { nn::MultiHeadAttention(0, 4, 4, 8, 2, 0.0f); },
+       "MultiHeadAttention: key_size 0, query_size 4, value_size 4 must be positive"},
+      {"MultiHeadAttention: dropout 2", [] { nn::MultiHeadAttention(8, 2, 2.0f); }, "but got 2"},
+      {"DotProductAttention: dropout -1", [] { nn::DotProductAttention(-1.0f); }, "but got -1"},
+      {"AdditiveAttention: num_hiddens 0", [] { nn::AdditiveAttention(2, 2, 0, 0.0f); },
+       "Linear: in_features 2 and out_features 0 must be positive"},
+      {"PositionalEncoding: max_len 0", [] { nn::PositionalEncoding(4, 0.0f, 0); },
+       "PositionalEncoding: num_hiddens 4 and max_len 0 must be positive"},
+      {"PositionalEncoding: table overflows int64", [] { nn::PositionalEncoding(kMax, 0.0f, kMax); },
+       "the number of elements overflows int64"},
+      {"PositionWiseFFN: 0 hiddens", [] { nn::PositionWiseFFN(4, 0, 4); },
+       "Linear: in_features 4 and out_features 0 must be positive"},
+      {"TransformerDecoder: 0 blocks", [] { nn::TransformerDecoder(10, 8, 16, 2, 0, 0.0f); },
+       "TransformerDecoder: num_blks 0 must be positive"},
+      {"Seq2SeqEncoder: vocab 0", [] { nn::Seq2SeqEncoder(0, 4, 4, 1); },
+       "Seq2SeqEncoder: vocab_size 0, embed_size 4, num_hiddens 4 and num_layers 1 must be positive"},
+      {"Seq2SeqAttentionDecoder: dropout 1", [] { nn::Seq2SeqAttentionDecoder(5, 4, 4, 1, 1.0f); },
+       "dropout 1 must be in [0, 1)"},
+      {"EncoderDecoder: null parts", [] { nn::EncoderDecoder(nullptr, nullptr); },
+       "EncoderDecoder: the encoder and the decoder must not be null"},
+  });
+}
+
+TEST_CASE("hardening/nn: bad input to the layers' forward") {
+  Generator gen(0);
+  auto linear = std::make_shared<nn::Linear>(4, 3, true, gen);
+  auto conv = std::make_shared<nn::Conv1d>(2, 3, 3, 1, 0, 1, true, gen);
+  auto dropout = std::make_shared<nn::Dropout>(0.5f, gen);
+  auto embedding = std::make_shared<nn::Embedding>(5, 4, gen);
+  auto norm = std::make_shared<nn::LayerNorm>(4);
+  auto gru = std::make_shared<nn::GRU>(4, 3, 2, true, false, 0.0f, gen);
+  auto lstm = std::make_shared<nn::LSTM>(4, 3, 1, true, false, 0.0f, gen);
+  auto dot = std::make_shared<nn::DotProductAttention>(0.0f, gen);
+  auto mha = std::make_shared<nn::MultiHeadAttention>(8, 2, 0.0f, false, gen);
+  auto additive = std::make_shared<nn::AdditiveAttention>(4, 4, 6, 0.0f, gen);
+  auto pos = std::make_shared<nn::PositionalEncoding>(4, 0.0f, 10, gen);
+  auto addnorm = std::make_shared<nn::AddNorm>(Shape{4}, 0.0f, gen);
+  auto encoder = std::make_shared<nn::TransformerEncoder>(10, 8, 16, 2, 1, 0.0f, false, gen);
+
+  check_bad_inputs({
+      // Linear: x (…, in)
+      {"Linear: undefined x", [=] { (*linear)(Tensor()); }, "linear: x is an undefined tensor"},
+      {"Linear: 0-d x", [=] { (*linear)(scalar_tensor(1)); }, "linear: input () and weight (3, 4): need an input with ≥ 1 dim"},
+      {"Linear: last dim 5 for in_features 4", [=] { (*linear)(ones({2, 5})); },
+       "linear: input (2, 5) x weight (3, 4): the input has 5 features, the weight expects 4"},
+      // Conv1d: x (B, C, L)
+      {"Conv1d: undefined x", [=] { (*conv)(Tensor()); }, "Conv1d: x is an undefined tensor"},
+      {"Conv1d: 2-d x", [=] { (*conv)(ones({2, 5})); }, "conv1d: input (2, 5) must be 3-D (N, C_in, L)"},
+      {"Conv1d: 3 channels for 2", [=] { (*conv)(ones({1, 3, 5})); },
+       "conv1d: input (1, 3, 5) has 3 channels, but weight (3, 2, 3) expects 2"},
+      {"Conv1d: length 2 shorter than the kernel 3", [=] { (*conv)(ones({1, 2, 2})); },
+       "conv1d: input (1, 2, 2) is too short"},
+      // Dropout
+      {"Dropout: undefined x", [=] { (*dropout)(Tensor()); }, "dropout: x is an undefined tensor"},
+      // Embedding: ids (…) in [0, V)
+      {"Embedding: undefined ids", [=] { (*embedding)(IntTensor()); }, "Embedding: ids is an undefined IntTensor"},
+      {"Embedding: id V", [=] { (*embedding)(int_tensor({1, 5})); },
+       "embedding: index 5 out of range for a weight of 5 rows (5, 4)"},
+      {"Embedding: id -1", [=] { (*embedding)(int_tensor({-1})); }, "embedding: index -1 out of range"},
+      {"Embedding: id INT64_MIN", [=] { (*embedding)(int_tensor({std::numeric_limits<int64_t>::min()})); },
+       "embedding: index -9223372036854775808 out of range"},
+      // LayerNorm: x (…, 4)
+      {"LayerNorm: undefined x", [=] { (*norm)(Tensor()); }, "layer_norm: x is an undefined tensor"},
+      {"LayerNorm: last dim 3 for (4)", [=] { (*norm)(ones({2, 3})); },
+       "layer_norm: normalized_shape (4) does not match the trailing dims of x (2, 3)"},
+      {"LayerNorm: 0-d x", [=] { (*norm)(scalar_tensor(1)); }, "does not match the trailing dims of x ()"},
+      // RNNs: x (T, B, I) or (T, I)
+      {"GRU: 1-d x", [=] { (*gru)(ones({4})); }, "GRU: input (4): expected 3 dims"},
+      {"GRU: input size 5 for 4", [=] { (*gru)(ones({2, 1, 5})); }, "GRU: input (2, 1, 5): expected last dim input_size 4"},
+      {"GRU: no time steps", [=] { (*gru)(ones({0, 1, 4})); }, "GRU: input (0, 1, 4) has no time steps"},
+      {"GRU: h0 of the wrong layers", [=] { (*gru)(ones({2, 1, 4}), zeros({1, 1, 3})); }, "GRU: h0 (1, 1, 3): expected (2, 1, 3) (num_layers, batch, hidden_size)"},
+      {"LSTM: h0 without c0", [=] { (*lstm)(ones({2, 1, 4}), zeros({1, 1, 3})); }, "LSTM: give both h0 and c0, or neither"},
+      // Attention: queries (B, Q, D), keys (B, K, D), values (B, K, Dv)
+      {"DotProductAttention: 2-d queries", [=] { (*dot)(ones({2, 4}), ones({1, 3, 4}), ones({1, 3, 4})); },
+       "expected 3-D (B, Q, D), (B, K, D), (B, K, Dv)"},
+      {"DotProductAttention: batch sizes differ", [=] { (*dot)(ones({2, 2, 4}), ones({1, 3, 4}), ones({1, 3, 4})); },
+       "batch sizes differ"},
+      {"DotProductAttention: more keys than values", [=] { (*dot)(ones({1, 2, 4}), ones({1, 3, 4}), ones({1, 2, 4})); },
+       "expected one value per key"},
+      {"DotProductAttention: valid_lens of the wrong size",
+       [=] { (*dot)(ones({2, 2, 4}), ones({2, 3, 4}), ones({2, 3, 4}), int_tensor({1, 2, 3})); },
+       "valid_lens (3) does not fit queries (2, 2, 4)"},
+      {"MultiHeadAttention: query size 7 for 8", [=] { (*mha)(ones({1, 2, 7}), ones({1, 2, 8}), ones({1, 2, 8})); },
+       "expected last dim 8"},
+      {"AdditiveAttention: key size 5 for 4", [=] { (*additive)(ones({1, 2, 4}), ones({1, 2, 5}), ones({1, 2, 4})); },
+       "expected last dim 4"},
+      {"transpose_qkv: 0 heads", [] { nn::transpose_qkv(ones({1, 2, 4}), 0); }, "transpose_qkv: X (1, 2, 4) with 0 heads"},
+      {"transpose_qkv: heads not dividing H", [] { nn::transpose_qkv(ones({1, 2, 4}), 3); }, "with 3 heads"},
+      {"transpose_output: heads not dividing the batch", [] { nn::transpose_output(ones({3, 2, 4}), 2); },
+       "transpose_output: X (3, 2, 4) with 2 heads"},
+      // Transformer parts
+      {"PositionalEncoding: H 3 for 4", [=] { (*pos)(ones({1, 2, 3})); }, "PositionalEncoding: X (1, 2, 3): expected (B, T, 4)"},
+      {"PositionalEncoding: 11 steps for max_len 10", [=] { (*pos)(ones({1, 11, 4})); },
+       "PositionalEncoding: positions 0 to 10 do not fit max_len 10"},
+      {"PositionalEncoding: offset -1", [=] { (*pos)(ones({1, 2, 4}), -1); }, "positions -1 to 0"},
+      {"AddNorm: shapes differ", [=] { (*addnorm)(ones({2, 4}), ones({1, 4})); }, "AddNorm: X (2, 4) and Y (1, 4)"},
+      {"TransformerEncoder: 1-d ids", [=] { (*encoder)(int_tensor({1, 2}), int_tensor({2})); },
+       "TransformerEncoder: X (2): expected token ids (B, T)"},
+      {"TransformerEncoder: id 10 for vocabulary 10", [=] { (*encoder)(int_tensor({1, 10}, {1, 2}), int_tensor({2})); },
+       "embedding: index 10 out of range for a weight of 10 rows (10, 8)"},
+      // Losses
+      {"masked_softmax_cross_entropy: 2-d pred",
+       [] { nn::masked_softmax_cross_entropy(ones({2, 3}), int_tensor({0, 1}), int_tensor({1, 1})); },
+       "masked_softmax_cross_entropy: pred (2, 3) must be (B, S, V)"},
+      {"masked_softmax_cross_entropy: label id V",
+       [] { nn::masked_softmax_cross_entropy(ones({1, 2, 3}), int_tensor({0, 3}, {1, 2}), int_tensor({2})); },
+       "label[0, 1] = 3 is not a token id in [0, 3)"},
+      {"masked_softmax_cross_entropy: valid_len of the wrong size",
+       [] { nn::masked_softmax_cross_entropy(ones({1, 2, 3}), int_tensor({0, 1}, {1, 2}), int_tensor({2, 2})); },
+       "valid_len (2) does not fit pred (1, 2, 3)"},
+  });
+}
+
+TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
+  check_bad_inputs({
+      {"init: fan in of a 1-d tensor", [] { nn::init::fan_in_and_fan_out(ones({3})); },
+       "init: fan in and fan out need a tensor with at least 2 dims, got (3)"},
+      {"init: xavier_uniform_ of a 0-d tensor",
+       [] {
+         Tensor w = scalar_tensor(1);
+         nn::init::xavier_uniform_(w);
+       },
+       "at least 2 dims, got ()"},
+      {"init: uniform_ of an undefined tensor",
+       [] {
+         Tensor w;
+         nn::init::uniform_(w, 0, 1);
+       },
+       "uniform_: w is an undefined tensor"},
+      {"init: uniform_ with low > high",
+       [] {
+         Tensor w = zeros({2});
+         nn::init::uniform_(w, 1, 0);
+       },
+       "uniform_: the range [low, high) must have finite low ≤ high, got low 1 and high 0"},
+      {"init: uniform_ with an infinite bound",
+       [] {
+         Tensor w = zeros({2});
+         nn::init::uniform_(w, 0, kInf);
+       },
+       "got low 0 and high inf"},
+      {"init: normal_ with std < 0",
+       [] {
+         Tensor w = zeros({2});
+         nn::init::normal_(w, 0, -1);
+       },
+       "normal_: needs a finite mean and a finite std ≥ 0, got mean 0 and std -1"},
+      {"init: normal_ with NaN mean",
+       [] {
+         Tensor w = zeros({2});
+         nn::init::normal_(w, kNaN, 1);
+       },
+       "got mean nan and std 1"},
+      {"init: xavier_normal_ with gain NaN",
+       [] {
+         Tensor w = zeros({2, 2});
+         nn::init::xavier_normal_(w, kNaN);
+       },
+       "normal_: needs a finite mean and a finite std ≥ 0, got mean 0 and std nan"},
+      {"init: constant_ of an undefined tensor",
+       [] {
+         Tensor w;
+         nn::init::constant_(w, 1);
+       },
+       "constant_: w is an undefined tensor"},
+      {"ModuleList: index past the end",
+       [] {
+         nn::ModuleList list;
+         list.push_back(std::make_shared<nn::Linear>(1, 1));
+         list[1];
+       },
+       "ModuleList: index 1 is out of range for a list of 1 modules"},
+      {"ModuleList::at: index SIZE_MAX", [] { nn::ModuleList().at<nn::Linear>(SIZE_MAX); }, "out of range"},
+      {"ModuleList: a null module", [] { nn::ModuleList().push_back(nullptr); }, "register_module: module '0' is null"},
+      {"load_state_dict: an undefined tensor",
+       [] { nn::Linear(2, 1).load_state_dict({{"weight", Tensor()}, {"bias", zeros({1})}}); },
+       "'weight' has shape undefined in the state dict, (1, 2) in the model"},
+      {"load_state_dict: a 0-d tensor for a (1) bias",
+       [] { nn::Linear(2, 1).load_state_dict({{"weight", zeros({1, 2})}, {"bias", scalar_tensor(0)}}); },
+       "'bias' has shape () in the state dict, (1) in the model"},
+  });
+}
+
+TEST_CASE("hardening/nn: the extremes that are not errors") {
+  SUBCASE("init of a tensor with no elements is a no-op, as PyTorch's (its fans may be 0)") {
+    for (Shape shape : {Shape{0, 3}, Shape{3, 0}, Shape{0, 0}, Shape{2, 0, 4}}) {
+      CAPTURE(shape);
+      Tensor w = zeros(shape);
+      nn::init::xavier_uniform_(w);
+      nn::init::xavier_normal_(w);
+      nn::init::kaiming_uniform_(w);
+      nn::init::uniform_(w, -1, 1);
+      CHECK(w.shape() == shape);
+    }
+  }
+  SUBCASE("uniform_ over an empty range [a, a] gives a") {
+    Tensor w = zeros({3});
+    nn::init::uniform_(w, 2, 2);
+    CHECK(w.to_vector() == std::vector<float>{2, 2, 2});
+  }
+}
