@@ -7,6 +7,7 @@
 // operand transposed (trans_a / trans_b) as cheaply as a plain one.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/linalg.hpp>
 #include <qkv/ops/shape_ops.hpp>
@@ -88,16 +89,16 @@ Tensor matmul_folded(const Tensor& a, const Tensor& b) {
   for (int64_t d = 0; d + 1 < a.dim(); ++d) R *= a.shape()[d];
   std::vector<int64_t> dims = a.shape().dims();
   dims.back() = N;
-  Tensor out = Tensor::empty(Shape(dims));
+  Tensor out = zeros(Shape(dims));
   gemm(false, false, R, N, K, a.data(), b.data(), out.data());  // (R, K)·(K, N)
   record(out, "MatmulBackward", {a, b}, [a, b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
     if (a.requires_grad()) {
-      da = Tensor::empty(a.shape());
+      da = zeros(a.shape());
       gemm(false, true, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·(K, N)ᵀ
     }
     if (b.requires_grad()) {
-      db = Tensor::empty(b.shape());
+      db = zeros(b.shape());
       gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
     }
     return {da, db};
@@ -111,17 +112,17 @@ Tensor matmul_folded(const Tensor& a, const Tensor& b) {
 //   da = sum_to(dout·bᵀ, a.shape)      db = sum_to(aᵀ·dout, b.shape)
 Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, const char* backward_name) {
   const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1], N = b.shape()[b.dim() - 1];
-  Tensor out = Tensor::empty(with_matrix(batch, M, N));
+  Tensor out = zeros(with_matrix(batch, M, N));
   gemm_batched(false, false, a, b, out);
   record(out, backward_name, {a, b}, [a, b, batch, M, K, N](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
     if (a.requires_grad()) {
-      Tensor da_full = Tensor::empty(with_matrix(batch, M, K));
+      Tensor da_full = zeros(with_matrix(batch, M, K));
       gemm_batched(false, true, dout, b, da_full);  // (…, M, N)·(…, N, K)
       da = sum_to(da_full, a.shape());
     }
     if (b.requires_grad()) {
-      Tensor db_full = Tensor::empty(with_matrix(batch, K, N));
+      Tensor db_full = zeros(with_matrix(batch, K, N));
       gemm_batched(true, false, a, dout, db_full);  // (…, K, M)·(…, M, N)
       db = sum_to(db_full, b.shape());
     }
@@ -181,7 +182,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   for (int64_t d = 0; d + 1 < x.dim(); ++d) R *= x.shape()[d];
   std::vector<int64_t> dims = x.shape().dims();
   dims.back() = N;
-  Tensor out = Tensor::empty(Shape(dims));
+  Tensor out = zeros(Shape(dims));
   gemm(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
   if (bias.defined()) {
     for (int64_t r = 0; r < R; ++r)
@@ -191,11 +192,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
          [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
            Tensor dx, dw, db;
            if (x.requires_grad()) {
-             dx = Tensor::empty(x.shape());
+             dx = zeros(x.shape());
              gemm(false, false, R, K, N, dout.data(), weight.data(), dx.data());  // (R, N)·(N, K)
            }
            if (weight.requires_grad()) {
-             dw = Tensor::empty(weight.shape());
+             dw = zeros(weight.shape());
              gemm(true, false, N, K, R, dout.data(), x.data(), dw.data());  // (R, N)ᵀ·(R, K)
            }
            if (bias.defined() && bias.requires_grad()) db = sum_to(dout, bias.shape());

@@ -1,6 +1,7 @@
 // optim::Adam and optim::AdamW: one shared loop for the moments and the step;
 // they differ only in where weight decay goes.
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/optim/adam.hpp>
 
 #include <cmath>
@@ -26,9 +27,9 @@ void adam_step(Tensor& p, const Tensor& grad, ParamState& state, float lr, std::
                float l2) {
   auto [beta1, beta2] = betas;
   auto [m_it, fresh] = state.buffers.try_emplace("exp_avg");
-  if (fresh) m_it->second = Tensor::empty(p.shape());  // zeros: nothing seen yet
+  if (fresh) m_it->second = zeros(p.shape());  // zeros: nothing seen yet
   auto [v_it, fresh_v] = state.buffers.try_emplace("exp_avg_sq");
-  if (fresh_v) v_it->second = Tensor::empty(p.shape());
+  if (fresh_v) v_it->second = zeros(p.shape());
   float* w = p.data();
   const float* g = grad.data();
   float* m = m_it->second.data();

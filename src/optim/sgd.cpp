@@ -1,5 +1,6 @@
 // optim::SGD: PyTorch's update rule, one loop over the parameter's numbers.
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/optim/sgd.hpp>
 
 namespace qkv::optim {
@@ -62,7 +63,7 @@ void SGD::update(Tensor& p, const Tensor& grad, ParamState& state) {
   bool first = false;    // PyTorch starts the buffer at the first gradient, not at 0
   if (momentum != 0) {
     auto [it, created] = state.buffers.try_emplace("momentum_buffer");
-    if (created) it->second = Tensor::empty(p.shape());
+    if (created) it->second = zeros(p.shape());
     buf = it->second.data();
     first = created;
   }
