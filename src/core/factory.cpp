@@ -2,6 +2,7 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -21,12 +22,19 @@ IntTensor int_tensor(std::vector<int64_t> values) {
   return IntTensor(std::move(values), shape);
 }
 
-Tensor zeros(Shape shape) { return Tensor::empty(std::move(shape)); }
+// empty, then written: a block from the cache holds the numbers of the tensor
+// that had it before.
+Tensor zeros(Shape shape) { return full(std::move(shape), 0.0f); }
+IntTensor zeros_int(Shape shape) {
+  IntTensor out = IntTensor::empty(std::move(shape));
+  std::fill_n(out.data(), out.numel(), int64_t{0});
+  return out;
+}
 Tensor ones(Shape shape) { return full(std::move(shape), 1.0f); }
 
 Tensor full(Shape shape, float value) {
   Tensor out = Tensor::empty(std::move(shape));
-  std::fill(out.data(), out.data() + out.numel(), value);
+  std::fill_n(out.data(), out.numel(), value);
   return out;
 }
 

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <new>
+#include <type_traits>
 
 namespace qkv {
 
@@ -24,7 +26,24 @@ void check_size(size_t values, const Shape& shape, const char* what) {
 // larger can ever be allocated there, so it is refused before asking.
 constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
 
-// Zeroed storage for `shape` from the caching allocator, checked
+// In Debug and sanitizer builds new storage is filled with NaN (floats) or
+// kEmptyPoison (int64), so that an element an op forgot to write shows up
+// in its result (allocator.hpp). Release builds leave it uninitialised.
+#if !defined(NDEBUG) || defined(QKV_SANITIZE)
+constexpr bool kFillEmpty = true;
+#else
+constexpr bool kFillEmpty = false;
+#endif
+
+template <class T>
+constexpr T poison() {
+  if constexpr (std::is_same_v<T, float>)
+    return std::numeric_limits<float>::quiet_NaN();
+  else
+    return kEmptyPoison;
+}
+
+// Uninitialised storage for `shape` from the caching allocator, checked
 // before anything is allocated: no negative size, an element count that
 // fits in int64 (Shape::numel), and at most kMaxBytes. A size within that
 // which the machine still cannot provide is an Error naming the shape and
@@ -44,7 +63,7 @@ std::shared_ptr<T> allocate(const Shape& shape) {
     fail("empty: out of memory allocating shape {} ({} bytes)", shape, n * sizeof(T));
   }
   std::shared_ptr<T> storage = std::static_pointer_cast<T>(std::move(block));
-  std::fill_n(storage.get(), n, T{});  // a reused block holds the numbers of the tensor before
+  if (kFillEmpty) std::fill_n(storage.get(), n, poison<T>());
   return storage;
 }
 

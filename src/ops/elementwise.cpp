@@ -11,6 +11,7 @@
 // (step 1) or repeats one value (step 0). See BroadcastRows.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/elementwise.hpp>
 
@@ -274,7 +275,7 @@ Tensor pow(const Tensor& a, float exponent) {
   Tensor out = exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow")
                                 : binary_op(kernels::Binary::Pow, a, exponent, "pow");
   record(out, "PowBackward", {a}, [a, p = exponent](const Tensor& dout) -> std::vector<Tensor> {
-    if (p == 0.0f) return {Tensor::empty(a.shape())};
+    if (p == 0.0f) return {zeros(a.shape())};
     return {dout * (pow(a, p - 1.0f) * p)};
   });
   return out;

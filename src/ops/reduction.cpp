@@ -15,6 +15,7 @@
 // returns NaN for mean; qkv says so loudly instead.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/reduction.hpp>
 #include <qkv/ops/shape_ops.hpp>
@@ -36,10 +37,10 @@ Shape out_shape(const Tensor& x, int64_t d, bool keepdim) {
 }
 
 // Reduce x along d with one kernel call: the forward of sum, max and min.
-// n == 0 (only sum gets here with it) leaves the zeros Tensor::empty made.
+// n == 0 (only sum gets here with it) leaves the zeros that zeros() wrote.
 Tensor reduce_along(kernels::Reduce op, const Tensor& x, int64_t d, bool keepdim) {
   auto [outer, n, inner] = detail::axis_view(x.shape(), d);
-  Tensor out = Tensor::empty(out_shape(x, d, keepdim));
+  Tensor out = zeros(out_shape(x, d, keepdim));
   if (n > 0 && out.numel() > 0) kernels::reduce(op, outer, n, inner, x.data(), out.data());
   return out;
 }
@@ -67,7 +68,7 @@ void check_not_empty(const Tensor& x, const char* op) {
 // y = Σᵢ xᵢ (shape ())         dx = dy at every position
 Tensor sum(const Tensor& x) {
   detail::check_input(x, "sum", "x");
-  Tensor out = Tensor::empty(Shape());
+  Tensor out = zeros(Shape());
   if (x.numel() > 0) kernels::reduce(kernels::Reduce::Sum, 1, x.numel(), 1, x.data(), out.data());
   record(out, "SumBackward", {x},
          [shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> { return {expand(dout, shape)}; });
@@ -119,7 +120,7 @@ Tensor extreme_all(kernels::Reduce op, const Tensor& x, const char* name, const 
     const float m = y.item();
     const float* xs = x.data();
     int64_t ties = std::count(xs, xs + x.numel(), m);
-    Tensor dx = Tensor::empty(x.shape());
+    Tensor dx = zeros(x.shape());
     float share = dout.item() / static_cast<float>(ties);
     for (int64_t i = 0; i < x.numel(); ++i) {
       if (xs[i] == m) dx.data()[i] = share;
@@ -145,7 +146,7 @@ Tensor extreme_along(kernels::Reduce op, const Tensor& x, int64_t dim, bool keep
       kernels::argmax(outer, n, inner, x.data(), where.data());
     else
       kernels::argmin(outer, n, inner, x.data(), where.data());
-    Tensor dx = Tensor::empty(x.shape());
+    Tensor dx = zeros(x.shape());
     float* g = dx.data();
     const float* dy = dout.data();
     for (int64_t o = 0; o < outer; ++o) {

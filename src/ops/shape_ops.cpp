@@ -18,6 +18,7 @@
 // that lets cat skip 1-D empty tensors of any shape.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
@@ -105,7 +106,7 @@ Tensor gather_along(const Tensor& x, int64_t dim, const std::vector<int64_t>& po
 // dx = zeros(x_shape);  dx[o, pos[j], i] += dout[o, j, i]: a position taken
 // twice gets both contributions.
 Tensor scatter_add_along(const Tensor& dout, const Shape& x_shape, int64_t dim, const std::vector<int64_t>& pos) {
-  Tensor dx = Tensor::empty(x_shape);
+  Tensor dx = zeros(x_shape);
   auto [outer, n, inner] = detail::axis_view(x_shape, dim);
   const int64_t m = static_cast<int64_t>(pos.size());
   const float* src = dout.data();

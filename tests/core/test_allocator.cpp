@@ -1,5 +1,6 @@
 // The caching allocator behind tensor storage (allocator.hpp): size classes,
-// reuse of freed blocks, empty_cache, threads, and errors for impossible sizes.
+// reuse of freed blocks, empty_cache, zeros on a dirty block, the NaN fill of
+// empty in Debug and sanitizer builds, and errors for impossible sizes.
 // Expected values come from the size-class rule and from what was written.
 #include <doctest/doctest.h>
 
@@ -24,6 +25,13 @@ constexpr bool kCaching = false;
 constexpr bool kCaching = true;
 #endif
 
+// Debug (no NDEBUG) and sanitizer builds fill empty()'s storage (tensor.cpp).
+#if !defined(NDEBUG) || defined(QKV_TEST_SANITIZE)
+constexpr bool kFilled = true;
+#else
+constexpr bool kFilled = false;
+#endif
+
 }  // namespace
 
 TEST_CASE("core/allocator: size classes") {
@@ -33,9 +41,9 @@ TEST_CASE("core/allocator: size classes") {
     CHECK(size_class(64) == 64);
     CHECK(size_class(65) == 128);
     CHECK(size_class(256) == 256);
-    CHECK(size_class(257) == 320);   // (256, 512] in steps of 64
+    CHECK(size_class(257) == 320);  // (256, 512] in steps of 64
     CHECK(size_class(512) == 512);
-    CHECK(size_class(513) == 640);   // (512, 1024] in steps of 128
+    CHECK(size_class(513) == 640);    // (512, 1024] in steps of 128
     CHECK(size_class(4000) == 4096);  // (2048, 4096] in steps of 512
     CHECK(size_class(4097) == 5120);
     CHECK(size_class(size_t{1} << 40) == size_t{1} << 40);
@@ -125,6 +133,38 @@ TEST_CASE("core/allocator: the blocks of a training step are reused by the next"
   CHECK(held() == after_warmup);
 }
 
+TEST_CASE("core/allocator: zeros is zero on a reused, dirty block") {
+  empty_cache();
+  Tensor dirty = Tensor::empty({1000});
+  std::fill_n(dirty.data(), 1000, 7.0f);
+  const float* block = dirty.data();
+  dirty = Tensor();
+  Tensor z = zeros({990});
+  if (kCaching) CHECK(z.data() == block);  // the dirty block, so the zeros were written
+  CHECK(std::all_of(z.data(), z.data() + z.numel(), [](float v) { return v == 0.0f; }));
+
+  IntTensor dirty_int = IntTensor::empty({512});
+  std::fill_n(dirty_int.data(), 512, int64_t{-3});
+  dirty_int = IntTensor();
+  IntTensor zi = zeros_int({500});
+  CHECK(std::all_of(zi.data(), zi.data() + zi.numel(), [](int64_t v) { return v == 0; }));
+}
+
+TEST_CASE("core/allocator: empty is NaN (kEmptyPoison for int64) in Debug and sanitizer builds") {
+  if (!kFilled) return;  // Release: empty leaves the block as it was
+  empty_cache();
+  Tensor dirty = Tensor::empty({1000});
+  std::fill_n(dirty.data(), 1000, 1.0f);
+  dirty = Tensor();
+  Tensor x = Tensor::empty({1000});  // the block that held ones, in a caching build
+  CHECK(std::all_of(x.data(), x.data() + x.numel(), [](float v) { return std::isnan(v); }));
+  CHECK(std::isnan(sum(x).item()));  // what a forgotten element does to a result
+  IntTensor i = IntTensor::empty({7});
+  CHECK(std::all_of(i.data(), i.data() + i.numel(), [](int64_t v) { return v == kEmptyPoison; }));
+  CHECK_THROWS_WITH_AS(index_select(ones({3}), 0, IntTensor::empty({1})),
+                       doctest::Contains("index -9223372036854775808 out of range"), Error);
+}
+
 TEST_CASE("core/allocator: storage is never null, even with no elements") {
   CHECK(Tensor::empty({0}).data() != nullptr);
   CHECK(tensor(std::vector<float>{}, {0}).data() != nullptr);
@@ -171,7 +211,7 @@ TEST_CASE("core/allocator: a size no machine can provide is a qkv::Error naming 
                          doctest::Contains("empty: out of memory allocating shape (17592186044416) "
                                            "(70368744177664 bytes)"),
                          Error);
-    CHECK_THROWS_WITH_AS(IntTensor::empty({int64_t{1} << 43}),
+    CHECK_THROWS_WITH_AS(zeros_int({int64_t{1} << 43}),
                          doctest::Contains("empty: out of memory allocating shape (8796093022208) "
                                            "(70368744177664 bytes)"),
                          Error);

@@ -159,7 +159,7 @@ TEST_CASE("nn/seq2seq: d2l's shape checks for the Bahdanau decoder") {
   nn::Seq2SeqAttentionDecoder decoder(10, 8, 16, 2);
   encoder.eval();
   decoder.eval();
-  IntTensor X = IntTensor::empty({4, 7});
+  IntTensor X = zeros_int({4, 7});
   nn::DecoderState state = decoder.init_state(encoder(X), IntTensor());
   Tensor output = decoder(X, state);
   CHECK(output.shape() == Shape{4, 7, 10});
@@ -221,7 +221,7 @@ TEST_CASE("nn/seq2seq: errors") {
   CHECK_THROWS_WITH_AS(encoder(int_tensor({1, 7}, {1, 2})),
                        doctest::Contains("embedding: index 7 out of range for a weight of 7 rows (7, 4)"), Error);
 
-  nn::EncoderOutput enc = encoder(IntTensor::empty({2, 4}));
+  nn::EncoderOutput enc = encoder(zeros_int({2, 4}));
   CHECK_THROWS_WITH_AS(decoder.init_state({enc.outputs, Tensor()}, IntTensor()),
                        doctest::Contains("Seq2SeqAttentionDecoder: init_state needs an RNN encoder's outputs and "
                                          "final state"),
@@ -229,12 +229,12 @@ TEST_CASE("nn/seq2seq: errors") {
   CHECK_THROWS_WITH_AS(decoder.init_state(enc, int_tensor({4, 4, 4})),
                        doctest::Contains("enc_valid_lens (3) must be (2), one length per source"), Error);
   nn::Seq2SeqEncoder wide(7, 4, 8, 2);
-  CHECK_THROWS_WITH_AS(decoder.init_state(wide(IntTensor::empty({2, 4})), IntTensor()),
+  CHECK_THROWS_WITH_AS(decoder.init_state(wide(zeros_int({2, 4})), IntTensor()),
                        doctest::Contains("Seq2SeqAttentionDecoder: encoder outputs (2, 4, 8) must be "
                                          "(batch, steps, 5)"),
                        Error);
   nn::Seq2SeqEncoder shallow(7, 4, 5, 1);
-  CHECK_THROWS_WITH_AS(decoder.init_state(shallow(IntTensor::empty({2, 4})), IntTensor()),
+  CHECK_THROWS_WITH_AS(decoder.init_state(shallow(zeros_int({2, 4})), IntTensor()),
                        doctest::Contains("encoder state (1, 2, 5) must be (num_layers, batch, num_hiddens) = "
                                          "(2, 2, 5)"),
                        Error);

@@ -13,7 +13,8 @@
 //     so a block is at most 25% larger than asked for, and tensors whose
 //     sizes differ a little (the last, shorter batch) share blocks;
 //   - a freed block goes onto its class's free list; the next request of
-//     that class takes it back, with whatever numbers it held;
+//     that class takes it back, with whatever numbers it held (Tensor::empty
+//     is uninitialised, as in PyTorch; zeros() writes the zeros);
 //   - nothing is returned to the system until empty_cache() is called, or a
 //     request finds the system out of memory (then the cache is emptied and
 //     the request tried once more).
@@ -30,6 +31,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 
 namespace qkv {
@@ -51,6 +53,13 @@ MemoryStats memory_stats();
 
 // The bytes a request of `bytes` takes: its size class (see above).
 size_t size_class(size_t bytes);
+
+// In Debug and sanitizer builds, Tensor::empty fills its new storage with
+// NaN and IntTensor::empty with this value, so that reading an element no
+// one wrote shows up: a NaN in a float result, and here the most negative
+// int64, which is out of range as an index, a length or a class label and
+// prints as -9223372036854775808. Release builds leave the storage as it is.
+constexpr int64_t kEmptyPoison = std::numeric_limits<int64_t>::min();
 
 // A block of at least `bytes` (at least one size class, so never null),
 // 64-byte aligned, uninitialised; it goes back to the cache when the last

@@ -1,5 +1,7 @@
 // Making tensors, with PyTorch's names: tensor, zeros, ones, full, arange,
-// eye, rand, randn, randint (and int_tensor for integer data).
+// eye, rand, randn, randint (and int_tensor, zeros_int and arange_int for
+// integer data). Tensor::empty (tensor.hpp) is the one that leaves the
+// elements unset.
 //
 // Random factories take a Generator (generator.hpp); without one they use
 // the default generator. Tensors come out with requires_grad false: call
@@ -17,6 +19,7 @@ IntTensor int_tensor(std::vector<int64_t> values, Shape shape);
 IntTensor int_tensor(std::vector<int64_t> values);  // 1-D
 
 Tensor zeros(Shape shape);
+IntTensor zeros_int(Shape shape);  // torch.zeros(shape, dtype=torch.long)
 Tensor ones(Shape shape);
 Tensor full(Shape shape, float value);
 Tensor zeros_like(const Tensor& x);

@@ -35,7 +35,11 @@ class Tensor {
   Tensor(std::vector<float> values, Shape shape);
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // A tensor of `shape` with every element 0: what each op allocates for its output.
+  // A tensor of `shape` whose elements are not set (torch.empty): what an op
+  // allocates for an output it then writes in full. Use zeros(shape)
+  // (factory.hpp) when the code needs zeros: a block reused from the cache
+  // holds whatever the tensor before it left there. In Debug and sanitizer
+  // builds every element is NaN, so a read of one never written shows.
   static Tensor empty(Shape shape);
 
   bool defined() const { return impl_ != nullptr; }
@@ -169,7 +173,9 @@ class IntTensor {
  public:
   IntTensor() = default;
   IntTensor(std::vector<int64_t> values, Shape shape);
-  static IntTensor empty(Shape shape);  // all zeros
+  // Elements not set, as Tensor::empty (kEmptyPoison in Debug and sanitizer
+  // builds); zeros_int(shape) (factory.hpp) for zeros.
+  static IntTensor empty(Shape shape);
 
   bool defined() const { return data_ != nullptr; }
   const Shape& shape() const;  // an Error on an undefined IntTensor, as every accessor below
