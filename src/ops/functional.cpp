@@ -6,7 +6,8 @@
 // differentiates it through them. Three are called so often in training that
 // each is one kernel each way, its backward written out beside it:
 // layer_norm (every Transformer block), fused_gru_cell (every GRU step) and
-// cross_entropy (every step's loss, on the largest output).
+// cross_entropy (every step's loss, on the largest output). dropout is one
+// kernel forward, its mask drawn many numbers at a time.
 //
 // Dims: N batch, C classes, D the features a row is normalised over.
 #include <qkv/core/autograd.hpp>
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/dropout.hpp"
 #include "kernels/gru.hpp"
 #include "kernels/layer_norm.hpp"
 #include "kernels/softmax.hpp"
@@ -53,7 +55,9 @@ Tensor clamped_norm(const Tensor& x, float p, int64_t dim, float eps) {
 // --- dropout -------------------------------------------------------------------
 
 // y = x ⊙ mask,  mask = 0 with probability p, else 1/(1-p)   (so E[y] = x)
-// The mask is a constant to autograd, so dx = dy ⊙ mask comes from mul.
+// dx = dy ⊙ mask. The mask and y come from one kernel pass (kernels/dropout.hpp)
+// that draws the generator's next numel() uniforms, the same numbers, in the
+// same order, as calling gen.uniform() once per element.
 Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   detail::check_input(x, "dropout", "x");
   if (!(p >= 0 && p <= 1)) fail("dropout: probability has to be between 0 and 1, but got {}", p);
@@ -61,9 +65,11 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   // p == 1 drops every element: the mask is all zeros (never 1/0), as PyTorch's.
   const float scale = p < 1 ? 1 / (1 - p) : 0.0f;
   Tensor mask = Tensor::empty(x.shape());
-  float* m = mask.data();
-  for (int64_t i = 0; i < mask.numel(); ++i) m[i] = gen.uniform() >= p ? scale : 0.0f;  // keep with prob 1-p
-  return x * mask;
+  Tensor y = Tensor::empty(x.shape());
+  kernels::dropout(x.numel(), gen.state(), p, scale, x.data(), y.data(), mask.data());
+  gen.skip(static_cast<uint64_t>(x.numel()));
+  record(y, "DropoutBackward", {x}, [mask](const Tensor& dy) -> std::vector<Tensor> { return {dy * mask}; });
+  return y;
 }
 
 // --- layer_norm ----------------------------------------------------------------

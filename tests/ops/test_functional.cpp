@@ -81,6 +81,26 @@ TEST_CASE("ops/dropout") {
     CHECK(ya.to_vector() != dropout(x, 0.5f, true, c).to_vector());
   }
 
+  SUBCASE("the mask is the one drawn with gen.uniform() element by element") {
+    // The kernel draws many numbers at once; it must give the mask, bit for
+    // bit, that this loop gives (and leave the generator where the loop does),
+    // so that seeded runs, lessons included, keep their numbers.
+    for (int64_t n : {1, 7, 37, 2000}) {
+      for (float p : {0.1f, 0.5f, 0.75f}) {
+        CAPTURE(n);
+        CAPTURE(p);
+        Generator a(9), b(9);
+        Tensor xs = randn({n}, gen);
+        Tensor y = dropout(xs, p, true, a);
+        const float scale = 1 / (1 - p);
+        std::vector<float> want(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = xs.data()[i] * (b.uniform() >= p ? scale : 0.0f);
+        CHECK(y.to_vector() == want);
+        CHECK(a.next_u64() == b.next_u64());
+      }
+    }
+  }
+
   SUBCASE("gradient is the mask") {
     // Mathematics: y = x ⊙ mask, so dx = dy ⊙ mask; with x = 1 the output is the mask itself.
     Tensor ones_x = ones({7, 3}).requires_grad_();
