@@ -3,19 +3,24 @@
 //
 // Most of them have no hand-written backward. Each is a few primitive ops
 // (elementwise, reduction, softmax, shape_ops) in a row, and autograd
-// differentiates it through them. cross_entropy, which every training step
-// calls on its largest output, and fused_gru_cell, which a GRU calls at every
-// step, are one kernel each way, their backward written out beside them.
+// differentiates it through them. Three are called so often in training that
+// each is one kernel each way, its backward written out beside it:
+// layer_norm (every Transformer block), fused_gru_cell (every GRU step) and
+// cross_entropy (every step's loss, on the largest output). dropout is one
+// kernel forward, its mask drawn many numbers at a time.
 //
 // Dims: N batch, C classes, D the features a row is normalised over.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 #include <qkv/ops.hpp>
 
 #include <cmath>
 #include <vector>
 
+#include "kernels/dropout.hpp"
 #include "kernels/gru.hpp"
+#include "kernels/layer_norm.hpp"
 #include "kernels/softmax.hpp"
 #include "ops/util.hpp"
 
@@ -50,7 +55,9 @@ Tensor clamped_norm(const Tensor& x, float p, int64_t dim, float eps) {
 // --- dropout -------------------------------------------------------------------
 
 // y = x ⊙ mask,  mask = 0 with probability p, else 1/(1-p)   (so E[y] = x)
-// The mask is a constant to autograd, so dx = dy ⊙ mask comes from mul.
+// dx = dy ⊙ mask. The mask and y come from one kernel pass (kernels/dropout.hpp)
+// that draws the generator's next numel() uniforms, the same numbers, in the
+// same order, as calling gen.uniform() once per element.
 Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   detail::check_input(x, "dropout", "x");
   if (!(p >= 0 && p <= 1)) fail("dropout: probability has to be between 0 and 1, but got {}", p);
@@ -58,15 +65,24 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   // p == 1 drops every element: the mask is all zeros (never 1/0), as PyTorch's.
   const float scale = p < 1 ? 1 / (1 - p) : 0.0f;
   Tensor mask = Tensor::empty(x.shape());
-  float* m = mask.data();
-  for (int64_t i = 0; i < mask.numel(); ++i) m[i] = gen.uniform() >= p ? scale : 0.0f;  // keep with prob 1-p
-  return x * mask;
+  Tensor y = Tensor::empty(x.shape());
+  kernels::dropout(x.numel(), gen.state(), p, scale, x.data(), y.data(), mask.data());
+  gen.skip(static_cast<uint64_t>(x.numel()));
+  record(y, "DropoutBackward", {x}, [mask](const Tensor& dy) -> std::vector<Tensor> { return {dy * mask}; });
+  return y;
 }
 
 // --- layer_norm ----------------------------------------------------------------
 
 // Each row of D = normalized_shape.numel() trailing elements is normalised:
 //   μ = mean(x)   σ² = mean((x - μ)²)   y = (x - μ) / sqrt(σ² + eps) · weight + bias
+// One kernel pass each way (kernels/layer_norm.hpp), which keeps μ and
+// 1/sqrt(σ² + eps) per row for the backward:
+//   dx = rstd · (g - mean(g) - x̂ · mean(g ⊙ x̂))    g = dy ⊙ weight, x̂ = (x - μ) · rstd
+//   dweight = Σ_rows dy ⊙ x̂,   dbias = Σ_rows dy
+// The same normalisation composed from mean, sub, mul, sqrt and div is nine
+// ops and temporaries; tests/ops/test_functional.cpp keeps that composition
+// and holds this op equal to it.
 // NOTE: σ² is computed from the centred values (two passes), not as
 // E[x²] - μ², which in float32 cancels to garbage when |μ| ≫ σ (x ≈ 1e4 + noise).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, float eps) {
@@ -82,17 +98,26 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   if (bias.defined() && bias.shape() != normalized_shape)
     fail("layer_norm: bias shape {} should be normalized_shape {}", bias.shape(), normalized_shape);
 
-  int64_t rows = 1;  // the product of the leading (not normalised) dims
-  for (int64_t d = 0; d < x.dim() - k; ++d) rows *= x.shape()[d];
   const int64_t D = normalized_shape.numel();
+  const int64_t R = D > 0 ? x.numel() / D : 0;  // the rows: the product of the leading (not normalised) dims
+  const float* w = weight.defined() ? weight.data() : nullptr;
+  const float* b = bias.defined() ? bias.data() : nullptr;
 
-  Tensor xr = reshape(x, Shape{rows, D});               // (R, D)
-  Tensor mu = mean(xr, -1, /*keepdim=*/true);           // (R, 1)
-  Tensor xc = xr - mu;                                  // (R, D)
-  Tensor var = mean(xc * xc, -1, /*keepdim=*/true);     // (R, 1), biased (divides by D)
-  Tensor y = reshape(xc / sqrt(var + eps), x.shape());  // (R, D) -> x's shape
-  if (weight.defined()) y = y * weight;                 // weight broadcasts over the leading dims
-  if (bias.defined()) y = y + bias;
+  Tensor y = Tensor::empty(x.shape());    // x's shape, seen as (R, D)
+  Tensor mean = Tensor::empty(Shape{R});  // (R)
+  Tensor rstd = Tensor::empty(Shape{R});  // (R): 1 / sqrt(σ² + eps)
+  kernels::layer_norm(R, D, x.data(), w, b, eps, y.data(), mean.data(), rstd.data());
+  record(y, "LayerNormBackward", {x, weight, bias},
+         [x = x.detach(), weight = weight.defined() ? weight.detach() : Tensor(), has_bias = bias.defined(), mean, rstd,
+          R, D, normalized_shape](const Tensor& dy) -> std::vector<Tensor> {
+           Tensor dx = Tensor::empty(x.shape());
+           Tensor dweight = weight.defined() ? zeros(normalized_shape) : Tensor();  // the kernel adds into these
+           Tensor dbias = has_bias ? zeros(normalized_shape) : Tensor();
+           kernels::layer_norm_backward(R, D, x.data(), weight.defined() ? weight.data() : nullptr, mean.data(),
+                                        rstd.data(), dy.data(), dx.data(), dweight.defined() ? dweight.data() : nullptr,
+                                        dbias.defined() ? dbias.data() : nullptr);
+           return {dx, dweight, dbias};
+         });
   return y;
 }
 

@@ -81,6 +81,26 @@ TEST_CASE("ops/dropout") {
     CHECK(ya.to_vector() != dropout(x, 0.5f, true, c).to_vector());
   }
 
+  SUBCASE("the mask is the one drawn with gen.uniform() element by element") {
+    // The kernel draws many numbers at once; it must give the mask, bit for
+    // bit, that this loop gives (and leave the generator where the loop does),
+    // so that seeded runs, lessons included, keep their numbers.
+    for (int64_t n : {1, 7, 37, 2000}) {
+      for (float p : {0.1f, 0.5f, 0.75f}) {
+        CAPTURE(n);
+        CAPTURE(p);
+        Generator a(9), b(9);
+        Tensor xs = randn({n}, gen);
+        Tensor y = dropout(xs, p, true, a);
+        const float scale = 1 / (1 - p);
+        std::vector<float> want(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = xs.data()[i] * (b.uniform() >= p ? scale : 0.0f);
+        CHECK(y.to_vector() == want);
+        CHECK(a.next_u64() == b.next_u64());
+      }
+    }
+  }
+
   SUBCASE("gradient is the mask") {
     // Mathematics: y = x ⊙ mask, so dx = dy ⊙ mask; with x = 1 the output is the mask itself.
     Tensor ones_x = ones({7, 3}).requires_grad_();
@@ -130,6 +150,58 @@ TEST_CASE("ops/layer_norm") {
         });
       }
     }
+  }
+
+  SUBCASE("equals the composition of mean, sub, mul, sqrt and div") {
+    // The op: y = (x - μ)·rstd·w + b with rstd = 1/sqrt(σ² + eps), sums in SIMD
+    // order; the composition divides by sqrt(σ² + eps) and sums with the
+    // reduce kernel. Each sum of D terms differs by up to D·u relative to the
+    // sum of magnitudes, and rstd·(…) against (…)/sqrt by 2u; the backward
+    // subtracts two means from g, which can cancel: rtol 1e-5 (~100u, D ≤ 37)
+    // and atol 1e-5 for gradients that cancel to near 0 (|g| ~ 3 here).
+    Generator gen(23);
+    struct Case {
+      Shape x, normalized;
+      bool affine;
+    };
+    const Case cases[] = {
+        {{4, 5}, {5}, true}, {{3, 2, 37}, {37}, true}, {{2, 3, 7}, {3, 7}, false}, {{6, 32}, {32}, true}};
+    for (const Case& c : cases) {
+      SUBCASE(fmt::format("x {} over {} affine {}", c.x, c.normalized, c.affine).c_str()) {
+        std::vector<Tensor> a{randn(c.x, gen) * 2.0f + 0.5f}, b;
+        if (c.affine) {
+          a.push_back(randn(c.normalized, gen));
+          a.push_back(randn(c.normalized, gen));
+        }
+        for (Tensor& t : a) {
+          t.requires_grad_();
+          b.push_back(Tensor(t.to_vector(), t.shape()).requires_grad_());
+        }
+        Tensor w1 = c.affine ? a[1] : Tensor(), b1 = c.affine ? a[2] : Tensor();
+        Tensor y1 = layer_norm(a[0], c.normalized, w1, b1);
+        // The composition, on rows of D (as layer_norm was written before its kernel).
+        const int64_t D = c.normalized.numel();
+        Tensor xr = reshape(b[0], Shape{-1, D});           // (R, D)
+        Tensor xc = xr - mean(xr, -1, /*keepdim=*/true);   // (R, D)
+        Tensor var = mean(xc * xc, -1, /*keepdim=*/true);  // (R, 1)
+        Tensor y2 = reshape(xc / sqrt(var + 1e-5f), c.x);  // x's shape
+        if (c.affine) y2 = y2 * b[1] + b[2];
+        check_close(y1, y2.detach(), "y", 1e-5f, 1e-5f);
+        Tensor dy = randn(c.x, gen);
+        y1.backward(dy);
+        y2.backward(dy);
+        for (size_t i = 0; i < a.size(); ++i)
+          check_close(a[i].grad(), b[i].grad(), fmt::format("grad {}", i), 1e-5f, 1e-5f);
+      }
+    }
+  }
+
+  SUBCASE("bias without weight gets its gradient") {
+    // Mathematics: y = x̂ + b, so db = Σ over the rows of dy.
+    Tensor bias = zeros({2, 3}).requires_grad_();
+    Tensor y = layer_norm(randn({4, 2, 3}), Shape{2, 3}, Tensor(), bias);
+    y.backward(ones({4, 2, 3}));
+    check_close(bias.grad(), full({2, 3}, 4.0f), "dbias");
   }
 
   SUBCASE("stable for a large mean: 1e4 + (1, 2, 3)") {

@@ -1,7 +1,7 @@
 // Layer-level functions: dropout, layer_norm, the losses, cosine similarity
 // and L2 normalisation. Most are built from the primitive ops, whose
-// gradients give theirs; cross_entropy and fused_gru_cell are one kernel
-// each way with their own backward.
+// gradients give theirs; layer_norm, fused_gru_cell and cross_entropy are
+// one kernel each way with their own backward.
 #pragma once
 #include <qkv/core/generator.hpp>
 #include <qkv/core/tensor.hpp>
@@ -14,6 +14,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen = default
 
 // Normalise over the last normalized_shape.size() dims, then scale and shift:
 //   y = (x - mean) / sqrt(var + eps) · weight + bias     (var is biased, as PyTorch's)
+// Gradients reach x, weight and bias.
 // weight and bias have shape normalized_shape, or are undefined (no affine part).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), float eps = 1e-5f);
