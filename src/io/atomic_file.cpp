@@ -64,10 +64,12 @@ bool write_all(int fd, const void* bytes, size_t size) {
 }
 
 // Make a rename in `folder` survive a crash: the folder's entry is data too.
-// Some file systems cannot sync a folder (EINVAL): nothing more can be done there.
+// Best effort where it cannot be done: a folder we may write but not read
+// (mode 0300) cannot be opened, and some file systems cannot sync a folder
+// (EINVAL); the file is in place either way. An I/O error is reported.
 bool sync_folder(const std::filesystem::path& folder) {
   int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return true;
   bool ok = ::fsync(fd) == 0 || errno == EINVAL;
   int error = errno;
   ::close(fd);

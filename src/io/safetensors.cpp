@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
+#include <new>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -75,13 +75,29 @@ void write_file(const std::filesystem::path& path, const std::string& header, co
 
 // --- reading -------------------------------------------------------------------
 
+// The whole file. Only a regular file: a device (/dev/zero) or a pipe could
+// stream without end, or block. The size is the open file's, so a save that
+// renames a new file over `path` meanwhile cannot change it under the read.
 std::string read_file(const std::filesystem::path& path, const std::string& where) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory", where);
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) fail("{}: is a directory", where);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    fail("{}: not a regular file (a device, pipe or socket)", where);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open: {}", where, std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail("{}: reading failed", where);
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size < 0 || !in) fail("{}: cannot find the file's size", where);
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<size_t>(size));
+  } catch (const std::bad_alloc&) {
+    fail("{}: the file's {} bytes do not fit in memory", where, size);
+  }
+  in.read(bytes.data(), size);
+  if (in.gcount() != size) fail("{}: reading failed after {} of {} bytes", where, in.gcount(), size);
   return bytes;
 }
 

@@ -10,6 +10,8 @@
 #include <qkv/ops.hpp>
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 
 namespace qkv::nn {
 
@@ -64,7 +66,13 @@ EncoderDecoder::Prediction EncoderDecoder::predict(const std::vector<int64_t>& s
 
   const int64_t len = std::min<int64_t>(static_cast<int64_t>(src.size()), num_steps);
   std::vector<int64_t> padded(src.begin(), src.begin() + len);
-  padded.resize(static_cast<size_t>(num_steps), pad);
+  try {
+    padded.resize(static_cast<size_t>(num_steps), pad);
+  } catch (const std::bad_alloc&) {
+    fail("EncoderDecoder::predict: out of memory padding the source to num_steps {}", num_steps);
+  } catch (const std::length_error&) {
+    fail("EncoderDecoder::predict: num_steps {} is too large to allocate", num_steps);
+  }
   IntTensor enc_X = int_tensor(padded, {1, num_steps});  // (1, T)
   IntTensor enc_valid_len = int_tensor({len}, {1});      // (1)
   DecoderState state = decoder->init_state(encoder->forward(enc_X, enc_valid_len), enc_valid_len);

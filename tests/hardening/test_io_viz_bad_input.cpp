@@ -38,21 +38,37 @@ TEST_CASE("hardening/io: file names that are no file, and files that are not saf
   test::write_bytes(dir / "plain.txt", "not a folder");
   test::write_bytes(dir / "text.safetensors", "hello, this is text and not a safetensors file");
   io::save_safetensors(dir / "w.safetensors", {{"weight", ones({2, 3})}});
+  test::write_bytes(dir / "empty", "");
 
   check_bad_inputs({
-      {"save_safetensors: an empty path", [] { io::save_safetensors("", {{"w", ones({1})}}); },
+      {"save_safetensors: an empty path",
+       [] {
+         io::save_safetensors("", {{"w", ones({1})}});
+       },
        "save_safetensors: '': not a file name"},
-      {"save_safetensors: a path ending in '/'", [=] { io::save_safetensors(folder.string() + "/", {{"w", ones({1})}}); },
+      {"save_safetensors: a path ending in '/'",
+       [=] {
+         io::save_safetensors(folder.string() + "/", {{"w", ones({1})}});
+       },
        "not a file name"},
-      {"save_safetensors: over a folder", [=] { io::save_safetensors(folder, {{"w", ones({1})}}); },
+      {"save_safetensors: over a folder",
+       [=] {
+         io::save_safetensors(folder, {{"w", ones({1})}});
+       },
        "cannot rename '" + folder.string() + "." + std::to_string(getpid()) + "-0.tmp' to '" + folder.string() +
            "': Is a directory"},
-      {"save_safetensors: inside a file", [=] { io::save_safetensors(folder / "plain.txt" / "w", {{"w", ones({1})}}); },
+      {"save_safetensors: inside a file",
+       [=] {
+         io::save_safetensors(folder / "plain.txt" / "w", {{"w", ones({1})}});
+       },
        "cannot create a temporary file beside it ('" + (folder / "plain.txt" / "w").string() + "." +
            std::to_string(getpid()) + "-0.tmp'): Not a directory"},
-      {"load_safetensors: an empty path", [] { io::load_safetensors(""); }, "load_safetensors: '': cannot open: No such file or directory"},
+      {"load_safetensors: an empty path", [] { io::load_safetensors(""); },
+       "load_safetensors: '': cannot open: No such file or directory"},
       {"load_safetensors: a folder", [=] { io::load_safetensors(folder); }, "is a directory"},
-      {"load_safetensors: an empty file", [] { io::load_safetensors("/dev/null"); },
+      {"load_safetensors: a device that never ends", [] { io::load_safetensors("/dev/zero"); },
+       "load_safetensors: '/dev/zero': not a regular file (a device, pipe or socket)"},
+      {"load_safetensors: an empty file", [=] { io::load_safetensors(folder / "empty"); },
        "the file is 0 bytes, shorter than the 8-byte header length"},
       {"load_safetensors: text", [=] { io::load_safetensors(folder / "text.safetensors"); },
        "header length 8367736964726416744 is over the 100 MB limit (file of 46 bytes)"},
@@ -72,33 +88,58 @@ TEST_CASE("hardening/io: file names that are no file, and files that are not saf
   });
 }
 
+TEST_CASE("hardening/io: a file larger than memory is a qkv::Error, not std::bad_alloc") {
+  if (!test::huge_allocations_fail()) return;  // see bad_input.hpp
+  test::TempDir dir("hardening_io_huge");
+  const auto path = dir / "huge.safetensors";
+  // 1 TiB of holes: the file takes no room on the disk.
+  test::write_bytes(path, "");
+  std::filesystem::resize_file(path, uint64_t{1} << 40);
+  CHECK_THROWS_WITH_AS(io::load_safetensors(path),
+                       doctest::Contains("the file's 1099511627776 bytes do not fit in memory"), Error);
+}
+
 TEST_CASE("hardening/data: Vocab, bleu, truncate_pad, the NMT arrays and rows by index") {
   const data::Vocab vocab(std::vector<std::string>{"a", "b", "a"}, 0, {"<pad>", "<bos>", "<eos>"});
   check_bad_inputs({
       {"Vocab: min_freq -1", [] { data::Vocab(std::vector<std::string>{"a"}, -1); }, "Vocab: min_freq -1 must be >= 0"},
-      {"Vocab: a reserved token twice", [] { data::Vocab(std::vector<std::string>{"a"}, 0, {"<pad>", "<pad>"}); },
+      {"Vocab: a reserved token twice",
+       [] {
+         data::Vocab(std::vector<std::string>{"a"}, 0, {"<pad>", "<pad>"});
+       },
        "Vocab: reserved token '<pad>' is given twice"},
       {"Vocab: <unk> reserved", [] { data::Vocab(std::vector<std::string>{"a"}, 0, {"<unk>"}); }, "is always id 0"},
-      {"Vocab::to_token: -1", [=] { vocab.to_token(-1); }, "Vocab: index -1 is out of range for a vocabulary of size 6"},
+      {"Vocab::to_token: -1", [=] { vocab.to_token(-1); },
+       "Vocab: index -1 is out of range for a vocabulary of size 6"},
       {"Vocab::to_token: size", [=] { vocab.to_token(6); }, "index 6 is out of range"},
-      {"Vocab::to_tokens: INT64_MIN", [=] { vocab.to_tokens({0, std::numeric_limits<int64_t>::min()}); },
+      {"Vocab::to_tokens: INT64_MIN",
+       [=] {
+         vocab.to_tokens({0, std::numeric_limits<int64_t>::min()});
+       },
        "index -9223372036854775808 is out of range"},
       {"bleu: k 0", [] { data::bleu("a b", "a b", 0); }, "bleu: k 0 must be >= 1"},
       {"bleu: k INT64_MIN", [] { data::bleu("a b", "a b", std::numeric_limits<int64_t>::min()); }, "must be >= 1"},
-      {"truncate_pad: num_steps 0", [] { data::truncate_pad(std::vector<int64_t>{1, 2}, 0, 0); },
+      {"truncate_pad: num_steps 0",
+       [] {
+         data::truncate_pad(std::vector<int64_t>{1, 2}, 0, 0);
+       },
        "truncate_pad: num_steps 0 must be positive"},
       {"truncate_pad: num_steps INT64_MAX", [] { data::truncate_pad(std::vector<int64_t>{1}, kMax, 0); },
        "truncate_pad: num_steps 9223372036854775807 is too large to allocate"},
       {"build_array_nmt: no <pad>",
        [] { data::build_array_nmt({{"a"}}, data::Vocab(std::vector<std::string>{"a"}), 3); },
        "build_array_nmt: the vocabulary has no '<pad>' token"},
-      {"build_array_nmt: num_steps -1", [=] { data::build_array_nmt({{"a"}}, vocab, -1); }, "num_steps -1 must be positive"},
+      {"build_array_nmt: num_steps -1", [=] { data::build_array_nmt({{"a"}}, vocab, -1); },
+       "num_steps -1 must be positive"},
       {"tokenize_nmt: num_examples -1", [] { data::tokenize_nmt("a\tb\n", -1); }, "num_examples -1 must be >= 0"},
       {"load_data_nmt: no such file", [] { data::load_data_nmt("/nonexistent/fra.txt", 8); },
        "read_data_nmt: cannot open '/nonexistent/fra.txt'"},
       {"load_data_nmt: min_freq -1", [] { data::load_data_nmt("/nonexistent/fra.txt", 8, -1); },
        "min_freq -1 must be >= 0"},
-      {"take_rows: index past the end", [] { data::detail::take_rows(ones({3, 2}), {0, 3}); },
+      {"take_rows: index past the end",
+       [] {
+         data::detail::take_rows(ones({3, 2}), {0, 3});
+       },
        "example index 3 is out of range for 3 examples"},
       {"take_rows: index -1", [] { data::detail::take_rows(IntTensor::empty({3}), {-1}); }, "example index -1"},
       {"epoch_order: n -1",
@@ -129,29 +170,76 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
       {"heatmap_text: undefined", [] { viz::heatmap_text(Tensor()); }, "heatmap_text: undefined tensor"},
       {"heatmap_text: 1-d", [] { viz::heatmap_text(ones({3})); }, "expected a 2-D tensor (rows, cols), got shape (3)"},
       {"heatmap_text: 0-d", [] { viz::heatmap_text(scalar_tensor(1)); }, "got shape ()"},
-      {"heatmap_text: empty", [] { viz::heatmap_text(zeros({0, 3})); }, "empty tensor of shape (0, 3)"},
-      {"heatmap_text: vmin above vmax", [=] { viz::heatmap_text(ones({2, 2}), reversed); }, "vmin 1 must be below vmax 0"},
-      {"heatmap_text: infinite vmax", [=] { viz::heatmap_text(ones({2, 2}), infinite); }, "colour limits must be finite"},
-      {"heatmap_text: 1 row label for 2 rows", [=] { viz::heatmap_text(ones({2, 2}), labels); },
+      {"heatmap_text: empty",
+       [] {
+         viz::heatmap_text(zeros({0, 3}));
+       },
+       "empty tensor of shape (0, 3)"},
+      {"heatmap_text: vmin above vmax",
+       [=] {
+         viz::heatmap_text(ones({2, 2}), reversed);
+       },
+       "vmin 1 must be below vmax 0"},
+      {"heatmap_text: infinite vmax",
+       [=] {
+         viz::heatmap_text(ones({2, 2}), infinite);
+       },
+       "colour limits must be finite"},
+      {"heatmap_text: 1 row label for 2 rows",
+       [=] {
+         viz::heatmap_text(ones({2, 2}), labels);
+       },
        "heatmap_text: 1 row_labels for a tensor of shape (2, 2), which needs 2"},
-      {"heatmap_text: max_rows 0", [=] { viz::heatmap_text(ones({2, 2}), {}, no_rows); },
+      {"heatmap_text: max_rows 0",
+       [=] {
+         viz::heatmap_text(ones({2, 2}), {}, no_rows);
+       },
        "max_rows and max_cols must be at least 1, got 0 and 64"},
-      {"save_heatmap_svg: 3-d", [=] { viz::save_heatmap_svg(svg, ones({1, 2, 2})); }, "expected a 2-D tensor"},
-      {"save_heatmap_svg: an empty path", [] { viz::save_heatmap_svg("", ones({2, 2})); }, "empty file name"},
-      {"save_heatmap_grid_svg: 2-d", [=] { viz::save_heatmap_grid_svg(svg, ones({2, 2})); },
+      {"save_heatmap_svg: 3-d",
+       [=] {
+         viz::save_heatmap_svg(svg, ones({1, 2, 2}));
+       },
+       "expected a 2-D tensor"},
+      {"save_heatmap_svg: an empty path",
+       [] {
+         viz::save_heatmap_svg("", ones({2, 2}));
+       },
+       "empty file name"},
+      {"save_heatmap_grid_svg: 2-d",
+       [=] {
+         viz::save_heatmap_grid_svg(svg, ones({2, 2}));
+       },
        "expected a 4-D tensor (rows, cols, H, W), got shape (2, 2)"},
-      {"save_heatmap_grid_svg: empty", [=] { viz::save_heatmap_grid_svg(svg, zeros({1, 0, 2, 2})); },
+      {"save_heatmap_grid_svg: empty",
+       [=] {
+         viz::save_heatmap_grid_svg(svg, zeros({1, 0, 2, 2}));
+       },
        "empty tensor of shape (1, 0, 2, 2)"},
       {"line_plot_text: no series", [] { viz::line_plot_text({}); }, "line_plot_text: no series to plot"},
-      {"line_plot_text: a series with no points", [] { viz::line_plot_text({{"loss", {}, {}}}); },
+      {"line_plot_text: a series with no points",
+       [] {
+         viz::line_plot_text({{"loss", {}, {}}});
+       },
        "series 0 ('loss') has no points"},
-      {"line_plot_text: 2 x for 3 y", [] { viz::line_plot_text({{"loss", {1, 2}, {1, 2, 3}}}); },
+      {"line_plot_text: 2 x for 3 y",
+       [] {
+         viz::line_plot_text({{"loss", {1, 2}, {1, 2, 3}}});
+       },
        "series 0 ('loss') has 2 x values and 3 y values"},
-      {"line_plot_text: only NaN and infinite points", [] { viz::line_plot_text({{"loss", {}, {kNaN, kInf}}}); },
+      {"line_plot_text: only NaN and infinite points",
+       [] {
+         viz::line_plot_text({{"loss", {}, {kNaN, kInf}}});
+       },
        "no point has a finite x and y"},
-      {"line_plot_text: width 1", [=] { viz::line_plot_text({{"loss", {}, {1, 2}}}, tiny); },
+      {"line_plot_text: width 1",
+       [=] {
+         viz::line_plot_text({{"loss", {}, {1, 2}}}, tiny);
+       },
        "width and height must be at least 2, got 1 and 16"},
-      {"save_line_plot_svg: width 1", [=] { viz::save_line_plot_svg(svg, {{"loss", {}, {1, 2}}}, tiny); },
+      {"save_line_plot_svg: width 1",
+       [=] {
+         viz::save_line_plot_svg(svg, {{"loss", {}, {1, 2}}}, tiny);
+       },
        "width and height must be at least 2"},
       {"graph_dot: undefined", [] { viz::graph_dot(Tensor()); }, "graph_dot: undefined tensor"},
       {"save_graph: undefined", [=] { viz::save_graph(stem, Tensor()); }, "save_graph: undefined tensor"},

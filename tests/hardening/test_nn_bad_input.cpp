@@ -39,8 +39,8 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
       {"Conv1d: kernel_size 0", [] { nn::Conv1d(2, 3, 0); }, "Conv1d: in_channels 2, out_channels 3 and kernel_size 0"},
       {"Conv1d: stride 0", [] { nn::Conv1d(2, 3, 2, 0); }, "Conv1d: stride 0 and dilation 1 must be ≥ 1"},
       {"Conv1d: negative padding", [] { nn::Conv1d(2, 3, 2, 1, -1); }, "padding -1 ≥ 0"},
-      {"Conv1d: dilation INT64_MIN",
-       [] { nn::Conv1d(2, 3, 2, 1, 0, std::numeric_limits<int64_t>::min()); }, "must be ≥ 1"},
+      {"Conv1d: dilation INT64_MIN", [] { nn::Conv1d(2, 3, 2, 1, 0, std::numeric_limits<int64_t>::min()); },
+       "must be ≥ 1"},
       {"Conv1d: weights overflow int64", [] { nn::Conv1d(kMax, kMax, 2); }, "overflows int64"},
       {"Dropout: p = -0.1", [] { nn::Dropout(-0.1f); }, "Dropout: probability has to be between 0 and 1, but got -0.1"},
       {"Dropout: p = 1.5", [] { nn::Dropout(1.5f); }, "but got 1.5"},
@@ -49,10 +49,18 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
       {"Embedding: dim negative", [] { nn::Embedding(4, -2); }, "must be positive"},
       {"Embedding: table overflows int64", [] { nn::Embedding(kMax, 2); }, "overflows int64"},
       {"LayerNorm: empty shape", [] { nn::LayerNorm(Shape{}); }, "LayerNorm: normalized_shape is empty"},
-      {"LayerNorm: a size 0", [] { nn::LayerNorm(Shape{3, 0}); }, "LayerNorm: normalized_shape (3, 0) must have"},
+      {"LayerNorm: a size 0",
+       [] {
+         nn::LayerNorm(Shape{3, 0});
+       },
+       "LayerNorm: normalized_shape (3, 0) must have"},
       {"LayerNorm: eps negative", [] { nn::LayerNorm(4, -1e-5f); }, "LayerNorm: eps must be ≥ 0, got -1e-05"},
       {"LayerNorm: eps NaN", [] { nn::LayerNorm(4, kNaN); }, "eps must be ≥ 0, got nan"},
-      {"LayerNorm: shape overflows int64", [] { nn::LayerNorm(Shape{kMax, 2}); }, "overflows int64"},
+      {"LayerNorm: shape overflows int64",
+       [] {
+         nn::LayerNorm(Shape{kMax, 2});
+       },
+       "overflows int64"},
       {"RNN: input_size 0", [] { nn::RNN(0, 3); }, "RNN: input_size must be positive, got 0"},
       {"GRU: hidden_size 0", [] { nn::GRU(3, 0); }, "GRU: hidden_size must be positive, got 0"},
       {"LSTM: num_layers 0", [] { nn::LSTM(3, 3, 0); }, "LSTM: num_layers must be positive, got 0"},
@@ -106,75 +114,228 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
   check_bad_inputs({
       // Linear: x (…, in)
       {"Linear: undefined x", [=] { (*linear)(Tensor()); }, "linear: x is an undefined tensor"},
-      {"Linear: 0-d x", [=] { (*linear)(scalar_tensor(1)); }, "linear: input () and weight (3, 4): need an input with ≥ 1 dim"},
-      {"Linear: last dim 5 for in_features 4", [=] { (*linear)(ones({2, 5})); },
+      {"Linear: 0-d x", [=] { (*linear)(scalar_tensor(1)); },
+       "linear: input () and weight (3, 4): need an input with ≥ 1 dim"},
+      {"Linear: last dim 5 for in_features 4",
+       [=] {
+         (*linear)(ones({2, 5}));
+       },
        "linear: input (2, 5) x weight (3, 4): the input has 5 features, the weight expects 4"},
       // Conv1d: x (B, C, L)
       {"Conv1d: undefined x", [=] { (*conv)(Tensor()); }, "Conv1d: x is an undefined tensor"},
-      {"Conv1d: 2-d x", [=] { (*conv)(ones({2, 5})); }, "conv1d: input (2, 5) must be 3-D (N, C_in, L)"},
-      {"Conv1d: 3 channels for 2", [=] { (*conv)(ones({1, 3, 5})); },
+      {"Conv1d: 2-d x",
+       [=] {
+         (*conv)(ones({2, 5}));
+       },
+       "conv1d: input (2, 5) must be 3-D (N, C_in, L)"},
+      {"Conv1d: 3 channels for 2",
+       [=] {
+         (*conv)(ones({1, 3, 5}));
+       },
        "conv1d: input (1, 3, 5) has 3 channels, but weight (3, 2, 3) expects 2"},
-      {"Conv1d: length 2 shorter than the kernel 3", [=] { (*conv)(ones({1, 2, 2})); },
+      {"Conv1d: length 2 shorter than the kernel 3",
+       [=] {
+         (*conv)(ones({1, 2, 2}));
+       },
        "conv1d: input (1, 2, 2) is too short"},
       // Dropout
       {"Dropout: undefined x", [=] { (*dropout)(Tensor()); }, "dropout: x is an undefined tensor"},
       // Embedding: ids (…) in [0, V)
       {"Embedding: undefined ids", [=] { (*embedding)(IntTensor()); }, "Embedding: ids is an undefined IntTensor"},
-      {"Embedding: id V", [=] { (*embedding)(int_tensor({1, 5})); },
+      {"Embedding: id V",
+       [=] {
+         (*embedding)(int_tensor({1, 5}));
+       },
        "embedding: index 5 out of range for a weight of 5 rows (5, 4)"},
       {"Embedding: id -1", [=] { (*embedding)(int_tensor({-1})); }, "embedding: index -1 out of range"},
       {"Embedding: id INT64_MIN", [=] { (*embedding)(int_tensor({std::numeric_limits<int64_t>::min()})); },
        "embedding: index -9223372036854775808 out of range"},
       // LayerNorm: x (…, 4)
       {"LayerNorm: undefined x", [=] { (*norm)(Tensor()); }, "layer_norm: x is an undefined tensor"},
-      {"LayerNorm: last dim 3 for (4)", [=] { (*norm)(ones({2, 3})); },
+      {"LayerNorm: last dim 3 for (4)",
+       [=] {
+         (*norm)(ones({2, 3}));
+       },
        "layer_norm: normalized_shape (4) does not match the trailing dims of x (2, 3)"},
       {"LayerNorm: 0-d x", [=] { (*norm)(scalar_tensor(1)); }, "does not match the trailing dims of x ()"},
       // RNNs: x (T, B, I) or (T, I)
       {"GRU: 1-d x", [=] { (*gru)(ones({4})); }, "GRU: input (4): expected 3 dims"},
-      {"GRU: input size 5 for 4", [=] { (*gru)(ones({2, 1, 5})); }, "GRU: input (2, 1, 5): expected last dim input_size 4"},
-      {"GRU: no time steps", [=] { (*gru)(ones({0, 1, 4})); }, "GRU: input (0, 1, 4) has no time steps"},
-      {"GRU: h0 of the wrong layers", [=] { (*gru)(ones({2, 1, 4}), zeros({1, 1, 3})); }, "GRU: h0 (1, 1, 3): expected (2, 1, 3) (num_layers, batch, hidden_size)"},
-      {"LSTM: h0 without c0", [=] { (*lstm)(ones({2, 1, 4}), zeros({1, 1, 3})); }, "LSTM: give both h0 and c0, or neither"},
+      {"GRU: input size 5 for 4",
+       [=] {
+         (*gru)(ones({2, 1, 5}));
+       },
+       "GRU: input (2, 1, 5): expected last dim input_size 4"},
+      {"GRU: no time steps",
+       [=] {
+         (*gru)(ones({0, 1, 4}));
+       },
+       "GRU: input (0, 1, 4) has no time steps"},
+      {"GRU: h0 of the wrong layers",
+       [=] {
+         (*gru)(ones({2, 1, 4}), zeros({1, 1, 3}));
+       },
+       "GRU: h0 (1, 1, 3): expected (2, 1, 3) (num_layers, batch, hidden_size)"},
+      {"LSTM: h0 without c0",
+       [=] {
+         (*lstm)(ones({2, 1, 4}), zeros({1, 1, 3}));
+       },
+       "LSTM: give both h0 and c0, or neither"},
       // Attention: queries (B, Q, D), keys (B, K, D), values (B, K, Dv)
-      {"DotProductAttention: 2-d queries", [=] { (*dot)(ones({2, 4}), ones({1, 3, 4}), ones({1, 3, 4})); },
+      {"DotProductAttention: 2-d queries",
+       [=] {
+         (*dot)(ones({2, 4}), ones({1, 3, 4}), ones({1, 3, 4}));
+       },
        "expected 3-D (B, Q, D), (B, K, D), (B, K, Dv)"},
-      {"DotProductAttention: batch sizes differ", [=] { (*dot)(ones({2, 2, 4}), ones({1, 3, 4}), ones({1, 3, 4})); },
+      {"DotProductAttention: batch sizes differ",
+       [=] {
+         (*dot)(ones({2, 2, 4}), ones({1, 3, 4}), ones({1, 3, 4}));
+       },
        "batch sizes differ"},
-      {"DotProductAttention: more keys than values", [=] { (*dot)(ones({1, 2, 4}), ones({1, 3, 4}), ones({1, 2, 4})); },
+      {"DotProductAttention: more keys than values",
+       [=] {
+         (*dot)(ones({1, 2, 4}), ones({1, 3, 4}), ones({1, 2, 4}));
+       },
        "expected one value per key"},
       {"DotProductAttention: valid_lens of the wrong size",
-       [=] { (*dot)(ones({2, 2, 4}), ones({2, 3, 4}), ones({2, 3, 4}), int_tensor({1, 2, 3})); },
+       [=] {
+         (*dot)(ones({2, 2, 4}), ones({2, 3, 4}), ones({2, 3, 4}), int_tensor({1, 2, 3}));
+       },
        "valid_lens (3) does not fit queries (2, 2, 4)"},
-      {"MultiHeadAttention: query size 7 for 8", [=] { (*mha)(ones({1, 2, 7}), ones({1, 2, 8}), ones({1, 2, 8})); },
+      {"MultiHeadAttention: query size 7 for 8",
+       [=] {
+         (*mha)(ones({1, 2, 7}), ones({1, 2, 8}), ones({1, 2, 8}));
+       },
        "expected last dim 8"},
-      {"AdditiveAttention: key size 5 for 4", [=] { (*additive)(ones({1, 2, 4}), ones({1, 2, 5}), ones({1, 2, 4})); },
+      {"AdditiveAttention: key size 5 for 4",
+       [=] {
+         (*additive)(ones({1, 2, 4}), ones({1, 2, 5}), ones({1, 2, 4}));
+       },
        "expected last dim 4"},
-      {"transpose_qkv: 0 heads", [] { nn::transpose_qkv(ones({1, 2, 4}), 0); }, "transpose_qkv: X (1, 2, 4) with 0 heads"},
-      {"transpose_qkv: heads not dividing H", [] { nn::transpose_qkv(ones({1, 2, 4}), 3); }, "with 3 heads"},
-      {"transpose_output: heads not dividing the batch", [] { nn::transpose_output(ones({3, 2, 4}), 2); },
+      {"transpose_qkv: 0 heads",
+       [] {
+         nn::transpose_qkv(ones({1, 2, 4}), 0);
+       },
+       "transpose_qkv: X (1, 2, 4) with 0 heads"},
+      {"transpose_qkv: heads not dividing H",
+       [] {
+         nn::transpose_qkv(ones({1, 2, 4}), 3);
+       },
+       "with 3 heads"},
+      {"transpose_output: heads not dividing the batch",
+       [] {
+         nn::transpose_output(ones({3, 2, 4}), 2);
+       },
        "transpose_output: X (3, 2, 4) with 2 heads"},
       // Transformer parts
-      {"PositionalEncoding: H 3 for 4", [=] { (*pos)(ones({1, 2, 3})); }, "PositionalEncoding: X (1, 2, 3): expected (B, T, 4)"},
-      {"PositionalEncoding: 11 steps for max_len 10", [=] { (*pos)(ones({1, 11, 4})); },
+      {"PositionalEncoding: H 3 for 4",
+       [=] {
+         (*pos)(ones({1, 2, 3}));
+       },
+       "PositionalEncoding: X (1, 2, 3): expected (B, T, 4)"},
+      {"PositionalEncoding: 11 steps for max_len 10",
+       [=] {
+         (*pos)(ones({1, 11, 4}));
+       },
        "PositionalEncoding: positions 0 to 10 do not fit max_len 10"},
-      {"PositionalEncoding: offset -1", [=] { (*pos)(ones({1, 2, 4}), -1); }, "positions -1 to 0"},
-      {"AddNorm: shapes differ", [=] { (*addnorm)(ones({2, 4}), ones({1, 4})); }, "AddNorm: X (2, 4) and Y (1, 4)"},
-      {"TransformerEncoder: 1-d ids", [=] { (*encoder)(int_tensor({1, 2}), int_tensor({2})); },
+      {"PositionalEncoding: offset -1",
+       [=] {
+         (*pos)(ones({1, 2, 4}), -1);
+       },
+       "positions -1 to 0"},
+      {"AddNorm: shapes differ",
+       [=] {
+         (*addnorm)(ones({2, 4}), ones({1, 4}));
+       },
+       "AddNorm: X (2, 4) and Y (1, 4)"},
+      {"TransformerEncoder: 1-d ids",
+       [=] {
+         (*encoder)(int_tensor({1, 2}), int_tensor({2}));
+       },
        "TransformerEncoder: X (2): expected token ids (B, T)"},
-      {"TransformerEncoder: id 10 for vocabulary 10", [=] { (*encoder)(int_tensor({1, 10}, {1, 2}), int_tensor({2})); },
+      {"TransformerEncoder: id 10 for vocabulary 10",
+       [=] {
+         (*encoder)(int_tensor({1, 10}, {1, 2}), int_tensor({2}));
+       },
        "embedding: index 10 out of range for a weight of 10 rows (10, 8)"},
       // Losses
       {"masked_softmax_cross_entropy: 2-d pred",
-       [] { nn::masked_softmax_cross_entropy(ones({2, 3}), int_tensor({0, 1}), int_tensor({1, 1})); },
+       [] {
+         nn::masked_softmax_cross_entropy(ones({2, 3}), int_tensor({0, 1}), int_tensor({1, 1}));
+       },
        "masked_softmax_cross_entropy: pred (2, 3) must be (B, S, V)"},
       {"masked_softmax_cross_entropy: label id V",
-       [] { nn::masked_softmax_cross_entropy(ones({1, 2, 3}), int_tensor({0, 3}, {1, 2}), int_tensor({2})); },
+       [] {
+         nn::masked_softmax_cross_entropy(ones({1, 2, 3}), int_tensor({0, 3}, {1, 2}), int_tensor({2}));
+       },
        "label[0, 1] = 3 is not a token id in [0, 3)"},
       {"masked_softmax_cross_entropy: valid_len of the wrong size",
-       [] { nn::masked_softmax_cross_entropy(ones({1, 2, 3}), int_tensor({0, 1}, {1, 2}), int_tensor({2, 2})); },
+       [] {
+         nn::masked_softmax_cross_entropy(ones({1, 2, 3}), int_tensor({0, 1}, {1, 2}), int_tensor({2, 2}));
+       },
        "valid_len (2) does not fit pred (1, 2, 3)"},
   });
+}
+
+TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
+  Generator gen(0);
+  nn::EncoderDecoder model(std::make_shared<nn::Seq2SeqEncoder>(10, 4, 4, 1, 0.0f, gen),
+                           std::make_shared<nn::Seq2SeqAttentionDecoder>(10, 4, 4, 1, 0.0f, gen));
+  nn::EncoderDecoder* m = &model;
+  check_bad_inputs({
+      {"forward: 1-d enc_X",
+       [=] {
+         m->forward(int_tensor({1, 2}), int_tensor({1, 2}, {1, 2}), int_tensor({2}));
+       },
+       "EncoderDecoder: enc_X (2) and dec_X (1, 2) must be (batch, steps) with the same batch"},
+      {"forward: batches differ",
+       [=] {
+         m->forward(int_tensor({1, 2}, {1, 2}), int_tensor({1, 2}, {2, 1}), int_tensor({2}));
+       },
+       "with the same batch"},
+      {"forward: an id past the vocabulary",
+       [=] {
+         m->forward(int_tensor({1, 10}, {1, 2}), int_tensor({1, 2}, {1, 2}), int_tensor({2}));
+       },
+       "embedding: index 10 out of range for a weight of 10 rows (10, 4)"},
+      {"predict: an empty source", [=] { m->predict({}, 4, 0, 1, 2, 5); },
+       "EncoderDecoder::predict: the source is empty"},
+      {"predict: num_steps 0",
+       [=] {
+         m->predict({3, 2}, 0, 0, 1, 2, 5);
+       },
+       "EncoderDecoder::predict: num_steps 0 must be positive and max_len 5 not negative"},
+      {"predict: max_len -1",
+       [=] {
+         m->predict({3, 2}, 4, 0, 1, 2, -1);
+       },
+       "max_len -1 not negative"},
+      {"predict: num_steps INT64_MAX",
+       [=] {
+         m->predict({3, 2}, kMax, 0, 1, 2, 5);
+       },
+       "EncoderDecoder::predict: num_steps 9223372036854775807 is too large to allocate"},
+      {"predict: a negative source id",
+       [=] {
+         m->predict({3, -2}, 4, 0, 1, 2, 5);
+       },
+       "EncoderDecoder::predict: src[1] = -2 is not a token id"},
+      {"predict: a negative bos",
+       [=] {
+         m->predict({3, 2}, 4, 0, -1, 2, 5);
+       },
+       "EncoderDecoder::predict: pad 0, bos -1 and eos 2 must be token ids"},
+      {"predict: a source id past the vocabulary",
+       [=] {
+         m->predict({3, 10}, 4, 0, 1, 2, 5);
+       },
+       "embedding: index 10 out of range"},
+      {"predict: bos past the vocabulary",
+       [=] {
+         m->predict({3, 2}, 4, 0, 10, 2, 5);
+       },
+       "embedding: index 10 out of range"},
+  });
+  CHECK(model.is_training());  // a failed predict puts the mode back
 }
 
 TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
@@ -239,10 +400,14 @@ TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
       {"ModuleList::at: index SIZE_MAX", [] { nn::ModuleList().at<nn::Linear>(SIZE_MAX); }, "out of range"},
       {"ModuleList: a null module", [] { nn::ModuleList().push_back(nullptr); }, "register_module: module '0' is null"},
       {"load_state_dict: an undefined tensor",
-       [] { nn::Linear(2, 1).load_state_dict({{"weight", Tensor()}, {"bias", zeros({1})}}); },
+       [] {
+         nn::Linear(2, 1).load_state_dict({{"weight", Tensor()}, {"bias", zeros({1})}});
+       },
        "'weight' has shape undefined in the state dict, (1, 2) in the model"},
       {"load_state_dict: a 0-d tensor for a (1) bias",
-       [] { nn::Linear(2, 1).load_state_dict({{"weight", zeros({1, 2})}, {"bias", scalar_tensor(0)}}); },
+       [] {
+         nn::Linear(2, 1).load_state_dict({{"weight", zeros({1, 2})}, {"bias", scalar_tensor(0)}});
+       },
        "'bias' has shape () in the state dict, (1) in the model"},
   });
 }

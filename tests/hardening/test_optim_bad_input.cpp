@@ -38,12 +38,28 @@ TEST_CASE("hardening/optim: bad hyperparameters and parameter lists") {
       {"SGD: weight_decay NaN", [] { optim::SGD(params(), 0.1f, 0, 0, kNaN); }, "weight_decay=nan"},
       {"SGD: nesterov without momentum", [] { optim::SGD(params(), 0.1f, 0, 0, 0, true); },
        "SGD: nesterov momentum needs momentum > 0 and dampening = 0, got momentum=0 dampening=0"},
-      {"SGD: nesterov with dampening", [] { optim::SGD(params(), 0.1f, 0.9f, 0.1f, 0, true); }, "got momentum=0.9 dampening=0.1"},
+      {"SGD: nesterov with dampening", [] { optim::SGD(params(), 0.1f, 0.9f, 0.1f, 0, true); },
+       "got momentum=0.9 dampening=0.1"},
       {"Adam: lr -1", [] { optim::Adam(params(), -1.0f); }, "Adam: invalid learning rate lr=-1 (must be ≥ 0)"},
-      {"Adam: beta1 1", [] { optim::Adam(params(), 0.1f, {1.0f, 0.999f}); }, "Adam: invalid betas[0]=1 (must be in [0, 1))"},
-      {"Adam: beta2 NaN", [] { optim::Adam(params(), 0.1f, {0.9f, kNaN}); }, "invalid betas[1]=nan"},
-      {"Adam: eps -1", [] { optim::Adam(params(), 0.1f, {0.9f, 0.999f}, -1.0f); }, "invalid eps=-1"},
-      {"AdamW: weight_decay -inf", [] { optim::AdamW(params(), 0.1f, {0.9f, 0.999f}, 1e-8f, -kInf); },
+      {"Adam: beta1 1",
+       [] {
+         optim::Adam(params(), 0.1f, {1.0f, 0.999f});
+       },
+       "Adam: invalid betas[0]=1 (must be in [0, 1))"},
+      {"Adam: beta2 NaN",
+       [] {
+         optim::Adam(params(), 0.1f, {0.9f, kNaN});
+       },
+       "invalid betas[1]=nan"},
+      {"Adam: eps -1",
+       [] {
+         optim::Adam(params(), 0.1f, {0.9f, 0.999f}, -1.0f);
+       },
+       "invalid eps=-1"},
+      {"AdamW: weight_decay -inf",
+       [] {
+         optim::AdamW(params(), 0.1f, {0.9f, 0.999f}, 1e-8f, -kInf);
+       },
        "AdamW: invalid weight_decay=-inf"},
       {"an empty parameter list", [] { optim::Adam(std::vector<Tensor>{}); }, "optimizer: got an empty parameter list"},
       {"an undefined parameter", [] { optim::SGD({Tensor()}, 0.1f); }, "optimizer: parameter 0 is undefined"},
@@ -69,9 +85,12 @@ TEST_CASE("hardening/optim: bad hyperparameters and parameter lists") {
        "Adam: invalid learning rate lr=nan"},
       {"a gradient of another shape (refused when set, so step() never sees one)",
        [] { params()[1].set_grad(ones({4})); }, "set_grad: gradient of shape (4) for a tensor of shape (5)"},
-      {"clip_grad_norm_: max_norm negative", [] { optim::clip_grad_norm_(params(), -1.0f); }, "clip_grad_norm_: max_norm=-1 must be ≥ 0"},
-      {"clip_grad_norm_: max_norm NaN", [] { optim::clip_grad_norm_(params(), kNaN); }, "clip_grad_norm_: max_norm=nan must be ≥ 0"},
-      {"clip_grad_norm_: an undefined parameter", [] { optim::clip_grad_norm_({Tensor()}, 1.0f); }, "clip_grad_norm_: a parameter is undefined"},
+      {"clip_grad_norm_: max_norm negative", [] { optim::clip_grad_norm_(params(), -1.0f); },
+       "clip_grad_norm_: max_norm=-1 must be ≥ 0"},
+      {"clip_grad_norm_: max_norm NaN", [] { optim::clip_grad_norm_(params(), kNaN); },
+       "clip_grad_norm_: max_norm=nan must be ≥ 0"},
+      {"clip_grad_norm_: an undefined parameter", [] { optim::clip_grad_norm_({Tensor()}, 1.0f); },
+       "clip_grad_norm_: a parameter is undefined"},
   });
 }
 
@@ -93,14 +112,17 @@ TEST_CASE("hardening/optim: a state dict with a step but no moments is refused, 
   };
   check_bad_inputs({
       {"Adam: parameter 1 with a step and no moments",
-       [&] { adam.load_state_dict(without(good_adam, {"state.1.exp_avg", "state.1.exp_avg_sq"})); },
+       [&] {
+         adam.load_state_dict(without(good_adam, {"state.1.exp_avg", "state.1.exp_avg_sq"}));
+       },
        "load_state_dict: Adam: parameter 1 (shape (5)) has 'state.1.step' = 1 but no exp_avg or exp_avg_sq: its "
        "state is missing"},
       {"AdamW: parameter 0 with a step and no moments",
-       [&] { adamw.load_state_dict(without(good_adamw, {"state.0.exp_avg", "state.0.exp_avg_sq"})); },
+       [&] {
+         adamw.load_state_dict(without(good_adamw, {"state.0.exp_avg", "state.0.exp_avg_sq"}));
+       },
        "load_state_dict: AdamW: parameter 0 (shape (3, 4)) has 'state.0.step' = 1 but no exp_avg or exp_avg_sq"},
-      {"Adam: one moment of two",
-       [&] { adam.load_state_dict(without(good_adam, {"state.0.exp_avg_sq"})); },
+      {"Adam: one moment of two", [&] { adam.load_state_dict(without(good_adam, {"state.0.exp_avg_sq"})); },
        "parameter 0 has exp_avg but not exp_avg_sq: a state holds all of its buffers or none"},
       {"Adam: exp_avg_sq of the wrong shape",
        [&] {
@@ -116,8 +138,7 @@ TEST_CASE("hardening/optim: a state dict with a step but no moments is refused, 
          adam.load_state_dict(bad);
        },
        "'state.1.exp_avg' has shape () in the state dict, (5) in the optimizer"},
-      {"Adam: moments without a step",
-       [&] { adam.load_state_dict(without(good_adam, {"state.1.step"})); },
+      {"Adam: moments without a step", [&] { adam.load_state_dict(without(good_adam, {"state.1.step"})); },
        "parameter 1 has buffers but no 'state.1.step'"},
       {"SGD with momentum: a step and no momentum_buffer",
        [&] {

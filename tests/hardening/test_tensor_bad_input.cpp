@@ -33,46 +33,112 @@ TEST_CASE("hardening/tensor: the methods' dims, indices, steps and lengths") {
       {"mean(dim INT64_MIN)", [=] { x.mean(kMin); }, "mean: dim -9223372036854775808 out of range"},
       {"max(dim -3)", [=] { x.max(-3); }, "max: dim -3 out of range"},
       {"argmax(dim 2)", [=] { x.argmax(2); }, "argmax: dim 2 out of range"},
-      {"max() of an empty tensor", [] { zeros({0, 3}).max(); }, "max: (0, 3) has no elements: nothing to reduce"},
+      {"max() of an empty tensor",
+       [] {
+         zeros({0, 3}).max();
+       },
+       "max: (0, 3) has no elements: nothing to reduce"},
       {"argmin() of an empty tensor", [] { zeros({0}).argmin(); }, "argmin: (0) has no elements"},
-      {"max(dim 0) over a size-0 dim", [] { zeros({0, 3}).max(0); }, "max: dim 0 of (0, 3) has size 0: nothing to reduce"},
+      {"max(dim 0) over a size-0 dim",
+       [] {
+         zeros({0, 3}).max(0);
+       },
+       "max: dim 0 of (0, 3) has size 0: nothing to reduce"},
       {"softmax(dim 2)", [=] { x.softmax(2); }, "softmax: dim 2 out of range"},
       {"log_softmax of an undefined tensor", [] { Tensor().log_softmax(0); }, "log_softmax: x is an undefined tensor"},
       {"transpose(0, 2)", [=] { x.transpose(0, 2); }, "transpose: dim 2 out of range"},
       {"transpose(INT64_MAX, 0)", [=] { x.transpose(kMax, 0); }, "transpose: dim 9223372036854775807 out of range"},
-      {"permute: a dim twice", [=] { x.permute({0, 0}); }, "permute: dim 0 appears twice"},
+      {"permute: a dim twice",
+       [=] {
+         x.permute({0, 0});
+       },
+       "permute: dim 0 appears twice"},
       {"permute: too few dims", [=] { x.permute({0}); }, "permute: 1 dims given for a 2-d tensor of shape (2, 3)"},
       {"squeeze(dim 5)", [=] { x.squeeze(5); }, "squeeze: dim 5 out of range"},
       {"unsqueeze(dim 4)", [=] { x.unsqueeze(4); }, "unsqueeze: dim 4 out of range for a 3-d tensor (expected -3 … 2)"},
       {"unsqueeze(dim INT64_MIN)", [=] { x.unsqueeze(kMin); }, "unsqueeze: dim -9223372036854775808 out of range"},
       {"flatten(start 1, end 0)", [=] { x.flatten(1, 0); }, "flatten: start_dim 1 comes after end_dim 0 for (2, 3)"},
-      {"reshape: numel differs", [=] { x.reshape({4, 2}); }, "reshape: cannot reshape (2, 3) (6 elements) to (4, 2) (8 elements)"},
-      {"reshape: two -1", [=] { x.reshape({-1, -1}); }, "reshape: only one size may be -1, got (-1, -1)"},
-      {"view: a size -2", [=] { x.view({-2, -3}); }, "view: invalid size -2 in (-2, -3)"},
-      {"expand: a dim that is not 1", [=] { x.expand({4, 3}); }, "expand: cannot expand (2, 3) to (4, 3)"},
+      {"reshape: numel differs",
+       [=] {
+         x.reshape({4, 2});
+       },
+       "reshape: cannot reshape (2, 3) (6 elements) to (4, 2) (8 elements)"},
+      {"reshape: two -1",
+       [=] {
+         x.reshape({-1, -1});
+       },
+       "reshape: only one size may be -1, got (-1, -1)"},
+      {"view: a size -2",
+       [=] {
+         x.view({-2, -3});
+       },
+       "view: invalid size -2 in (-2, -3)"},
+      {"expand: a dim that is not 1",
+       [=] {
+         x.expand({4, 3});
+       },
+       "expand: cannot expand (2, 3) to (4, 3)"},
       {"expand: fewer dims", [=] { x.expand({3}); }, "the target has fewer dims"},
-      {"repeat: a negative count", [=] { x.repeat({1, -1}); }, "repeat: negative repeat count -1 for dim 1"},
+      {"repeat: a negative count",
+       [=] {
+         x.repeat({1, -1});
+       },
+       "repeat: negative repeat count -1 for dim 1"},
       {"repeat: fewer counts than dims", [=] { x.repeat({2}); }, "repeat: 1 repeats for a 2-d tensor of shape (2, 3)"},
-      {"repeat: a count that overflows the size", [=] { x.repeat({kMax, 2}); }, "repeat: 9223372036854775807 * 2 overflows int64"},
+      {"repeat: a count that overflows the size",
+       [=] {
+         x.repeat({kMax, 2});
+       },
+       "repeat: 9223372036854775807 * 2 overflows int64"},
       {"split: size 0", [=] { x.split(int64_t{0}, 1); }, "split: split_size 0 for dim 1 of size 3: must be at least 1"},
-      {"split: sizes that do not add up", [=] { x.split(std::vector<int64_t>{1, 1}, 1); }, "split: sizes add up to 2, but dim 1 of (2, 3) has size 3"},
-      {"split: a negative size", [=] { x.split(std::vector<int64_t>{4, -1}, 1); }, "split: negative size -1 in the sizes"},
+      {"split: sizes that do not add up",
+       [=] {
+         x.split(std::vector<int64_t>{1, 1}, 1);
+       },
+       "split: sizes add up to 2, but dim 1 of (2, 3) has size 3"},
+      {"split: a negative size",
+       [=] {
+         x.split(std::vector<int64_t>{4, -1}, 1);
+       },
+       "split: negative size -1 in the sizes"},
       {"chunk: 0 chunks", [=] { x.chunk(0, 1); }, "chunk: chunks must be at least 1, got 0"},
       {"chunk: dim 2", [=] { x.chunk(2, 2); }, "chunk: dim 2 out of range"},
       {"narrow: start past the end", [=] { x.narrow(1, 4, 1); }, "narrow: start 4 out of range for dim 1 of size 3"},
       {"narrow: a negative length", [=] { x.narrow(1, 0, -1); }, "narrow: negative length -1"},
-      {"narrow: start + length overflows", [=] { x.narrow(1, 1, kMax); }, "narrow: start 1 + length 9223372036854775807 exceeds size 3 of dim 1"},
+      {"narrow: start + length overflows", [=] { x.narrow(1, 1, kMax); },
+       "narrow: start 1 + length 9223372036854775807 exceeds size 3 of dim 1"},
       {"slice: step 0", [=] { x.slice(1, 0, 3, 0); }, "slice: step must be at least 1, got 0"},
       {"slice: a negative step", [=] { x.slice(1, 0, 3, -1); }, "slice: step must be at least 1, got -1"},
       {"slice: dim 3", [=] { x.slice(3, 0, 1); }, "slice: dim 3 out of range"},
-      {"index_select: index 3 of 3", [=] { x.index_select(1, int_tensor({0, 3})); }, "index_select: index 3 out of range for dim 1 of size 3"},
+      {"index_select: index 3 of 3",
+       [=] {
+         x.index_select(1, int_tensor({0, 3}));
+       },
+       "index_select: index 3 out of range for dim 1 of size 3"},
       {"index_select: index -4", [=] { x.index_select(1, int_tensor({-4})); }, "index_select: index -4 out of range"},
-      {"index_select: a 2-d index", [=] { x.index_select(1, int_tensor({0, 1}, {1, 2})); }, "index_select: index must be 1-d, got shape (1, 2)"},
-      {"index_select: an undefined index", [=] { x.index_select(1, IntTensor()); }, "index_select: index is an undefined tensor"},
-      {"masked_fill: a mask of another shape", [=] { x.masked_fill(IntTensor::empty({3, 2}), 0); }, "masked_fill: shapes (2, 3) and (3, 2) do not broadcast"},
+      {"index_select: a 2-d index",
+       [=] {
+         x.index_select(1, int_tensor({0, 1}, {1, 2}));
+       },
+       "index_select: index must be 1-d, got shape (1, 2)"},
+      {"index_select: an undefined index", [=] { x.index_select(1, IntTensor()); },
+       "index_select: index is an undefined tensor"},
+      {"masked_fill: a mask of another shape",
+       [=] {
+         x.masked_fill(IntTensor::empty({3, 2}), 0);
+       },
+       "masked_fill: shapes (2, 3) and (3, 2) do not broadcast"},
       {"matmul: 0-d", [=] { x.matmul(scalar_tensor(2)); }, "matmul: (2, 3) x (): both operands need at least 1 dim"},
-      {"matmul: inner sizes differ", [=] { x.matmul(ones({2, 3})); }, "matmul: (2, 3) x (2, 3): inner sizes 3 and 2 differ"},
-      {"bmm: 2-d", [=] { x.bmm(ones({3, 2})); }, "bmm: (2, 3) x (3, 2): both operands must be 3-d"},
+      {"matmul: inner sizes differ",
+       [=] {
+         x.matmul(ones({2, 3}));
+       },
+       "matmul: (2, 3) x (2, 3): inner sizes 3 and 2 differ"},
+      {"bmm: 2-d",
+       [=] {
+         x.bmm(ones({3, 2}));
+       },
+       "bmm: (2, 3) x (3, 2): both operands must be 3-d"},
       {"add: shapes that do not broadcast", [=] { x.add(ones({2})); }, "add: shapes (2, 3) and (2) do not broadcast"},
       {"lt: shapes that do not broadcast", [=] { x.lt(ones({4})); }, "lt: shapes (2, 3) and (4) do not broadcast"},
       {"mul: an undefined tensor", [=] { x.mul(Tensor()); }, "mul: b is an undefined tensor"},
@@ -105,8 +171,17 @@ TEST_CASE("hardening/tensor: the autograd methods") {
          (w * 2.0f).backward(ones({3}));
        },
        "backward: gradient of shape (3) for an output of shape (2)"},
-      {"backward of a tensor that does not require grad", [] { ones({1}).backward(); }, "backward: tensor of shape (1) does not require grad"},
-      {"at: an index of the wrong count", [] { ones({2, 3}).at({1}); }, "at: 1 indices for a tensor of shape (2, 3)"},
-      {"at: an index at INT64_MAX", [] { ones({2, 3}).at({0, kMax}); }, "at: index 9223372036854775807 out of range for dim 1 of size 3"},
+      {"backward of a tensor that does not require grad", [] { ones({1}).backward(); },
+       "backward: tensor of shape (1) does not require grad"},
+      {"at: an index of the wrong count",
+       [] {
+         ones({2, 3}).at({1});
+       },
+       "at: 1 indices for a tensor of shape (2, 3)"},
+      {"at: an index at INT64_MAX",
+       [] {
+         ones({2, 3}).at({0, kMax});
+       },
+       "at: index 9223372036854775807 out of range for dim 1 of size 3"},
   });
 }

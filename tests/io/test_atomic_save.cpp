@@ -56,9 +56,9 @@ TEST_CASE("io/safetensors: saving never writes through an existing file or symli
     CHECK(std::filesystem::read_symlink(temporary_name(path, 0)) == victim);
     CHECK(test::read_bytes(temporary_name(path, 1)) == "another file");
     // The save used the third name, and left nothing behind.
-    CHECK(test::list_dir(dir.path) ==
-          std::vector<std::string>{"victim.txt", "w.safetensors", temporary_name(path, 0).filename().string(),
-                                   temporary_name(path, 1).filename().string()});
+    CHECK(test::list_dir(dir.path) == std::vector<std::string>{"victim.txt", "w.safetensors",
+                                                               temporary_name(path, 0).filename().string(),
+                                                               temporary_name(path, 1).filename().string()});
   }
   SUBCASE("an existing '<path>.tmp', file or symlink, is left alone") {
     test::write_bytes(path.string() + ".tmp", "not a temporary of qkv's");
@@ -85,6 +85,32 @@ TEST_CASE("io/safetensors: saving never writes through an existing file or symli
     CHECK(file_value(path) == 4.0f);
     CHECK(test::read_bytes(victim) == "a user's file");
   }
+}
+
+TEST_CASE("io/safetensors: a folder that may be written but not read: the save succeeds") {
+  // Syncing the folder needs it open for reading; without that the save is
+  // still whole and in place, so it is no error (atomic_file.cpp).
+  test::TempDir dir("atomic_save_write_only");
+  auto path = dir / "w.safetensors";
+  io::save_safetensors(path, filled(1.0f));
+  using std::filesystem::perms;
+  std::filesystem::permissions(dir.path, perms::owner_all | perms::others_write | perms::others_exec);
+  test::ChildResult child = test::run_in_child([&](std::string& out) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) {
+      out = "cannot give up root";
+      return 2;
+    }
+    if (geteuid() != 0 && ::access(dir.path.c_str(), R_OK) == 0) {
+      out = "the folder is readable to this user";
+      return 0;  // the owner, not "others": nothing to test
+    }
+    io::save_safetensors(path, filled(2.0f));
+    return 0;
+  });
+  std::filesystem::permissions(dir.path, perms::owner_all);
+  CAPTURE(child.output);
+  CHECK(child.exit_code == 0);
+  CHECK(file_value(path) == (child.output.empty() ? 2.0f : 1.0f));
 }
 
 TEST_CASE("io/safetensors: two processes saving to one path while a third reads") {
@@ -148,8 +174,7 @@ TEST_CASE("io/safetensors: a save that cannot finish says why and leaves the old
 
   SUBCASE("a read-only folder") {
     std::filesystem::permissions(dir.path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec |
-                                               std::filesystem::perms::group_read |
-                                               std::filesystem::perms::group_exec |
+                                               std::filesystem::perms::group_read | std::filesystem::perms::group_exec |
                                                std::filesystem::perms::others_read |
                                                std::filesystem::perms::others_exec);
     // NOTE: root writes into a read-only folder anyway, so the child gives

@@ -175,13 +175,14 @@ struct Fuzz {
       return;
     }
     ++loaded;
-    if (std::string why = disagreement(bytes, model, opt); !why.empty()) failures.push_back(what + ": loaded, but " + why);
+    if (std::string why = disagreement(bytes, model, opt); !why.empty())
+      failures.push_back(what + ": loaded, but " + why);
     io::load_checkpoint(ahead_path, model, &opt);  // back to the starting state
   }
 
   void report(const std::string& kind, bool expect_loads) {
     CAPTURE(kind);
-    MESSAGE(kind << ": " << refused << " refused, " << loaded << " loaded");
+    INFO(kind << ": " << refused << " refused, " << loaded << " loaded");
     std::string first;
     for (size_t i = 0; i < failures.size() && i < 5; ++i) first += failures[i] + "\n";
     CHECK_MESSAGE(failures.empty(), failures.size() << " failures, the first:\n" << first);
@@ -241,8 +242,19 @@ TEST_CASE("io/checkpoint fuzz: rewritten headers") {
 
   // Values a field may be set to: wrong types, extremes, near misses.
   const std::vector<json> dtypes{"F16", "F64", "BF16", "I32", "f32", "F32 ", "", 32, nullptr, json::array()};
-  const std::vector<json> numbers{0,    1,    4,   -1,   -4,  1.5, "4", nullptr, uint64_t(1) << 32, uint64_t(1) << 62,
-                                  uint64_t(1) << 63, ~uint64_t(0), int64_t(1) << 62};
+  const std::vector<json> numbers{0,
+                                  1,
+                                  4,
+                                  -1,
+                                  -4,
+                                  1.5,
+                                  "4",
+                                  nullptr,
+                                  uint64_t(1) << 32,
+                                  uint64_t(1) << 62,
+                                  uint64_t(1) << 63,
+                                  ~uint64_t(0),
+                                  int64_t(1) << 62};
 
   std::mt19937_64 rng(99);
   auto pick = [&](size_t size) { return static_cast<size_t>(rng() % size); };
@@ -301,25 +313,43 @@ TEST_CASE("io/checkpoint fuzz: rewritten headers") {
       }
       case 7:  // a field missing, an extra one, the entry not an object
         switch (pick(3)) {
-          case 0: entry.erase(pick(2) == 0 ? "shape" : "data_offsets"); break;
-          case 1: entry["extra"] = 1; break;
-          default: entry = json::array({entry}); break;
+          case 0:
+            entry.erase(pick(2) == 0 ? "shape" : "data_offsets");
+            break;
+          case 1:
+            entry["extra"] = 1;
+            break;
+          default:
+            entry = json::array({entry});
+            break;
         }
         what += "entry " + entry.dump();
         break;
       case 8:  // the metadata
         switch (pick(3)) {
-          case 0: h["__metadata__"] = 1; break;
-          case 1: h["__metadata__"]["epoch"] = 3; break;
-          default: h.erase("__metadata__"); break;
+          case 0:
+            h["__metadata__"] = 1;
+            break;
+          case 1:
+            h["__metadata__"]["epoch"] = 3;
+            break;
+          default:
+            h.erase("__metadata__");
+            break;
         }
         what = "metadata " + (h.contains("__metadata__") ? h["__metadata__"].dump() : "removed");
         break;
       default:  // the data_offsets array malformed
         switch (pick(3)) {
-          case 0: entry["data_offsets"].push_back(0); break;
-          case 1: entry["data_offsets"] = entry["data_offsets"][0]; break;
-          default: entry["data_offsets"] = json::object(); break;
+          case 0:
+            entry["data_offsets"].push_back(0);
+            break;
+          case 1:
+            entry["data_offsets"] = entry["data_offsets"][0];
+            break;
+          default:
+            entry["data_offsets"] = json::object();
+            break;
         }
         what += "data_offsets " + entry["data_offsets"].dump();
         break;

@@ -102,8 +102,7 @@ TEST_CASE("nn/module: an optimizer step on a tied model uses the sum of both use
   loss_of(untied).backward();
   const std::vector<float> w0 = tied.emb->weight.to_vector();
   std::vector<float> g(w0.size());
-  for (size_t i = 0; i < g.size(); ++i)
-    g[i] = untied.emb->weight.grad().data()[i] + untied.out_weight.grad().data()[i];
+  for (size_t i = 0; i < g.size(); ++i) g[i] = untied.emb->weight.grad().data()[i] + untied.out_weight.grad().data()[i];
 
   SUBCASE("SGD: W ← W − lr·(g_emb + g_out), one update, not two") {
     optim::SGD opt(tied.parameters(), 0.1f);
