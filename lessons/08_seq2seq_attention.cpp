@@ -12,18 +12,21 @@
 // sentences, with its shapes; one decoding step's attention, the padding
 // masked out; then d2l's model (a GRU encoder, nn::Seq2SeqEncoder, and the
 // Bahdanau decoder, nn::Seq2SeqAttentionDecoder) trained with d2l's
-// train_seq2seq on qkv's English–French corpus; the loss curve; d2l's four
-// test sentences translated, scored with BLEU and their attention drawn;
-// BLEU over the 100 held-out pairs; and, for a held-out sentence whose
-// French puts the adjective after the noun, which English word each French
-// word attended to most, and whether the alignment crosses where the word
-// orders do (at the default seed it does: `chien` looks at `dog`, `noir` at
-// `black`).
+// train_seq2seq on qkv's English–French corpus, with two regularisers d2l
+// leaves out (label smoothing 0.1, AdamW's weight decay 0.1); the loss curve;
+// d2l's four test sentences translated (`go .`, `i lost .`, `i'm home .`
+// exactly), scored with BLEU and their attention drawn; BLEU over the 100
+// held-out pairs (0.90 at the default seed, 0.88-0.90 at seeds 0-2); and,
+// for a held-out sentence whose French puts the adjective after the noun,
+// which English word each French word attended to most, and whether the
+// alignment crosses where the word orders do (at the default seed it does:
+// `chien` looks at `dog`, `noir` at `black`).
 //
 // Letters: B batch, T = num_steps source steps, S target steps, E embed size,
 // H hidden size, L GRU layers, V target vocabulary.
 //
-// Run: build/release/lessons/08_seq2seq_attention [--seed S] [--epochs E] [--lr LR] [--data DIR] [--out DIR]
+// Run: build/release/lessons/08_seq2seq_attention [--seed S] [--epochs E] [--lr LR] [--label-smoothing EPS]
+//          [--weight-decay W] [--data DIR] [--out DIR]
 #include <qkv/qkv.hpp>
 
 #include <algorithm>
@@ -59,8 +62,11 @@ int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 8);
   // d2l trains 2 layers with dropout 0.1 for 250 epochs; on this corpus, in seconds, one layer without
   // dropout learns faster and attends more sharply (dropout on the attention weights spreads them).
+  // Two regularisers d2l does not use keep it from learning the training pairs by heart (see the
+  // training section): label smoothing 0.1 and AdamW's weight decay 0.1. Without them held-out BLEU
+  // stays at 0.73-0.77 (seeds 0-2), whatever the sizes and the number of epochs; with them 0.88-0.90.
   int64_t epochs = 30, batch_size = 64, embed = 48, hidden = 96, layers = 1, num_steps = 10;
-  float lr = 0.01f, dropout = 0.0f;
+  float lr = 0.01f, dropout = 0.0f, label_smoothing = 0.1f, weight_decay = 0.1f;
   lesson.option("--epochs", epochs, "passes over the training pairs");
   lesson.option("--batch-size", batch_size, "pairs per minibatch");
   lesson.option("--embed", embed, "embedding size E (both sides)");
@@ -69,6 +75,8 @@ int main(int argc, char** argv) {
   lesson.option("--num-steps", num_steps, "tokens per padded sentence T (and the longest translation)");
   lesson.option("--lr", lr, "Adam learning rate");
   lesson.option("--dropout", dropout, "dropout between GRU layers and on the attention weights");
+  lesson.option("--label-smoothing", label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");
+  lesson.option("--weight-decay", weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
   lesson.data_option();
   lesson.start();
   if (epochs < 1 || batch_size < 1 || embed < 1 || hidden < 1 || layers < 1 || num_steps < 2)
@@ -76,6 +84,9 @@ int main(int argc, char** argv) {
         "08_seq2seq_attention: --epochs {}, --batch-size {}, --embed {}, --hidden {}, --layers {} must be at least 1 "
         "and --num-steps {} at least 2",
         epochs, batch_size, embed, hidden, layers, num_steps);
+  if (!(label_smoothing >= 0 && label_smoothing < 1) || !(weight_decay >= 0))
+    fail("08_seq2seq_attention: --label-smoothing {} must be in [0, 1) and --weight-decay {} at least 0",
+         label_smoothing, weight_decay);
   Generator gen(lesson.seed());
 
   lesson.section("The data: English–French pairs");
@@ -151,12 +162,27 @@ int main(int argc, char** argv) {
 
   lesson.section("Training: d2l's train_seq2seq");
   lesson.print(
-      "E = {}, H = {}, L = {}, dropout {}; Adam lr {}, batches of {}, {} epochs, gradients clipped to norm 1;\n"
+      "E = {}, H = {}, L = {}, dropout {}; AdamW lr {}, batches of {}, {} epochs, gradients clipped to norm 1;\n"
       "teacher forcing (the decoder reads <bos> y_1 … y_(S-1)), loss = masked softmax cross-entropy\n",
       embed, hidden, layers, dropout, lr, batch_size, epochs);
+  lesson.print(
+      "Two changes to d2l's training, against learning 1,772 pairs by heart (trained as d2l does, the loss\n"
+      "falls to 0.03 per token, yet only about 2 held-out sentences in 5 come out exactly right, most of the\n"
+      "others one content word off):\n"
+      "  label smoothing ε = {}: the target of each step is 1-ε on the right token and ε/V spread over all V,\n"
+      "    so the model gains nothing by growing its logits without end on pairs it already knows;\n"
+      "  weight decay λ = {} (AdamW): every weight shrinks by lr·λ each step, so only weights the data\n"
+      "    keeps asking for stay large.\n"
+      "The printed loss is the plain cross-entropy; with smoothing it cannot reach 0.\n",
+      label_smoothing, weight_decay);
   const auto train_start = std::chrono::steady_clock::now();
-  std::vector<double> losses =
-      lesson::train_seq2seq(*model, nmt, {.epochs = epochs, .lr = lr, .batch_size = batch_size}, gen, lesson);
+  std::vector<double> losses = lesson::train_seq2seq(*model, nmt,
+                                                     {.epochs = epochs,
+                                                      .lr = lr,
+                                                      .batch_size = batch_size,
+                                                      .weight_decay = weight_decay,
+                                                      .label_smoothing = label_smoothing},
+                                                     gen, lesson);
   const double train_seconds = seconds_since(train_start);
   lesson.print("loss per target token {:.4f} -> {:.4f} in {:.1f} s\n", losses.front(), losses.back(), train_seconds);
   std::vector<float> epoch_numbers;

@@ -28,12 +28,15 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
   if (options.epochs < 1 || options.batch_size < 1 || !(options.lr > 0) || !(options.grad_clip > 0))
     fail("train_seq2seq: epochs {} and batch_size {} must be at least 1, lr {} and grad_clip {} positive",
          options.epochs, options.batch_size, options.lr, options.grad_clip);
+  if (!(options.weight_decay >= 0) || !(options.label_smoothing >= 0 && options.label_smoothing < 1))
+    fail("train_seq2seq: weight_decay {} must be ≥ 0 and label_smoothing {} in [0, 1)", options.weight_decay,
+         options.label_smoothing);
   // d2l's xavier_init_weights: Glorot-uniform for the Linear and GRU weight
   // matrices (every 2-D parameter but the embeddings); biases stay as they are.
   for (auto& [name, p] : model.named_parameters())
     if (p.dim() == 2 && name.find("embedding") == std::string::npos) nn::init::xavier_uniform_(p, 1, gen);
   model.train();
-  optim::Adam optimizer(model.parameters(), options.lr);
+  optim::AdamW optimizer(model.parameters(), options.lr, {0.9f, 0.999f}, 1e-8f, options.weight_decay);
   data::DataLoader loader(nmt.dataset(), {.batch_size = options.batch_size, .shuffle = true}, gen);
   const int64_t bos = nmt.tgt_vocab["<bos>"];
   std::vector<double> losses;
@@ -53,7 +56,16 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
       optimizer.zero_grad();
       Tensor Y_hat = model.forward(X, dec_X, X_valid_len);                 // (B, S, V)
       Tensor l = nn::masked_softmax_cross_entropy(Y_hat, Y, Y_valid_len);  // (B): each a mean over S
-      sum(l).backward();
+      if (options.label_smoothing > 0) {
+        // The same masked mean over S, of the cross-entropy against (1-ε)·onehot(y) + ε/V.
+        const int64_t V = Y_hat.size(2);
+        Tensor smoothed = cross_entropy(reshape(Y_hat, {B * S, V}), Y.reshape({B * S}), /*weight=*/Tensor(),
+                                        /*ignore_index=*/-100, Reduction::None, options.label_smoothing);  // (B·S)
+        Tensor weights = sequence_mask(ones({B, S}), Y_valid_len);                                         // (B, S)
+        sum(mean(reshape(smoothed, {B, S}) * weights, 1)).backward();                                      // (B) -> ()
+      } else {
+        sum(l).backward();
+      }
       optim::clip_grad_norm_(model.parameters(), options.grad_clip);
       optimizer.step();
       // l[b] = (the cross-entropy summed over b's real tokens) / S: undo the 1/S.

@@ -43,6 +43,9 @@ struct TrainOptions {
   float lr = 0.005f;        // Adam's learning rate
   int64_t batch_size = 64;  // pairs per minibatch
   float grad_clip = 1;      // the gradients' total L2 norm is clipped to this
+  // Two regularisers d2l's train_seq2seq does not use (0: d2l's training):
+  float weight_decay = 0;     // AdamW's decoupled weight decay λ: p ← p·(1 − lr·λ) each step
+  float label_smoothing = 0;  // ε: train against (1-ε)·onehot(y) + ε/V (cross_entropy's label_smoothing)
 };
 
 // d2l's train_seq2seq: re-initialise every weight matrix but the embeddings
@@ -50,11 +53,14 @@ struct TrainOptions {
 // DataLoader shuffled with `gen`, for each minibatch (X, X_len, Y, Y_len):
 //   dec_X = [bos, Y[:, :-1]]                       teacher forcing (B, S)
 //   l     = masked_softmax_cross_entropy(model(X, dec_X, X_len), Y, Y_len)   (B)
-//   sum(l).backward(); clip_grad_norm_(grad_clip); Adam step
-// The progress line shows each epoch's loss. Returns the loss of every
-// epoch per target token: the cross-entropy summed over the real tokens (eos
-// included, padding not) divided by their number. (d2l prints the same sum
-// divided by num_steps once more, because its l is a mean over the S steps.)
+//   sum(l).backward(); clip_grad_norm_(grad_clip); AdamW step
+// (AdamW with weight_decay 0 is d2l's Adam, to the bit.) With label_smoothing
+// ε > 0 the gradient comes from the same masked mean of the smoothed
+// cross-entropy instead. The progress line shows each epoch's loss. Returns
+// the loss of every epoch per target token: the cross-entropy (unsmoothed)
+// summed over the real tokens (eos included, padding not) divided by their
+// number. (d2l prints the same sum divided by num_steps once more, because
+// its l is a mean over the S steps.)
 // The model is left in training mode.
 std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData& nmt, const TrainOptions& options,
                                   Generator& gen, Lesson& lesson);

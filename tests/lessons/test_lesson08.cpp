@@ -99,29 +99,30 @@ void check_run(uint64_t seed) {
     CHECK(res.at(key).get<double>() == 1.0);
   }
 
-  // BLEU (k = 2) over all 100 held-out pairs: the mean of the per-pair scores, each in [0, 1].
-  // NOTE: the course's target is a mean of at least 0.8; this model reaches 0.73-0.77 at seeds 0-2,
-  // so 0.6 here is a guard against regressions, not the target met. A
-  // sentence of four tokens with one wrong word scores at most exp(0)·(3/4)^(1/2)·(2/3)^(1/4) ≈ 0.78, so
-  // a mean of 0.6 says most held-out sentences come out right or one word off. (An untrained model
-  // scores about 0.)
+  // BLEU (k = 2) over all 100 held-out pairs: the mean of the per-pair scores, each in [0, 1]; the
+  // course asks for at least 0.8. A sentence of four tokens with one wrong word scores at most
+  // exp(0)·(3/4)^(1/2)·(2/3)^(1/4) ≈ 0.78, so a mean of 0.8 needs most held-out sentences exactly
+  // right. (An untrained model scores about 0.)
   std::vector<double> bleus = res.at("test_bleus").get<std::vector<double> >();
   REQUIRE(bleus.size() == 100);
   for (double b : bleus) CHECK((b >= 0 && b <= 1));
   const double mean = std::accumulate(bleus.begin(), bleus.end(), 0.0) / 100;
   CHECK(res.at("mean_bleu").get<double>() == doctest::Approx(mean));
-  CHECK(mean >= 0.6);
+  CHECK(mean >= 0.8);
 
-  // The alignment of "the black dog swims . <eos>" (black at 1, dog at 2): `chien` attends most to dog.
-  // The crossing (and `noir` attending most to black) is reported exactly when the argmaxes say so.
+  // The alignment of "the black dog swims . <eos>" (black at 1, dog at 2): the translation has `chien`
+  // then `noir`, `chien` attends most to dog and `noir` to black: the alignment crosses where the
+  // word orders do, and the lesson says so.
   CHECK(res.at("crossing_source_black").get<int64_t>() == 1);
   CHECK(res.at("crossing_source_dog").get<int64_t>() == 2);
   const int64_t noir = res.at("crossing_output_noir").get<int64_t>();
   const int64_t chien = res.at("crossing_output_chien").get<int64_t>();
   REQUIRE(chien >= 0);
+  REQUIRE(noir >= 0);
+  CHECK(noir > chien);
   CHECK(res.at("crossing_chien_argmax").get<int64_t>() == 2);
-  const bool crosses = noir > chien && res.at("crossing_noir_argmax").get<int64_t>() == 1;
-  CHECK(res.at("crossing").get<bool>() == crosses);
+  CHECK(res.at("crossing_noir_argmax").get<int64_t>() == 1);
+  CHECK(res.at("crossing").get<bool>());
 }
 
 #endif
