@@ -1,6 +1,7 @@
 // The autograd engine: recording an op's backward, and running backward().
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
+#include <qkv/core/factory.hpp>
 
 #include <unordered_map>
 #include <utility>
@@ -45,29 +46,35 @@ Edge edge_to(const Tensor& x) {
   return e;
 }
 
-void record_edges(Tensor& out, const char* name, const Tensor* inputs, size_t n, BackwardFn& backward) {
-  if (!grad_enabled) return;
+// The Node for `out`, or null when nothing is to be recorded (grad mode
+// off, or no input requires grad).
+Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n) {
+  if (!grad_enabled) return nullptr;
   bool any = false;
   for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
-  if (!any) return;
+  if (!any) return nullptr;
   auto node = std::make_shared<Node>();
   node->name = name;
   node->shape = out.shape();
   node->edges.reserve(n);
   for (size_t i = 0; i < n; ++i) node->edges.push_back(edge_to(inputs[i]));
-  node->backward = std::move(backward);
   out.impl()->grad_fn = std::move(node);
   out.impl()->requires_grad = true;
+  return out.impl()->grad_fn.get();
 }
 
 }  // namespace
 
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward) {
-  record_edges(out, name, inputs.begin(), inputs.size(), backward);
+  if (Node* node = new_node(out, name, inputs.begin(), inputs.size())) node->backward = std::move(backward);
 }
 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
-  record_edges(out, name, inputs.data(), inputs.size(), backward);
+  if (Node* node = new_node(out, name, inputs.data(), inputs.size())) node->backward = std::move(backward);
+}
+
+void record_accumulate(Tensor& out, const char* name, const Tensor& input, AccumulateFn backward) {
+  if (Node* node = new_node(out, name, &input, 1)) node->accumulate = std::move(backward);
 }
 
 // NOTE: a graph is a chain of shared_ptrs (output -> Node -> its inputs'
@@ -81,6 +88,7 @@ Node::~Node() {
     // Drop the tensors it captured first: an input it captured also holds
     // that input's Node, and then the edge holds the last reference.
     node.backward = nullptr;
+    node.accumulate = nullptr;
     for (Edge& e : node.edges)
       if (e.node && e.node.use_count() == 1) pending.push_back(std::move(e.node));
     node.edges.clear();
@@ -97,35 +105,87 @@ Node::~Node() {
 
 namespace {
 
-// Every Node reachable from root, ordered so that each comes after all the
-// Nodes of the ops that read its output (reverse post-order of a depth-first
-// search, done with an explicit stack: no recursion limit).
-std::vector<Node*> topological_order(Node* root) {
-  std::vector<Node*> post_order;
-  std::unordered_map<Node*, bool> seen{{root, true}};
-  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};  // (node, next edge to visit)
+// The graph below a root, numbered: each Node and each leaf reachable from
+// it gets a slot number, the key of its gradient; `post_order` lists the
+// (Node, slot) pairs so that, read backwards, each Node comes after all the
+// Nodes of the ops that read its output (the reverse post-order of a
+// depth-first search, done with an explicit stack: no recursion limit).
+struct Graph {
+  std::unordered_map<const void*, size_t> slot;  // Node* or leaf TensorImpl* -> slot number
+  std::vector<std::pair<Node*, size_t>> post_order;
+  std::vector<std::pair<TensorImpl*, size_t>> leaves;
+};
+
+Graph number_graph(Node* root) {
+  Graph g;
+  g.slot.emplace(root, 0);
+  struct Visit {
+    Node* node;
+    size_t slot;
+    size_t next = 0;  // the next edge to follow
+  };
+  std::vector<Visit> stack{{root, 0}};
   while (!stack.empty()) {
-    auto& [n, next] = stack.back();
-    if (next < n->edges.size()) {
-      Node* child = n->edges[next++].node.get();
-      if (child && seen.try_emplace(child, true).second) stack.emplace_back(child, 0);
+    Visit& v = stack.back();
+    if (v.next < v.node->edges.size()) {
+      const Edge& e = v.node->edges[v.next++];
+      if (!e.requires_grad()) continue;
+      const void* key = e.node ? static_cast<const void*>(e.node.get()) : e.leaf.get();
+      auto [it, fresh] = g.slot.try_emplace(key, g.slot.size());
+      if (!fresh) continue;
+      if (e.node)
+        stack.push_back({e.node.get(), it->second});  // NOTE: invalidates v
+      else
+        g.leaves.emplace_back(e.leaf.get(), it->second);
     } else {
-      post_order.push_back(n);
+      g.post_order.emplace_back(v.node, v.slot);
       stack.pop_back();
     }
   }
-  return {post_order.rbegin(), post_order.rend()};
+  return g;
 }
+
+// d(loss)/d(something) summed so far: for a Node, its output's gradient; for
+// a leaf, what will be added to its .grad().
+struct Slot {
+  Tensor grad;
+  // Made by backward() and seen by nothing else, so it may be written in
+  // place. Otherwise it is a tensor a backward function returned, which may
+  // share storage with another tensor (reshape's gradient is its dout seen
+  // with another shape; add hands dout on as it is; the seed is the caller's).
+  bool owned = false;
+};
 
 // a += b, in place (both contiguous, same shape).
 void add_into(Tensor& a, const Tensor& b) { kernels::axpy(a.numel(), 1.0f, b.data(), a.data()); }
 
-// A leaf's .grad() += g, or = a copy of g the first time (later += must not write into g).
-void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
-  if (!leaf.grad.defined())
-    leaf.grad = Tensor(g.to_vector(), g.shape());
+// The slot's gradient, made backward()'s own first (a copy) if it is not yet.
+Tensor& owned(Slot& slot) {
+  if (!slot.owned) {
+    slot.grad = Tensor(slot.grad.to_vector(), slot.grad.shape());
+    slot.owned = true;
+  }
+  return slot.grad;
+}
+
+// slot += g: in place when backward() owns the slot, else into a new tensor.
+void add_to(Slot& slot, const Tensor& g) {
+  if (!slot.owned) {
+    Tensor sum = Tensor::empty(g.shape());  // every element is written below
+    kernels::binary(kernels::Binary::Add, g.numel(), slot.grad.data(), 1, g.data(), 1, sum.data());
+    slot = {std::move(sum), true};
+  } else {
+    add_into(slot.grad, g);
+  }
+}
+
+// A leaf's .grad() += g; the first time, .grad() becomes g itself when
+// backward() owns it, else a copy (later += must not write into g).
+void accumulate_leaf(TensorImpl& leaf, Slot& g) {
+  if (leaf.grad.defined())
+    add_into(leaf.grad, g.grad);
   else
-    add_into(leaf.grad, g);
+    leaf.grad = std::move(owned(g));
 }
 
 }  // namespace
@@ -137,12 +197,12 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
         "backward: tensor of shape {} does not require grad (no input had requires_grad, or it was made under "
         "NoGradGuard)",
         root.shape());
-  Tensor seed = grad;
-  if (!seed.defined()) {
+  Slot seed{grad, false};
+  if (!grad.defined()) {
     if (root.numel() != 1) fail("backward: a gradient must be given for a non-scalar output of shape {}", root.shape());
-    seed = Tensor(std::vector<float>{1.0f}, root.shape());
-  } else if (seed.shape() != root.shape()) {
-    fail("backward: gradient of shape {} for an output of shape {}", seed.shape(), root.shape());
+    seed = {Tensor(std::vector<float>{1.0f}, root.shape()), true};
+  } else if (grad.shape() != root.shape()) {
+    fail("backward: gradient of shape {} for an output of shape {}", grad.shape(), root.shape());
   }
   if (!root.impl()->grad_fn) {  // a leaf's own backward: its gradient is the seed
     accumulate_leaf(*root.impl(), seed);
@@ -150,24 +210,36 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   }
 
   NoGradGuard no_grad;  // backward functions use ops; they must not record
-  // d(loss)/d(input) for the Nodes between root and the leaves, and for the
-  // leaves, summed over every use. Keys are Node* or leaf TensorImpl*.
-  // NOTE: a backward function may return a tensor that shares storage with
-  // its dout (reshape does), so sums are made out of place.
-  std::unordered_map<const void*, Tensor> grads{{root.impl()->grad_fn.get(), seed}};
-  std::vector<TensorImpl*> leaves;  // in the order gradients first reached them
-  for (Node* node_ptr : topological_order(root.impl()->grad_fn.get())) {
-    auto found = grads.find(node_ptr);
-    if (found == grads.end()) continue;  // nothing flowed here
-    Tensor dout = std::move(found->second);
-    grads.erase(found);
+  // slots[k]: d(loss)/d(output) of Node k, or d(loss)/d(leaf k), summed over
+  // every use; undefined until a gradient reaches it.
+  Graph graph = number_graph(root.impl()->grad_fn.get());
+  std::vector<Slot> slots(graph.slot.size());
+  slots[0] = std::move(seed);
+  auto slot_of = [&](const Edge& e) -> Slot& {
+    return slots[graph.slot.at(e.node ? static_cast<const void*>(e.node.get()) : e.leaf.get())];
+  };
+  for (auto it = graph.post_order.rbegin(); it != graph.post_order.rend(); ++it) {
+    auto [node_ptr, k] = *it;
+    if (!slots[k].grad.defined()) continue;  // nothing flowed here
+    const Tensor dout = std::move(slots[k].grad);
+    slots[k] = Slot();
 
     Node& node = *node_ptr;
-    if (!node.backward)
+    if (!node.backward && !node.accumulate)
       fail(
           "backward: trying to backward through the graph a second time ({} has already run, and the tensors it "
           "saved are freed). Pass retain_graph=true to the first backward() to backpropagate through a graph twice",
           node.name);
+    if (node.accumulate) {
+      const Edge& e = node.edges[0];
+      if (e.requires_grad() && !(e.leaf && !e.leaf->requires_grad)) {
+        Slot& slot = slot_of(e);
+        if (!slot.grad.defined()) slot = {zeros(e.shape()), true};
+        node.accumulate(dout, owned(slot));
+      }
+      if (!retain_graph) node.accumulate = nullptr;  // done with this node: free what it saved
+      continue;
+    }
     std::vector<Tensor> dinputs = node.backward(dout);
     // Done with this node: free what its backward function captured, as soon
     // as possible, so backward's peak memory holds only the nodes still to run.
@@ -180,18 +252,15 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       if (!dx.defined() || !e.requires_grad() || (e.leaf && !e.leaf->requires_grad)) continue;
       if (dx.shape() != e.shape())
         fail("backward: {} gave a gradient of shape {} for input {} of shape {}", node.name, dx.shape(), i, e.shape());
-      const void* key = e.node ? static_cast<const void*>(e.node.get()) : e.leaf.get();
-      auto [slot, fresh] = grads.try_emplace(key, std::move(dx));
-      if (fresh) {
-        if (e.leaf) leaves.push_back(e.leaf.get());
-      } else {
-        Tensor sum(slot->second.to_vector(), e.shape());
-        add_into(sum, dx);
-        slot->second = sum;
-      }
+      Slot& slot = slot_of(e);
+      if (!slot.grad.defined())
+        slot = {std::move(dx), false};
+      else
+        add_to(slot, dx);
     }
   }
-  for (TensorImpl* leaf : leaves) accumulate_leaf(*leaf, grads.at(leaf));
+  for (auto [leaf, k] : graph.leaves)
+    if (slots[k].grad.defined()) accumulate_leaf(*leaf, slots[k]);
 }
 
 }  // namespace qkv

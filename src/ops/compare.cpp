@@ -16,6 +16,8 @@
 #include <functional>
 #include <vector>
 
+#include "ops/util.hpp"
+
 namespace qkv {
 
 namespace {
@@ -161,10 +163,10 @@ Tensor where(const IntTensor& mask, const Tensor& a, const Tensor& b) {
   // NOTE: picking with where, not multiplying by the mask: dout · 0 would
   // turn an infinite or NaN gradient of the other branch into NaN.
   record(out, "WhereBackward", {a, b},
-         [mask, a_shape = a.shape(), b_shape = b.shape(), ga = a.requires_grad(),
-          gb = b.requires_grad()](const Tensor& dout) -> std::vector<Tensor> {
-           return {ga ? sum_to(where(mask, dout, 0.0f), a_shape) : Tensor(),
-                   gb ? sum_to(where(mask, 0.0f, dout), b_shape) : Tensor()};
+         [mask, da = detail::OperandGrad(a, out),
+          db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
+           return {da.needed() ? da.of(where(mask, dout, 0.0f)) : Tensor(),
+                   db.needed() ? db.of(where(mask, 0.0f, dout)) : Tensor()};
          });
   return out;
 }

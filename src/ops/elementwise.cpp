@@ -156,23 +156,23 @@ Tensor unary_op(kernels::Unary op, const Tensor& x, const char* name) {
 // y = a + b      da = dout      db = dout      (each summed to its input's shape)
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Add, a, b, "add");
-  // Only the shapes are kept: the gradients need none of a's or b's numbers.
-  record(out, "AddBackward", {a, b},
-         [a_shape = a.shape(), b_shape = b.shape(), ga = a.requires_grad(),
-          gb = b.requires_grad()](const Tensor& dout) -> std::vector<Tensor> {
-           return {ga ? sum_to(dout, a_shape) : Tensor(), gb ? sum_to(dout, b_shape) : Tensor()};
-         });
+  // The gradients need none of a's or b's numbers: the graph keeps neither.
+  record(
+      out, "AddBackward", {a, b},
+      [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
+        return {da.of(dout), db.of(dout)};
+      });
   return out;
 }
 
 // y = a - b      da = dout      db = -dout
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
-  record(out, "SubBackward", {a, b},
-         [a_shape = a.shape(), b_shape = b.shape(), ga = a.requires_grad(),
-          gb = b.requires_grad()](const Tensor& dout) -> std::vector<Tensor> {
-           return {ga ? sum_to(dout, a_shape) : Tensor(), gb ? neg(sum_to(dout, b_shape)) : Tensor()};
-         });
+  record(
+      out, "SubBackward", {a, b},
+      [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
+        return {da.of(dout), db.needed() ? neg(db.of(dout)) : Tensor()};
+      });
   return out;
 }
 

@@ -9,7 +9,9 @@
 //     expand); its gradient is the inverse permutation, or a sum;
 //   - a take along one dim: out[o, j, i] = x[o, pos[j], i] (narrow, slice,
 //     split, chunk, index_select, embedding); its gradient adds dout back
-//     into zeros at the same positions.
+//     at the same positions, in place into the input's gradient (one buffer
+//     however many pieces are taken: a decoder that narrows its input once
+//     per step costs the size of the input, not steps × that).
 // repeat, stack and embedding are built from these, so their gradients come
 // for free.
 //
@@ -18,12 +20,13 @@
 // that lets cat skip 1-D empty tensors of any shape.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
-#include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
 #include <algorithm>
+#include <cstring>
 
+#include "kernels/elementwise.hpp"
 #include "ops/util.hpp"
 
 namespace qkv {
@@ -61,71 +64,137 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+// dst[r·cols + c] = src[c·ld + r] for r < rows, c < cols: a (cols, rows)
+// matrix (rows ld apart) transposed into a row-major (rows, cols) one. In
+// square tiles, so that both the rows read and the rows written stay in
+// cache while a tile is copied; element by element, src would be read a
+// whole column apart at every step.
+void transpose_matrix(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) dst[r * cols + c] = src[c * ld + r];
+    }
+  }
+}
+
 // dst[i₀, i₁, …] = src[Σₖ iₖ·strides[k]] for every index of `shape`, dst row-major.
-// The one copy loop behind permute (strides taken in a new order) and expand
+// The one copy behind permute (strides taken in a new order) and expand
 // (stride 0 along a dim that repeats one value).
+//
+// First the walk is made as short as it can be: size-1 dims are dropped, and
+// neighbours that src also holds one after the other (stride[k] =
+// stride[k+1]·size[k+1]) become one dim. Then each row of the last dim is
+//   - one contiguous run of src (stride 1: permute(0, 2, 1, 3), which leaves
+//     the last dim in place): a memcpy;
+//   - or, when the last two dims are src's last two swapped (transpose(-2, -1)),
+//     a column of a matrix: each such matrix is copied by transpose_matrix;
+//   - or else gathered element by element.
+// tests/ops/test_shape_ops.cpp holds every path equal to the element-by-element walk.
 void strided_copy(const float* src, const Shape& shape, const std::vector<int64_t>& strides, float* dst) {
-  const int64_t nd = shape.ndim();
   if (shape.numel() == 0) return;
+  std::vector<int64_t> size, stride;  // the shortened walk
+  for (int64_t d = 0; d < shape.ndim(); ++d) {
+    const int64_t s = shape[d], t = strides[static_cast<size_t>(d)];
+    if (s == 1) continue;
+    if (!size.empty() && stride.back() == t * s) {  // the previous dim steps over this whole one: merge
+      size.back() *= s;
+      stride.back() = t;
+    } else {
+      size.push_back(s);
+      stride.push_back(t);
+    }
+  }
+  const int64_t nd = static_cast<int64_t>(size.size());
   if (nd == 0) {
     dst[0] = src[0];
     return;
   }
-  const int64_t len = shape[nd - 1], step = strides[static_cast<size_t>(nd - 1)];
-  std::vector<int64_t> index(static_cast<size_t>(nd), 0);  // of the current row's first element
-  int64_t offset = 0;                                      // its position in src
-  for (int64_t row = 0, rows = shape.numel() / len; row < rows; ++row) {
-    for (int64_t j = 0; j < len; ++j) dst[j] = src[offset + j * step];
-    dst += len;
-    // Odometer: step the index to the next row, carrying into earlier dims.
-    for (int64_t d = nd - 2; d >= 0; --d) {
+  // A (rows, cols) matrix per index of the dims before the last two, when
+  // they are src's (cols, rows) matrix transposed.
+  const bool transposed = nd >= 2 && stride[static_cast<size_t>(nd - 2)] == 1 && stride.back() != 1;
+  const int64_t walked = transposed ? nd - 2 : nd - 1;  // the dims the odometer below steps through
+  const int64_t len = size.back(), step = stride.back();
+  const int64_t block = transposed ? size[static_cast<size_t>(nd - 2)] * len : len;  // floats written per step
+  std::vector<int64_t> index(static_cast<size_t>(walked), 0);
+  int64_t offset = 0;  // in src, of the current block's first element
+  for (int64_t b = 0, blocks = shape.numel() / block; b < blocks; ++b) {
+    if (transposed)
+      transpose_matrix(src + offset, size[static_cast<size_t>(nd - 2)], len, step, dst);
+    else if (step == 1)
+      std::memcpy(dst, src + offset, static_cast<size_t>(len) * sizeof(float));
+    else
+      for (int64_t j = 0; j < len; ++j) dst[j] = src[offset + j * step];
+    dst += block;
+    // Odometer: step the index to the next block, carrying into earlier dims.
+    for (int64_t d = walked - 1; d >= 0; --d) {
       size_t k = static_cast<size_t>(d);
-      offset += strides[k];
-      if (++index[k] < shape[d]) break;
-      offset -= strides[k] * shape[d];
+      offset += stride[k];
+      if (++index[k] < size[k]) break;
+      offset -= stride[k] * size[k];
       index[k] = 0;
     }
   }
 }
 
+// Whether pos is p, p+1, p+2, …: then the part taken from each outer row is
+// one contiguous run of x.
+bool is_run(const std::vector<int64_t>& pos) {
+  for (size_t j = 1; j < pos.size(); ++j)
+    if (pos[j] != pos[0] + static_cast<int64_t>(j)) return false;
+  return true;
+}
+
 // out[o, j, i] = x[o, pos[j], i]   in the (outer, n, inner) view around dim.
+// A run of positions (narrow, split, a slice of step 1) is one memcpy per
+// outer row; other positions copy `inner` floats each.
 Tensor gather_along(const Tensor& x, int64_t dim, const std::vector<int64_t>& pos) {
   std::vector<int64_t> dims = x.shape().dims();
   dims[static_cast<size_t>(dim)] = static_cast<int64_t>(pos.size());
   Tensor out = Tensor::empty(Shape(dims));
   auto [outer, n, inner] = detail::axis_view(x.shape(), dim);
   const int64_t m = static_cast<int64_t>(pos.size());
+  if (out.numel() == 0) return out;
   const float* src = x.data();
   float* dst = out.data();
+  if (is_run(pos)) {
+    const size_t bytes = static_cast<size_t>(m * inner) * sizeof(float);
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * m * inner, src + (o * n + pos[0]) * inner, bytes);
+    return out;
+  }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < m; ++j)
       std::copy_n(src + (o * n + pos[static_cast<size_t>(j)]) * inner, inner, dst + (o * m + j) * inner);
   return out;
 }
 
-// dx = zeros(x_shape);  dx[o, pos[j], i] += dout[o, j, i]: a position taken
-// twice gets both contributions.
-Tensor scatter_add_along(const Tensor& dout, const Shape& x_shape, int64_t dim, const std::vector<int64_t>& pos) {
-  Tensor dx = zeros(x_shape);
-  auto [outer, n, inner] = detail::axis_view(x_shape, dim);
+// dx[o, pos[j], i] += dout[o, j, i], in place: a position taken twice gets
+// both contributions. dx is the input's whole gradient (autograd.hpp's
+// record_accumulate); only the positions taken are touched.
+void scatter_add_along(const Tensor& dout, Tensor& dx, int64_t dim, const std::vector<int64_t>& pos) {
+  if (dout.numel() == 0) return;
+  auto [outer, n, inner] = detail::axis_view(dx.shape(), dim);
   const int64_t m = static_cast<int64_t>(pos.size());
   const float* src = dout.data();
   float* dst = dx.data();
+  if (is_run(pos)) {
+    for (int64_t o = 0; o < outer; ++o)
+      kernels::axpy(m * inner, 1.0f, src + o * m * inner, dst + (o * n + pos[0]) * inner);
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < m; ++j) {
-      const float* from = src + (o * m + j) * inner;
-      float* to = dst + (o * n + pos[static_cast<size_t>(j)]) * inner;
-      for (int64_t i = 0; i < inner; ++i) to[i] += from[i];
-    }
-  return dx;
+    for (int64_t j = 0; j < m; ++j)
+      kernels::axpy(inner, 1.0f, src + (o * m + j) * inner, dst + (o * n + pos[static_cast<size_t>(j)]) * inner);
 }
 
-// y = x[…, pos, …] along dim (positions already checked).   dx = dout added back at pos.
+// y = x[…, pos, …] along dim (positions already checked).   dx[…, pos, …] += dout.
 Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* backward_name) {
   Tensor out = gather_along(x, dim, pos);
-  Shape x_shape = x.shape();
-  record(out, backward_name, {x}, [x_shape, dim, pos](const Tensor& dout) -> std::vector<Tensor> {
-    return {scatter_add_along(dout, x_shape, dim, pos)};
+  record_accumulate(out, backward_name, x, [dim, pos = std::move(pos)](const Tensor& dout, Tensor& dx) {
+    scatter_add_along(dout, dx, dim, pos);
   });
   return out;
 }
@@ -370,8 +439,7 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
 // ---- split, chunk, narrow, slice ------------------------------------------------------
 
 // Consecutive pieces of the given sizes along dim. Each piece is a take of
-// its own range, so each gets its own backward (scatter into zeros) and the
-// engine adds them up in dx.
+// its own range, so each gets its own backward, which adds its part into dx.
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
   detail::check_input(x, "split", "x");
   int64_t d = normalize_dim(dim, x.dim(), "split");

@@ -2,6 +2,7 @@
 #pragma once
 #include <qkv/core/error.hpp>
 #include <qkv/core/tensor.hpp>
+#include <qkv/ops/broadcast.hpp>
 
 #include <cstdint>
 
@@ -51,5 +52,25 @@ inline Shape reduced_shape(const Shape& shape, int64_t dim, bool keepdim) {
     dims.erase(dims.begin() + dim);
   return Shape(dims);
 }
+
+// What the backward of a broadcasting op (add, sub, where) keeps of an
+// operand x in place of x itself, so that the graph does not hold x's
+// numbers: whether x needs a gradient, and x's shape only when x was
+// broadcast (the common case, x of the output's shape, copies no Shape).
+// of(g) is x's gradient from g = d(loss)/d(out) (or from g already turned
+// into out's shape): g summed back to x's shape, undefined if x needs none.
+class OperandGrad {
+ public:
+  OperandGrad(const Tensor& x, const Tensor& out)
+      : needed_(x.requires_grad()),
+        broadcast_(needed_ && x.shape() != out.shape()),
+        shape_(broadcast_ ? x.shape() : Shape()) {}
+  bool needed() const { return needed_; }
+  Tensor of(const Tensor& g) const { return !needed_ ? Tensor() : broadcast_ ? sum_to(g, shape_) : g; }
+
+ private:
+  bool needed_, broadcast_;
+  Shape shape_;
+};
 
 }  // namespace qkv::detail

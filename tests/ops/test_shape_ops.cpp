@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <qkv/qkv.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ void gradcheck_one(const Shape& shape, const std::function<Tensor(const Tensor&)
     auto r = gradcheck([&](const std::vector<Tensor>& x) { return f(x[0]); }, {randn(shape, gen)});
     CHECK_MESSAGE(r.ok, r.message);
   }
+}
+
+// 0, step, 2·step, … below n.
+std::vector<int64_t> positions_of(int64_t n, int64_t step) {
+  std::vector<int64_t> pos;
+  for (int64_t p = 0; p < n; p += step) pos.push_back(p);
+  return pos;
 }
 
 // The pieces in reverse order, joined again: what the split/chunk reference cases compute.
@@ -141,6 +149,102 @@ TEST_CASE("ops/permute") {
                          doctest::Contains("permute: 1 dims given for a 2-d tensor of shape (2, 3)"), Error);
     CHECK_THROWS_WITH_AS(permute(zeros({2, 3}), {1, -1}), doctest::Contains("permute: dim -1 appears twice"), Error);
     CHECK_THROWS_WITH_AS(permute(zeros({2, 3}), {0, 2}), doctest::Contains("permute: dim 2 out of range"), Error);
+  }
+}
+
+namespace {
+
+// The element-by-element definition the copies are held to (the walk permute
+// and expand made before their fast paths): out[i₀, i₁, …] = x[Σₖ iₖ·strides[k]],
+// one element at a time, for out's shape `shape`.
+Tensor strided_copy_reference(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides) {
+  Tensor out = zeros(shape);
+  std::vector<int64_t> index(static_cast<size_t>(shape.ndim()), 0);
+  for (int64_t flat = 0; flat < shape.numel(); ++flat) {
+    int64_t rest = flat, offset = 0;
+    for (int64_t d = shape.ndim() - 1; d >= 0; --d) {
+      offset += (rest % shape[d]) * strides[static_cast<size_t>(d)];
+      rest /= shape[d];
+    }
+    out.data()[flat] = x.data()[offset];
+  }
+  return out;
+}
+
+// permute by the definition: out dim k is x's dim dims[k].
+Tensor permute_reference(const Tensor& x, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> x_strides(static_cast<size_t>(x.dim()), 1), out_dims, strides;
+  for (int64_t d = x.dim() - 2; d >= 0; --d)
+    x_strides[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(d + 1)] * x.shape()[d + 1];
+  for (int64_t d : dims) {
+    out_dims.push_back(x.shape()[d]);
+    strides.push_back(x_strides[static_cast<size_t>(d)]);
+  }
+  return strided_copy_reference(x, Shape(out_dims), strides);
+}
+
+}  // namespace
+
+TEST_CASE("ops/permute and transpose equal the element-by-element copy") {
+  // Each fast path (contiguous runs, tiled transposes of the last two dims,
+  // sizes that are not multiples of the tile) against the definition.
+  Generator gen(11);
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> dims;
+  };
+  std::vector<Case> cases{
+      {{2, 7, 3, 5}, {0, 2, 1, 3}},          // attention's heads: the last dim stays, runs of 5
+      {{3, 70, 45}, {0, 2, 1}},              // the last two swapped, tiles with tails
+      {{64, 33}, {1, 0}},                    // one matrix
+      {{2, 3, 40, 1, 37}, {0, 1, 4, 3, 2}},  // a size-1 dim between the swapped ones
+      {{4, 5, 6}, {2, 0, 1}},                // a rotation: no fast path
+      {{4, 5, 6}, {1, 2, 0}},
+      {{2, 1, 3}, {1, 0, 2}},  // moving only a size-1 dim: one run
+      {{5, 0, 3}, {2, 1, 0}},  // empty
+      {{1, 1}, {1, 0}},
+  };
+  // and every permutation of a 4-d shape with a tile-sized dim
+  std::vector<int64_t> dims{0, 1, 2, 3};
+  do {
+    cases.push_back({{3, 2, 33, 4}, dims});
+  } while (std::next_permutation(dims.begin(), dims.end()));
+  for (const Case& c : cases) {
+    CAPTURE(c.shape);
+    CAPTURE(c.dims.size());
+    Tensor x = randn(c.shape, gen);
+    Tensor got = permute(x, c.dims), want = permute_reference(x, c.dims);
+    REQUIRE(got.shape() == want.shape());
+    CHECK(got.to_vector() == want.to_vector());
+  }
+  SUBCASE("transpose(-2, -1) of a big batch") {
+    Tensor x = randn({3, 130, 67}, gen);
+    CHECK(transpose(x, -2, -1).to_vector() == permute_reference(x, {0, 2, 1}).to_vector());
+  }
+}
+
+TEST_CASE("ops/expand equals the element-by-element copy") {
+  Generator gen(12);
+  struct Case {
+    Shape from, to;
+  };
+  for (const Case& c : std::vector<Case>{{{3, 1}, {3, 40}},
+                                         {{1, 40}, {3, 40}},
+                                         {{5}, {2, 3, 5}},
+                                         {{2, 1, 1, 7}, {2, 3, 4, 7}},
+                                         {{2, 1, 7, 1}, {2, 3, 7, 4}},
+                                         {{1}, {0, 5}}}) {
+    CAPTURE(c.from);
+    CAPTURE(c.to);
+    Tensor x = randn(c.from, gen);
+    std::vector<int64_t> strides(static_cast<size_t>(c.to.ndim()), 0);
+    const int64_t lead = c.to.ndim() - c.from.ndim();
+    int64_t step = 1;
+    for (int64_t d = c.from.ndim() - 1; d >= 0; --d) {
+      if (c.from[d] != 1) strides[static_cast<size_t>(d + lead)] = step;
+      step *= c.from[d];
+    }
+    CHECK(expand(x, c.to).to_vector() == strided_copy_reference(x, c.to, strides).to_vector());
   }
 }
 
@@ -298,6 +402,68 @@ TEST_CASE("ops/slice") {
     CHECK_THROWS_WITH_AS(slice(zeros({5}), 0, 0, 5, -1), doctest::Contains("slice: step must be at least 1, got -1"),
                          Error);
     CHECK_THROWS_WITH_AS(slice(zeros({5}), 1, 0, 5), doctest::Contains("slice: dim 1 out of range"), Error);
+  }
+}
+
+TEST_CASE("ops/narrow, slice and index_select equal the element-by-element take") {
+  // y[o, j, i] = x[o, pos[j], i] by definition, for runs (one memcpy per
+  // outer row) and for other positions; and the gradient adds back there.
+  Generator gen(13);
+  Tensor x = randn({3, 9, 4}, gen);
+  auto take_reference = [&](int64_t dim, const std::vector<int64_t>& pos) {
+    std::vector<int64_t> dims = x.shape().dims();
+    dims[static_cast<size_t>(dim)] = static_cast<int64_t>(pos.size());
+    Tensor out = zeros(Shape(dims));
+    for (int64_t a = 0; a < dims[0]; ++a)
+      for (int64_t b = 0; b < dims[1]; ++b)
+        for (int64_t c = 0; c < dims[2]; ++c) {
+          std::vector<int64_t> at{a, b, c};
+          at[static_cast<size_t>(dim)] = pos[static_cast<size_t>(at[static_cast<size_t>(dim)])];
+          out.data()[(a * dims[1] + b) * dims[2] + c] = x.at({at[0], at[1], at[2]});
+        }
+    return out;
+  };
+  for (int64_t dim = 0; dim < 3; ++dim) {
+    CAPTURE(dim);
+    CHECK(narrow(x, dim, 1, 2).to_vector() == take_reference(dim, {1, 2}).to_vector());
+    CHECK(slice(x, dim, 0, 9, 2).to_vector() == take_reference(dim, positions_of(x.size(dim), 2)).to_vector());
+    CHECK(index_select(x, dim, int_tensor({2, 0, 2})).to_vector() == take_reference(dim, {2, 0, 2}).to_vector());
+  }
+}
+
+TEST_CASE("ops/the pieces of a tensor add their gradients into one buffer") {
+  // Mathematics: x (S, D); L = Σₜ (t+1)·Σ x[t] over the S single-row narrows,
+  // so dL/dx[t, :] = t + 1, plus the other uses of x added on top.
+  const int64_t S = 50, D = 3;
+  Tensor x = zeros({S, D}).requires_grad_();
+  SUBCASE("one narrow per step, as a decoder reads its input") {
+    Tensor loss = sum(mul(x, 0.5f));  // another use of x: 0.5 everywhere
+    for (int64_t t = 0; t < S; ++t) loss = add(loss, sum(mul(narrow(x, 0, t, 1), static_cast<float>(t + 1))));
+    loss.backward();
+    for (int64_t t = 0; t < S; ++t)
+      for (int64_t d = 0; d < D; ++d) REQUIRE(x.grad().at({t, d}) == static_cast<float>(t + 1) + 0.5f);
+  }
+  SUBCASE("a gradient that aliases the seed is copied before pieces add into it") {
+    // add's backward hands dout itself to h, and dout is the caller's g: the
+    // narrow's part must go into a copy, never into g.
+    Tensor h = mul(x, 1.0f);
+    Tensor y = add(h, expand(narrow(h, 0, 1, 1), {S, D}));
+    Tensor g = ones({S, D});
+    y.backward(g);
+    CHECK(g.to_vector() == std::vector<float>(static_cast<size_t>(S * D), 1.0f));
+    // dy/dh = 1 everywhere, plus S (the row broadcast to S rows) on row 1.
+    for (int64_t t = 0; t < S; ++t) REQUIRE(x.grad().at({t, 0}) == (t == 1 ? 1.0f + S : 1.0f));
+  }
+  SUBCASE("a leaf's pieces: its .grad() is made once, then added to") {
+    for (int round = 1; round <= 2; ++round) {
+      std::vector<Tensor> rows = split(x, 1, 0);
+      Tensor loss = sum(rows[3]);
+      for (size_t t = 0; t < rows.size(); t += 7) loss = add(loss, sum(rows[t]));
+      loss.backward();
+      // Row 3: 1; rows 0, 7, 14, …: 1 each (row 0 is among them), per round.
+      for (int64_t t = 0; t < S; ++t)
+        REQUIRE(x.grad().at({t, 2}) == static_cast<float>(round * ((t == 3) + (t % 7 == 0))));
+    }
   }
 }
 

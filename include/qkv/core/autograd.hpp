@@ -42,6 +42,15 @@ namespace qkv {
 // that do not require grad).
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
 
+// The other kind of backward, for an op with one input: it ADDS the op's
+// d(loss)/d(input) into `dx` in place. `dx` is that input's gradient summed
+// so far, of the input's shape (zeros before the first contribution), and
+// belongs to backward() alone. For ops that read a small part of a big input
+// (narrow, slice, split, index_select, embedding): each costs the size of its
+// part, where returning a gradient would cost a zero tensor of the whole
+// input per op (S pieces of one tensor: S whole-size tensors).
+using AccumulateFn = std::function<void(const Tensor& dout, Tensor& dx)>;
+
 // One input of an op, as the graph keeps it: where its gradient goes.
 struct Edge {
   std::shared_ptr<Node> node;        // an op made the input: the gradient flows on into that op's Node
@@ -58,7 +67,8 @@ struct Node {
   std::string name;         // "MulBackward": shown as grad_fn=<MulBackward>
   Shape shape;              // the output's shape: d(loss)/d(output) has it
   std::vector<Edge> edges;  // one per input the op read, in order: the graph's edges
-  BackwardFn backward;      // null once backward() has run it (unless retain_graph)
+  BackwardFn backward;      // the op's backward function: one of these two is set,
+  AccumulateFn accumulate;  // and both are null once backward() has run the node (unless retain_graph)
   ~Node();                  // frees long chains without recursing (see autograd.cpp)
 };
 
@@ -68,6 +78,9 @@ struct Node {
 // numbers alive, so `backward` captures whatever values it will need.
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward);
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+// record() for an op of one input whose backward adds into the input's gradient.
+void record_accumulate(Tensor& out, const char* name, const Tensor& input, AccumulateFn backward);
 
 // Backpropagate d(root)/d(leaf) into every leaf's .grad() (+=). `grad` is
 // d(loss)/d(root); it may be omitted when root has one element. Each node's
