@@ -7,7 +7,7 @@
 // each is one kernel each way, its backward written out beside it:
 // layer_norm (every Transformer block), fused_gru_cell (every GRU step) and
 // cross_entropy (every step's loss, on the largest output). dropout is one
-// kernel forward, its mask drawn many numbers at a time.
+// kernel forward that draws the mask and writes y.
 //
 // Dims: N batch, C classes, D the features a row is normalised over.
 #include <qkv/core/autograd.hpp>

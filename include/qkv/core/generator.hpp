@@ -21,10 +21,9 @@ class Generator {
   float normal(float mean = 0, float std = 1);
   int64_t randint(int64_t low, int64_t high);  // uniform in [low, high)
 
-  // splitmix64's draw i (i = 1, 2, …) after state s is mix(s + i·kGamma): it
-  // depends on s and i alone, so a kernel can compute many draws at once
-  // (kernels::dropout does). state() is s; skip(n) moves past n draws, as n
-  // calls of next_u64 would.
+  // For kernels that draw the stream themselves (kernels::dropout): draw i
+  // (i = 1, 2, …) after state s is mix(s + i·kGamma). state() is s; skip(n)
+  // moves past n draws, as n calls of next_u64 would.
   static constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
   uint64_t state() const { return state_; }
   void skip(uint64_t n) { state_ += n * kGamma; }
