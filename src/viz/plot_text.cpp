@@ -142,6 +142,10 @@ std::string line_plot_text(const std::vector<Series>& series, const PlotOptions&
   if (opt.width < 2 || opt.height < 2)
     fail("{}: width and height must be at least 2, got {} and {}", op, opt.width, opt.height);
   const int64_t W = opt.width, H = opt.height;
+  // The canvas holds every cell: refuse a size no terminal shows before allocating it.
+  constexpr int64_t kMaxCells = int64_t{1} << 20;
+  if (W * H > kMaxCells)
+    fail("{}: a plot of {} x {} cells is too large for a terminal (at most {} cells)", op, W, H, kMaxCells);
   const bool color = use_color(text.color);
 
   Canvas canvas(W, H, /*braille_dots=*/color);

@@ -165,6 +165,8 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
   no_rows.max_rows = 0;
   viz::PlotOptions tiny;
   tiny.width = 1;
+  viz::PlotOptions huge;
+  huge.width = huge.height = std::numeric_limits<int>::max();
 
   check_bad_inputs({
       {"heatmap_text: undefined", [] { viz::heatmap_text(Tensor()); }, "heatmap_text: undefined tensor"},
@@ -236,6 +238,11 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
          viz::line_plot_text({{"loss", {}, {1, 2}}}, tiny);
        },
        "width and height must be at least 2, got 1 and 16"},
+      {"line_plot_text: width and height INT_MAX (a canvas of 2^62 cells)",
+       [=] {
+         viz::line_plot_text({{"loss", {}, {1, 2}}}, huge);
+       },
+       "line_plot_text: a plot of 2147483647 x 2147483647 cells is too large for a terminal (at most 1048576 cells)"},
       {"save_line_plot_svg: width 1",
        [=] {
          viz::save_line_plot_svg(svg, {{"loss", {}, {1, 2}}}, tiny);

@@ -336,6 +336,50 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
        "embedding: index 10 out of range"},
   });
   CHECK(model.is_training());  // a failed predict puts the mode back
+
+  // The parts on their own: an encoder (B, T) -> (B, T, 4), a decoder whose
+  // state comes from init_state for one batch.
+  auto encoder = std::make_shared<nn::Seq2SeqEncoder>(10, 4, 4, 1, 0.0f, gen);
+  auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(10, 4, 4, 1, 0.0f, gen);
+  const nn::EncoderOutput enc = encoder->forward(int_tensor({1, 2, 3}, {1, 3}));  // batch 1
+  check_bad_inputs({
+      {"Seq2SeqEncoder: 1-d X",
+       [=] {
+         encoder->forward(int_tensor({1, 2}));
+       },
+       "Seq2SeqEncoder: X (2) must be (batch, steps) token ids"},
+      {"Seq2SeqEncoder: no steps",
+       [=] {
+         encoder->forward(IntTensor::empty({1, 0}));
+       },
+       "has no time steps"},
+      {"Seq2SeqAttentionDecoder: init_state of an empty EncoderOutput",
+       [=] { decoder->init_state(nn::EncoderOutput{}, IntTensor()); },
+       "Seq2SeqAttentionDecoder: init_state needs an RNN encoder's outputs and final state"},
+      {"Seq2SeqAttentionDecoder: init_state with 2 lengths for 1 source",
+       [=] {
+         decoder->init_state(enc, int_tensor({3, 3}));
+       },
+       "Seq2SeqAttentionDecoder: enc_valid_lens (2) must be (1), one length per source"},
+      {"Seq2SeqAttentionDecoder: forward without init_state",
+       [=] {
+         nn::DecoderState state;
+         decoder->forward(int_tensor({1}, {1, 1}), state);
+       },
+       "X (1, 1) does not fit the state (hidden undefined, enc_outputs undefined): call init_state first"},
+      {"Seq2SeqAttentionDecoder: forward of a batch of 2 on a state for 1",
+       [=] {
+         nn::DecoderState state = decoder->init_state(enc, int_tensor({3}));
+         decoder->forward(int_tensor({1, 1}, {2, 1}), state);
+       },
+       "X (2, 1) does not fit the state (hidden (1, 1, 4), enc_outputs (1, 3, 4))"},
+      {"Seq2SeqAttentionDecoder: forward of no steps",
+       [=] {
+         nn::DecoderState state = decoder->init_state(enc, int_tensor({3}));
+         decoder->forward(IntTensor::empty({1, 0}), state);
+       },
+       "Seq2SeqAttentionDecoder: X (1, 0) has no steps"},
+  });
 }
 
 TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {

@@ -22,7 +22,9 @@ struct Series {
   bool points = false;  // markers, no line
 };
 
-// width and height in terminal cells; the SVG is 10 x 25 pixels per cell (640 x 400 by default).
+// width and height in terminal cells, each at least 2 (and width·height at
+// most 2^20 for line_plot_text, which holds every cell); the SVG is 10 x 25
+// pixels per cell (640 x 400 by default).
 struct PlotOptions {
   std::string title{}, xlabel{}, ylabel{};
   int width = 64, height = 16;
