@@ -3,8 +3,6 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/threads.hpp>
 
-#include <stdexcept>
-
 #include "kernels/parallel.hpp"
 
 namespace qkv {
@@ -14,12 +12,6 @@ void set_num_threads(int n) {
   kernels::set_num_threads(n);
 }
 
-int get_num_threads() {
-  try {
-    return kernels::num_threads();
-  } catch (const std::invalid_argument& e) {  // QKV_NUM_THREADS is not a count
-    fail("get_num_threads: {}", e.what());
-  }
-}
+int get_num_threads() { return kernels::num_threads(); }
 
 }  // namespace qkv

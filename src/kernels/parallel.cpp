@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -131,9 +132,21 @@ std::mutex pool_mutex;
 std::unique_ptr<ThreadPool> pool;
 std::atomic<int> threads_wanted{0};  // 0: not decided yet (see num_threads)
 
+// QKV_NUM_THREADS if it is a count, else the number of cores. A value that
+// is not a count is ignored with one warning on stderr (as OpenMP treats a
+// bad OMP_NUM_THREADS): the variable is read inside whatever op first goes
+// parallel, where an exception would blame that op for the environment, and
+// the results do not depend on the count anyway.
 int default_threads() {
-  if (const char* text = std::getenv("QKV_NUM_THREADS"); text && *text) return parse_num_threads(text);
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const char* text = std::getenv("QKV_NUM_THREADS");
+  if (!text || !*text) return cores;
+  try {
+    return parse_num_threads(text);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "qkv: warning: ignoring %s; using %d threads\n", e.what(), cores);
+    return cores;
+  }
 }
 
 }  // namespace

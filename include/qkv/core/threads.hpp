@@ -18,8 +18,9 @@ namespace qkv {
 // on. Throws qkv::Error for n < 1 (or above 1024).
 void set_num_threads(int n);
 
-// The number of threads the kernels run on. Throws qkv::Error if
-// QKV_NUM_THREADS is set but is not a whole number from 1 to 1024.
+// The number of threads the kernels run on: set_num_threads's, else
+// QKV_NUM_THREADS if it is a whole number from 1 to 1024 (any other value is
+// ignored with a warning on stderr), else the number of cores.
 int get_num_threads();
 
 }  // namespace qkv
