@@ -26,12 +26,12 @@ Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, i
   // U[-1/√fan_in, 1/√fan_in]; the same bound for the bias.
   Tensor w = Tensor::empty({out_channels, in_channels, kernel_size});
   init::kaiming_uniform_(w, std::sqrt(5.0f), gen);
-  weight = register_parameter("weight", w);
+  register_parameter("weight", weight, w);
   if (bias) {
     float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * kernel_size));
     Tensor b = Tensor::empty({out_channels});
     init::uniform_(b, -bound, bound, gen);
-    this->bias = register_parameter("bias", b);
+    register_parameter("bias", this->bias, b);
   }
 }
 

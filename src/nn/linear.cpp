@@ -17,12 +17,12 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& 
   // U[-1/sqrt(in), 1/sqrt(in)], and the same bound for b.
   Tensor w = Tensor::empty({out_features, in_features});
   init::kaiming_uniform_(w, std::sqrt(5.0f), gen);
-  weight = register_parameter("weight", w);
+  register_parameter("weight", weight, w);
   if (bias) {
     float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
     Tensor b = Tensor::empty({out_features});
     init::uniform_(b, -bound, bound, gen);
-    this->bias = register_parameter("bias", b);
+    register_parameter("bias", this->bias, b);
   }
 }
 
