@@ -131,6 +131,7 @@ std::string RNNBase::extra_repr() const {
 // ---- the loop over layers and steps ------------------------------------------------------
 
 LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state, Cell cell) const {
+  if (!x.defined()) fail("{}: input is an undefined tensor", name_);
   // Bring x to time-major (T, B, I); an unbatched (T, I) is a batch of one.
   if (x.dim() != 3 && x.dim() != 2)
     fail("{}: input {}: expected 3 dims ({}) or 2 dims (T, I) unbatched", name_, x.shape(),
