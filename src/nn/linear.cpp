@@ -18,12 +18,13 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& 
   Tensor w = Tensor::empty({out_features, in_features});
   init::kaiming_uniform_(w, std::sqrt(5.0f), gen);
   register_parameter("weight", weight, w);
+  Tensor b;  // undefined: bias = false registers it absent, as PyTorch's None
   if (bias) {
     float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
-    Tensor b = Tensor::empty({out_features});
+    b = Tensor::empty({out_features});
     init::uniform_(b, -bound, bound, gen);
-    register_parameter("bias", this->bias, b);
   }
+  register_parameter("bias", this->bias, b);
 }
 
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }  // (…, in) -> (…, out)

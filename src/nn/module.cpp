@@ -20,11 +20,15 @@ Tensor& Module::register_parameter(const std::string& name, Tensor& member, Tens
     if (p.member == &member)
       fail("register_parameter: {}: the member given for '{}' is already parameter '{}'", type_name(), name, p.name);
   }
-  if (!value.defined()) fail("register_parameter: parameter '{}' is undefined", name);
+  if (!value.defined()) {  // absent, as PyTorch's register_parameter(name, None)
+    member = Tensor();
+    params_.push_back({name, &member, Shape{}, true});
+    return member;
+  }
   if (!value.is_leaf()) value = value.detach();  // a parameter is a leaf of every graph
   value.requires_grad_();
   member = std::move(value);
-  params_.push_back({name, &member, member.shape()});
+  params_.push_back({name, &member, member.shape(), false});
   return member;
 }
 
@@ -37,12 +41,14 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
 
 // A member may have been assigned anything since it was registered; this is
 // where a wrong one is caught, before a list, a count, a save or a load uses it.
-Tensor Module::checked(const std::string& full_name, const Tensor& member, const Shape& shape) const {
+// `shape` is null for a parameter registered absent, which may take any shape.
+Tensor Module::checked(const std::string& full_name, const Tensor& member, const Shape* shape) const {
   if (!member.defined())
-    fail("{}: parameter '{}' holds an undefined tensor; assign it a tensor of shape {}", type_name(), full_name, shape);
-  if (member.shape() != shape)
+    fail("{}: parameter '{}' holds an undefined tensor; assign it a tensor of shape {}", type_name(), full_name,
+         *shape);
+  if (shape && member.shape() != *shape)
     fail("{}: parameter '{}' was registered with shape {} but holds a tensor of shape {}", type_name(), full_name,
-         shape, member.shape());
+         *shape, member.shape());
   if (!member.is_leaf())
     fail(
         "{}: parameter '{}' holds the result of an op, not a parameter; assign another module's parameter or "
@@ -77,8 +83,9 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
 
 void Module::all_named_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const Param& p : params_) {
+    if (p.absent && !p.member->defined()) continue;  // PyTorch's None: not a parameter
     std::string name = prefix + p.name;
-    Tensor t = checked(name, *p.member, p.shape);
+    Tensor t = checked(name, *p.member, p.absent ? nullptr : &p.shape);
     out.emplace_back(std::move(name), std::move(t));
   }
   for (const auto& [name, child] : children_) child->all_named_parameters(prefix + name + ".", out);

@@ -318,3 +318,21 @@ TEST_CASE("nn/module: a member assigned something that cannot be its parameter i
                          doctest::Contains("GRU: parameter 'weight_hh_l0' was registered with shape (9, 3)"), Error);
   }
 }
+
+TEST_CASE("nn/module: a parameter registered absent (a Linear's bias = false) is listed once it is assigned") {
+  // PyTorch: Linear(4, 3, bias=False) registers bias as None; after
+  // lin.bias = nn.Parameter(torch.zeros(3)), named_parameters() gives
+  // weight, bias, and setting it back to None removes it again.
+  nn::Linear lin(4, 3, /*bias=*/false);
+  CHECK(names_of(lin.named_parameters()) == std::vector<std::string>{"weight"});
+  lin.bias = zeros({3}).requires_grad_();
+  CHECK(names_of(lin.named_parameters()) == std::vector<std::string>{"weight", "bias"});
+  CHECK(lin.num_parameters() == 15);
+  CHECK(lin.state_dict().at("bias").data() == lin.bias.data());
+  CHECK(lin.extra_repr() == "in_features=4, out_features=3, bias=True");
+  lin.bias = Tensor();
+  CHECK(lin.state_dict().size() == 1);
+  lin.bias = ones({3});  // not a parameter: no requires_grad
+  CHECK_THROWS_WITH_AS(lin.parameters(),
+                       doctest::Contains("Linear: parameter 'bias' holds a tensor that does not require grad"), Error);
+}

@@ -25,7 +25,11 @@
 //
 //   out->weight = emb->weight;   // (V, D): one tensor, two names
 //
-// parameters() lists it once, state_dict() under both names. (Modules are
+// parameters() lists it once, state_dict() under both names. (Registering
+// one tensor, or one submodule, under two names ties them too.) A parameter
+// registered undefined is absent, PyTorch's register_parameter(name, None),
+// as a Linear's bias when bias = false: it is listed once the member is
+// given a parameter (lin->bias = zeros({out}).requires_grad_()). (Modules are
 // not copied or moved, they live in shared_ptr, so a member's address stays
 // valid.) A member given an undefined tensor, a tensor of another shape
 // than the one registered, or one that is not a parameter (a result of an
@@ -102,7 +106,10 @@ class Module {
   // Bind the Tensor member `member` (of this module, or an element of a
   // vector member that is not resized afterwards) to parameter `name`, set
   // it to `value` (detached if it has a history, then requires_grad) and
-  // return it. `name`'s shape is value's shape from now on.
+  // return it. `name`'s shape is value's shape from now on. An undefined
+  // value registers the name as absent (PyTorch's register_parameter(name,
+  // None)): skipped while the member is undefined, listed, of any shape,
+  // once it holds a parameter.
   Tensor& register_parameter(const std::string& name, Tensor& member, Tensor value);
   // A parameter held by the module alone, with no member: returns a handle
   // to it. Assigning a new tensor to a copy of that handle does not change
@@ -126,11 +133,12 @@ class Module {
   std::string repr(size_t indent) const;
   // The member's tensor, after checking that it is still a parameter of the
   // registered shape; `full_name` is its dotted name, for the error.
-  Tensor checked(const std::string& full_name, const Tensor& member, const Shape& shape) const;
+  Tensor checked(const std::string& full_name, const Tensor& member, const Shape* shape) const;
   struct Param {
     std::string name;
     Tensor* member;  // where the layer keeps it: a member, or an element of owned_
     Shape shape;     // its shape when registered
+    bool absent;     // registered undefined: any shape, and skipped while undefined
   };
   std::vector<Param> params_;
   std::vector<std::unique_ptr<Tensor>> owned_;  // parameters with no member (stable addresses)
