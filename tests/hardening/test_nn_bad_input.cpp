@@ -129,6 +129,7 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
       // Conv1d: x (B, C, L)
       {"Conv1d: undefined x", [=] { (*conv)(Tensor()); }, "Conv1d: x is an undefined tensor"},
       {"conv1d: undefined input", [=] { conv1d(Tensor(), conv->weight); }, "conv1d: input is an undefined tensor"},
+      {"im2col1d: undefined input", [] { im2col1d(Tensor(), 3); }, "im2col1d: input is an undefined tensor"},
       {"conv1d: undefined weight",
        [=] {
          conv1d(ones({1, 2, 5}), Tensor());
