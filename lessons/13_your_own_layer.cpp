@@ -57,7 +57,9 @@ Tensor swish_wrong_backward(const Tensor& x) {
 
 // --- the layer -------------------------------------------------------------------------
 // A small classifier written as a user writes one: the submodules registered
-// once in the constructor, forward calling the new op between them.
+// once in the constructor, forward calling the new op between them. (A
+// parameter of its own would be a Tensor member bound to its name the same
+// way: register_parameter("scale", scale, ones({1})).)
 //   x (N, 2) -> Linear(2, W) -> swish -> Linear(W, W) -> swish -> Linear(W, C) -> logits (N, C)
 class SwishMLP : public nn::Module {
  public:

@@ -27,7 +27,7 @@ struct SkipMLP : nn::Module {
   SkipMLP(int64_t width, Generator& gen) {
     hidden = register_module("hidden", std::make_shared<nn::Linear>(1, width, true, gen));
     out = register_module("out", std::make_shared<nn::Linear>(width, 1, true, gen));
-    skip = register_parameter("skip", zeros({1}));
+    register_parameter("skip", skip, zeros({1}));
   }
   Tensor operator()(const Tensor& x) const { return (*out)(tanh((*hidden)(x))) + x * skip; }
   std::string type_name() const override { return "SkipMLP"; }

@@ -21,6 +21,9 @@ namespace {
 // value for every key, and valid_lens (B) or (B, Q) when given.
 void check_inputs(const char* layer, const Tensor& queries, const Tensor& keys, const Tensor& values,
                   const IntTensor& valid_lens) {
+  if (!queries.defined()) fail("{}: queries is an undefined tensor", layer);
+  if (!keys.defined()) fail("{}: keys is an undefined tensor", layer);
+  if (!values.defined()) fail("{}: values is an undefined tensor", layer);
   if (queries.dim() != 3 || keys.dim() != 3 || values.dim() != 3)
     fail("{}: queries {}, keys {}, values {}: expected 3-D (B, Q, D), (B, K, D), (B, K, Dv)", layer, queries.shape(),
          keys.shape(), values.shape());

@@ -26,13 +26,14 @@ Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, i
   // U[-1/√fan_in, 1/√fan_in]; the same bound for the bias.
   Tensor w = Tensor::empty({out_channels, in_channels, kernel_size});
   init::kaiming_uniform_(w, std::sqrt(5.0f), gen);
-  weight = register_parameter("weight", w);
+  register_parameter("weight", weight, w);
+  Tensor b;  // undefined: bias = false registers it absent, as PyTorch's None
   if (bias) {
     float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * kernel_size));
-    Tensor b = Tensor::empty({out_channels});
+    b = Tensor::empty({out_channels});
     init::uniform_(b, -bound, bound, gen);
-    this->bias = register_parameter("bias", b);
   }
+  register_parameter("bias", this->bias, b);
 }
 
 // (N, in_channels, L) -> (N, out_channels, L_out)

@@ -13,7 +13,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& g
     fail("Embedding: num_embeddings {} and embedding_dim {} must be positive", num_embeddings, embedding_dim);
   Tensor w = Tensor::empty({num_embeddings, embedding_dim});
   init::normal_(w, 0, 1, gen);  // PyTorch's default: N(0, 1)
-  weight = register_parameter("weight", w);
+  register_parameter("weight", weight, w);
 }
 
 Tensor Embedding::forward(const IntTensor& ids) const {

@@ -13,8 +13,8 @@ LayerNorm::LayerNorm(Shape normalized_shape, float eps, bool elementwise_affine)
     if (d <= 0) fail("LayerNorm: normalized_shape {} must have positive sizes", this->normalized_shape);
   if (!(eps >= 0)) fail("LayerNorm: eps must be ≥ 0, got {}", eps);
   if (elementwise_affine) {
-    weight = register_parameter("weight", ones(this->normalized_shape));
-    bias = register_parameter("bias", zeros(this->normalized_shape));
+    register_parameter("weight", weight, ones(this->normalized_shape));
+    register_parameter("bias", bias, zeros(this->normalized_shape));
   }
 }
 

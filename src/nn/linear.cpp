@@ -17,13 +17,14 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& 
   // U[-1/sqrt(in), 1/sqrt(in)], and the same bound for b.
   Tensor w = Tensor::empty({out_features, in_features});
   init::kaiming_uniform_(w, std::sqrt(5.0f), gen);
-  weight = register_parameter("weight", w);
+  register_parameter("weight", weight, w);
+  Tensor b;  // undefined: bias = false registers it absent, as PyTorch's None
   if (bias) {
     float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
-    Tensor b = Tensor::empty({out_features});
+    b = Tensor::empty({out_features});
     init::uniform_(b, -bound, bound, gen);
-    this->bias = register_parameter("bias", b);
   }
+  register_parameter("bias", this->bias, b);
 }
 
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }  // (…, in) -> (…, out)

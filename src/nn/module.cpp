@@ -13,15 +13,53 @@
 
 namespace qkv::nn {
 
-Tensor Module::register_parameter(const std::string& name, Tensor value) {
+Tensor& Module::register_parameter(const std::string& name, Tensor& member, Tensor value) {
   if (name.empty() || name.find('.') != std::string::npos) fail("register_parameter: bad name '{}'", name);
-  for (const auto& [n, p] : params_)
-    if (n == name) fail("register_parameter: {} already has a parameter '{}'", type_name(), name);
-  if (!value.defined()) fail("register_parameter: parameter '{}' is undefined", name);
+  for (const Param& p : params_) {
+    if (p.name == name) fail("register_parameter: {} already has a parameter '{}'", type_name(), name);
+    if (p.member == &member)
+      fail("register_parameter: {}: the member given for '{}' is already parameter '{}'", type_name(), name, p.name);
+  }
+  if (!value.defined()) {  // absent, as PyTorch's register_parameter(name, None)
+    member = Tensor();
+    params_.push_back({name, &member, Shape{}, true});
+    return member;
+  }
   if (!value.is_leaf()) value = value.detach();  // a parameter is a leaf of every graph
   value.requires_grad_();
-  params_.emplace_back(name, value);
-  return value;
+  member = std::move(value);
+  params_.push_back({name, &member, member.shape(), false});
+  return member;
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  auto slot = std::make_unique<Tensor>();
+  Tensor& p = register_parameter(name, *slot, std::move(value));
+  owned_.push_back(std::move(slot));
+  return p;
+}
+
+// A member may have been assigned anything since it was registered; this is
+// where a wrong one is caught, before a list, a count, a save or a load uses it.
+// `shape` is null for a parameter registered absent, which may take any shape.
+Tensor Module::checked(const std::string& full_name, const Tensor& member, const Shape* shape) const {
+  if (!member.defined())
+    fail("{}: parameter '{}' holds an undefined tensor; assign it a tensor of shape {}", type_name(), full_name,
+         *shape);
+  if (shape && member.shape() != *shape)
+    fail("{}: parameter '{}' was registered with shape {} but holds a tensor of shape {}", type_name(), full_name,
+         *shape, member.shape());
+  if (!member.is_leaf())
+    fail(
+        "{}: parameter '{}' holds the result of an op, not a parameter; assign another module's parameter or "
+        "x.detach().requires_grad_()",
+        type_name(), full_name);
+  if (!member.requires_grad())
+    fail(
+        "{}: parameter '{}' holds a tensor that does not require grad; call requires_grad_() on it first (PyTorch's "
+        "nn.Parameter)",
+        type_name(), full_name);
+  return member;
 }
 
 bool Module::contains(const Module* module) const {
@@ -44,7 +82,12 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
 }
 
 void Module::all_named_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
-  for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
+  for (const Param& p : params_) {
+    if (p.absent && !p.member->defined()) continue;  // PyTorch's None: not a parameter
+    std::string name = prefix + p.name;
+    Tensor t = checked(name, *p.member, p.absent ? nullptr : &p.shape);
+    out.emplace_back(std::move(name), std::move(t));
+  }
   for (const auto& [name, child] : children_) child->all_named_parameters(prefix + name + ".", out);
 }
 

@@ -98,13 +98,22 @@ RNNBase::RNNBase(const char* name, int64_t gates, int64_t input_size, int64_t hi
     return t;
   };
   const int64_t GH = gates * hidden_size;
-  for (int64_t l = 0; l < num_layers; ++l) {
+  // Sized once, before binding: register_parameter keeps each element's
+  // address, so the vectors must never grow after this.
+  const auto L = static_cast<size_t>(num_layers);
+  weight_ih.resize(L);
+  weight_hh.resize(L);
+  if (bias) {
+    bias_ih.resize(L);
+    bias_hh.resize(L);
+  }
+  for (size_t l = 0; l < L; ++l) {
     const int64_t in = l == 0 ? input_size : hidden_size;  // layer l > 0 reads layer l-1's h
-    weight_ih.push_back(register_parameter(fmt::format("weight_ih_l{}", l), uniform({GH, in})));
-    weight_hh.push_back(register_parameter(fmt::format("weight_hh_l{}", l), uniform({GH, hidden_size})));
+    register_parameter(fmt::format("weight_ih_l{}", l), weight_ih[l], uniform({GH, in}));
+    register_parameter(fmt::format("weight_hh_l{}", l), weight_hh[l], uniform({GH, hidden_size}));
     if (bias) {
-      bias_ih.push_back(register_parameter(fmt::format("bias_ih_l{}", l), uniform({GH})));
-      bias_hh.push_back(register_parameter(fmt::format("bias_hh_l{}", l), uniform({GH})));
+      register_parameter(fmt::format("bias_ih_l{}", l), bias_ih[l], uniform({GH}));
+      register_parameter(fmt::format("bias_hh_l{}", l), bias_hh[l], uniform({GH}));
     }
   }
 }
@@ -122,6 +131,7 @@ std::string RNNBase::extra_repr() const {
 // ---- the loop over layers and steps ------------------------------------------------------
 
 LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state, Cell cell) const {
+  if (!x.defined()) fail("{}: input is an undefined tensor", name_);
   // Bring x to time-major (T, B, I); an unbatched (T, I) is a batch of one.
   if (x.dim() != 3 && x.dim() != 2)
     fail("{}: input {}: expected 3 dims ({}) or 2 dims (T, I) unbatched", name_, x.shape(),

@@ -39,11 +39,18 @@ PositionalEncoding::PositionalEncoding(int64_t num_hiddens, float dropout, int64
 }
 
 Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
+  if (!X.defined()) fail("PositionalEncoding: X is an undefined tensor");
   if (X.dim() != 3 || X.size(2) != num_hiddens)
     fail("PositionalEncoding: X {}: expected (B, T, {})", X.shape(), num_hiddens);
   const int64_t T = X.size(1);
-  if (offset < 0 || offset + T > max_len)
+  // Positions offset … offset + T - 1 must be < max_len. offset + T could
+  // overflow int64 for a huge offset, so offset is compared with max_len - T
+  // (0 < max_len and 0 ≤ T, so that difference cannot overflow).
+  if (offset < 0 || offset > max_len - T) {
+    if (offset < 0) fail("PositionalEncoding: offset {} must be ≥ 0", offset);
+    if (offset > max_len) fail("PositionalEncoding: offset {} is past max_len {}", offset, max_len);
     fail("PositionalEncoding: positions {} to {} do not fit max_len {}", offset, offset + T - 1, max_len);
+  }
   return (*dropout)(X + P.narrow(1, offset, T));  // (B, T, H) + (1, T, H) -> (B, T, H)
 }
 
@@ -90,6 +97,11 @@ TransformerEncoder::TransformerEncoder(int64_t vocab_size, int64_t num_hiddens, 
                                        int64_t num_heads, int64_t num_blks, float dropout, bool use_bias,
                                        Generator& gen)
     : num_hiddens(num_hiddens) {
+  // As TransformerDecoder: a Transformer of no blocks would be an embedding
+  // and nothing else. (PyTorch 1.13 builds nn.TransformerEncoder(layer, 0)
+  // but its forward then fails with "index 0 is out of range"; refusing it
+  // here says why, before anything is allocated.)
+  if (num_blks <= 0) fail("TransformerEncoder: num_blks {} must be positive", num_blks);
   embedding = register_module("embedding", std::make_shared<Embedding>(vocab_size, num_hiddens, gen));
   pos_encoding = register_module("pos_encoding", std::make_shared<PositionalEncoding>(num_hiddens, dropout, 1000, gen));
   blks = register_module("blks", std::make_shared<ModuleList>());

@@ -19,6 +19,8 @@
 #include <qkv/ops/linalg.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
+#include "ops/util.hpp"
+
 namespace qkv {
 
 namespace {
@@ -69,6 +71,7 @@ void for_each_tap(int64_t N, int64_t C, int64_t L, int64_t T, const Window& w, F
 Tensor im2col1d(const Tensor& input, int64_t kernel_size, int64_t stride, int64_t padding, int64_t dilation) {
   const Window w{kernel_size, stride, padding, dilation};
   check_window("im2col1d", w);
+  detail::check_input(input, "im2col1d", "input");
   if (input.dim() != 3) fail("im2col1d: input {} must be 3-D (N, C, L)", input.shape());
   const int64_t N = input.size(0), C = input.size(1), L = input.size(2);
   const int64_t T = output_length("im2col1d", input.shape(), L, w);
@@ -90,6 +93,8 @@ Tensor im2col1d(const Tensor& input, int64_t kernel_size, int64_t stride, int64_
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
               int64_t dilation) {
+  detail::check_input(input, "conv1d", "input");
+  detail::check_input(weight, "conv1d", "weight");
   if (input.dim() != 3) fail("conv1d: input {} must be 3-D (N, C_in, L)", input.shape());
   if (weight.dim() != 3) fail("conv1d: weight {} must be 3-D (C_out, C_in, K)", weight.shape());
   const int64_t C = input.size(1), O = weight.size(0), K = weight.size(2);

@@ -84,6 +84,10 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
        "the number of elements overflows int64"},
       {"PositionWiseFFN: 0 hiddens", [] { nn::PositionWiseFFN(4, 0, 4); },
        "Linear: in_features 4 and out_features 0 must be positive"},
+      {"TransformerEncoder: 0 blocks", [] { nn::TransformerEncoder(10, 8, 16, 2, 0, 0.0f); },
+       "TransformerEncoder: num_blks 0 must be positive"},
+      {"TransformerEncoder: -1 blocks", [] { nn::TransformerEncoder(10, 8, 16, 2, -1, 0.0f); },
+       "TransformerEncoder: num_blks -1 must be positive"},
       {"TransformerDecoder: 0 blocks", [] { nn::TransformerDecoder(10, 8, 16, 2, 0, 0.0f); },
        "TransformerDecoder: num_blks 0 must be positive"},
       {"Seq2SeqEncoder: vocab 0", [] { nn::Seq2SeqEncoder(0, 4, 4, 1); },
@@ -104,6 +108,7 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
   auto norm = std::make_shared<nn::LayerNorm>(4);
   auto gru = std::make_shared<nn::GRU>(4, 3, 2, true, false, 0.0f, gen);
   auto lstm = std::make_shared<nn::LSTM>(4, 3, 1, true, false, 0.0f, gen);
+  auto rnn = std::make_shared<nn::RNN>(4, 3, 1, true, false, 0.0f, gen);
   auto dot = std::make_shared<nn::DotProductAttention>(0.0f, gen);
   auto mha = std::make_shared<nn::MultiHeadAttention>(8, 2, 0.0f, false, gen);
   auto additive = std::make_shared<nn::AdditiveAttention>(4, 4, 6, 0.0f, gen);
@@ -123,6 +128,13 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
        "linear: input (2, 5) x weight (3, 4): the input has 5 features, the weight expects 4"},
       // Conv1d: x (B, C, L)
       {"Conv1d: undefined x", [=] { (*conv)(Tensor()); }, "Conv1d: x is an undefined tensor"},
+      {"conv1d: undefined input", [=] { conv1d(Tensor(), conv->weight); }, "conv1d: input is an undefined tensor"},
+      {"im2col1d: undefined input", [] { im2col1d(Tensor(), 3); }, "im2col1d: input is an undefined tensor"},
+      {"conv1d: undefined weight",
+       [=] {
+         conv1d(ones({1, 2, 5}), Tensor());
+       },
+       "conv1d: weight is an undefined tensor"},
       {"Conv1d: 2-d x",
        [=] {
          (*conv)(ones({2, 5}));
@@ -159,6 +171,9 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
        "layer_norm: normalized_shape (4) does not match the trailing dims of x (2, 3)"},
       {"LayerNorm: 0-d x", [=] { (*norm)(scalar_tensor(1)); }, "does not match the trailing dims of x ()"},
       // RNNs: x (T, B, I) or (T, I)
+      {"GRU: undefined x", [=] { (*gru)(Tensor()); }, "GRU: input is an undefined tensor"},
+      {"LSTM: undefined x", [=] { (*lstm)(Tensor()); }, "LSTM: input is an undefined tensor"},
+      {"RNN: undefined x", [=] { (*rnn)(Tensor()); }, "RNN: input is an undefined tensor"},
       {"GRU: 1-d x", [=] { (*gru)(ones({4})); }, "GRU: input (4): expected 3 dims"},
       {"GRU: input size 5 for 4",
        [=] {
@@ -181,6 +196,36 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
        },
        "LSTM: give both h0 and c0, or neither"},
       // Attention: queries (B, Q, D), keys (B, K, D), values (B, K, Dv)
+      {"DotProductAttention: undefined queries",
+       [=] {
+         (*dot)(Tensor(), ones({1, 3, 4}), ones({1, 3, 4}));
+       },
+       "DotProductAttention: queries is an undefined tensor"},
+      {"DotProductAttention: undefined keys",
+       [=] {
+         (*dot)(ones({1, 2, 4}), Tensor(), ones({1, 3, 4}));
+       },
+       "DotProductAttention: keys is an undefined tensor"},
+      {"DotProductAttention: undefined values",
+       [=] {
+         (*dot)(ones({1, 2, 4}), ones({1, 3, 4}), Tensor());
+       },
+       "DotProductAttention: values is an undefined tensor"},
+      {"AdditiveAttention: undefined keys",
+       [=] {
+         (*additive)(ones({1, 2, 4}), Tensor(), ones({1, 2, 4}));
+       },
+       "AdditiveAttention: keys is an undefined tensor"},
+      {"MultiHeadAttention: undefined queries",
+       [=] {
+         (*mha)(Tensor(), ones({1, 2, 8}), ones({1, 2, 8}));
+       },
+       "MultiHeadAttention: queries is an undefined tensor"},
+      {"MultiHeadAttention: undefined values",
+       [=] {
+         (*mha)(ones({1, 2, 8}), ones({1, 2, 8}), Tensor());
+       },
+       "MultiHeadAttention: values is an undefined tensor"},
       {"DotProductAttention: 2-d queries",
        [=] {
          (*dot)(ones({2, 4}), ones({1, 3, 4}), ones({1, 3, 4}));
@@ -237,11 +282,27 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
          (*pos)(ones({1, 11, 4}));
        },
        "PositionalEncoding: positions 0 to 10 do not fit max_len 10"},
+      {"PositionalEncoding: undefined X", [=] { (*pos)(Tensor()); }, "PositionalEncoding: X is an undefined tensor"},
+      {"PositionalEncoding: offset INT64_MAX (offset + T overflows int64)",
+       [=] {
+         (*pos)(ones({1, 2, 4}), kMax);
+       },
+       "PositionalEncoding: offset 9223372036854775807 is past max_len 10"},
+      {"PositionalEncoding: offset max_len - 1 for 2 steps",
+       [=] {
+         (*pos)(ones({1, 2, 4}), 9);
+       },
+       "PositionalEncoding: positions 9 to 10 do not fit max_len 10"},
+      {"PositionalEncoding: offset INT64_MIN",
+       [=] {
+         (*pos)(ones({1, 2, 4}), std::numeric_limits<int64_t>::min());
+       },
+       "PositionalEncoding: offset -9223372036854775808 must be ≥ 0"},
       {"PositionalEncoding: offset -1",
        [=] {
          (*pos)(ones({1, 2, 4}), -1);
        },
-       "positions -1 to 0"},
+       "PositionalEncoding: offset -1 must be ≥ 0"},
       {"AddNorm: shapes differ",
        [=] {
          (*addnorm)(ones({2, 4}), ones({1, 4}));

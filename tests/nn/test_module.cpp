@@ -20,7 +20,7 @@ struct Block : nn::Module {
   Block() {
     W_q = register_module("W_q", std::make_shared<nn::Linear>(4, 3));
     W_o = register_module("W_o", std::make_shared<nn::Linear>(3, 4, false));
-    scale = register_parameter("scale", ones({1}));
+    register_parameter("scale", scale, ones({1}));
   }
   std::string type_name() const override { return "Block"; }
 };
@@ -247,7 +247,15 @@ TEST_CASE("nn/module: registration errors") {
     }
     void dotted() { register_parameter("a.b", ones({1})); }
     void null_child() { register_module<nn::Linear>("lin", nullptr); }
+    Tensor m;
+    void one_member_two_names() {
+      register_parameter("a", m, ones({1}));
+      register_parameter("b", m, ones({1}));
+    }
   } bad;
+  CHECK_THROWS_WITH_AS(bad.one_member_two_names(),
+                       doctest::Contains("register_parameter: Bad: the member given for 'b' is already parameter 'a'"),
+                       Error);
   CHECK_THROWS_WITH_AS(bad.twice(), doctest::Contains("register_parameter: Bad already has a parameter 'w'"), Error);
   CHECK_THROWS_WITH_AS(bad.dotted(), doctest::Contains("register_parameter: bad name 'a.b'"), Error);
   CHECK_THROWS_WITH_AS(bad.null_child(), doctest::Contains("register_module: module 'lin' is null"), Error);

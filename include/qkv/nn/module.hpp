@@ -4,11 +4,12 @@
 // (zero_grad()), save and load them (state_dict()/load_state_dict()) and
 // print itself like PyTorch's print(model).
 //
-// A layer registers each parameter and submodule once, in its constructor,
-// and keeps the handle in a named member:
+// A layer registers each parameter and submodule once, in its constructor.
+// A parameter lives in a named Tensor member, which register_parameter binds
+// to the name; a submodule in a shared_ptr member:
 //
 //   Linear::Linear(int64_t in, int64_t out) {
-//     weight = register_parameter("weight", …);        // Tensor weight;
+//     register_parameter("weight", weight, …);          // Tensor weight;
 //   }
 //   Block::Block() {
 //     W_q = register_module("W_q", std::make_shared<Linear>(24, 24));
@@ -16,18 +17,28 @@
 //
 // Names nest with dots as PyTorch gives them: encoder.layers.0.attention.W_q.weight.
 //
-// Weight tying (a language model's output layer reusing its embedding
-// matrix, PyTorch's `out.weight = emb.weight`) is one tensor registered under
-// two names, or one submodule under two names:
+// The module keeps the member's address, not a copy of its handle, so
+// everything (parameters(), state_dict(), load_state_dict(), zero_grad(),
+// repr()) reads the member as it is now. Weight tying (a language model's
+// output layer reusing its embedding matrix) is therefore PyTorch's
+// `out.weight = emb.weight`:
 //
-//   emb = register_module("emb", std::make_shared<Embedding>(V, D));
-//   out_weight = register_parameter("out_weight", emb->weight);   // (V, D), the same tensor
+//   out->weight = emb->weight;   // (V, D): one tensor, two names
 //
-// parameters() lists it once, state_dict() under both names.
-// NOTE: a Tensor is a handle, so the module, the member and an optimizer all
-// hold the same parameter. Everything that changes a parameter (optimizer
-// steps, load_state_dict, init) writes its numbers in place; never assign a
-// new tensor to a registered member.
+// parameters() lists it once, state_dict() under both names. (Registering
+// one tensor, or one submodule, under two names ties them too.) A parameter
+// registered undefined is absent, PyTorch's register_parameter(name, None),
+// as a Linear's bias when bias = false: it is listed once the member is
+// given a parameter (lin->bias = zeros({out}).requires_grad_()). (Modules are
+// not copied or moved, they live in shared_ptr, so a member's address stays
+// valid.) A member given an undefined tensor, a tensor of another shape
+// than the one registered, or one that is not a parameter (a result of an
+// op, or a tensor without requires_grad) is a qkv::Error naming the
+// parameter the next time the module lists its parameters.
+// NOTE: a Tensor is a handle, so the member and an optimizer hold the same
+// parameter. Tie weights before making the optimizer (as in PyTorch): it
+// keeps the handles it was given. Optimizer steps, load_state_dict and the
+// initialisers write the numbers in place, so every holder sees them.
 //
 // Each layer has its own forward(…) with its own arguments (there is no
 // virtual forward: a Linear takes one tensor, attention takes four), so the
@@ -92,7 +103,18 @@ class Module {
   virtual std::string extra_repr() const { return ""; }  // "in_features=2, out_features=3, bias=True"
 
  protected:
-  // Register `value` as parameter `name` (setting requires_grad) and return it.
+  // Bind the Tensor member `member` (of this module, or an element of a
+  // vector member that is not resized afterwards) to parameter `name`, set
+  // it to `value` (detached if it has a history, then requires_grad) and
+  // return it. `name`'s shape is value's shape from now on. An undefined
+  // value registers the name as absent (PyTorch's register_parameter(name,
+  // None)): skipped while the member is undefined, listed, of any shape,
+  // once it holds a parameter.
+  Tensor& register_parameter(const std::string& name, Tensor& member, Tensor value);
+  // A parameter held by the module alone, with no member: returns a handle
+  // to it. Assigning a new tensor to a copy of that handle does not change
+  // the parameter; a layer that keeps the handle in a member binds the
+  // member with the overload above.
   Tensor register_parameter(const std::string& name, Tensor value);
   // Register a submodule and return it, typed. Refuses a module that
   // contains this one (a cycle).
@@ -109,7 +131,17 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> all_named_parameters() const;
   void all_named_parameters(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
   std::string repr(size_t indent) const;
-  std::vector<std::pair<std::string, Tensor>> params_;
+  // The member's tensor, after checking that it is still a parameter of the
+  // registered shape; `full_name` is its dotted name, for the error.
+  Tensor checked(const std::string& full_name, const Tensor& member, const Shape* shape) const;
+  struct Param {
+    std::string name;
+    Tensor* member;  // where the layer keeps it: a member, or an element of owned_
+    Shape shape;     // its shape when registered
+    bool absent;     // registered undefined: any shape, and skipped while undefined
+  };
+  std::vector<Param> params_;
+  std::vector<std::unique_ptr<Tensor>> owned_;  // parameters with no member (stable addresses)
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -46,7 +46,8 @@ class RNNBase : public Module {
   float dropout;  // between layers, in training
 
   // weight_ih[l] is the parameter PyTorch names weight_ih_l{l}, and so on.
-  // bias_ih and bias_hh are empty when bias = false.
+  // bias_ih and bias_hh are empty when bias = false. Each element is bound
+  // to its parameter: assign to an element (weight_ih[0] = …), never resize.
   std::vector<Tensor> weight_ih, weight_hh, bias_ih, bias_hh;
 
   std::string extra_repr() const override;  // "4, 8, num_layers=2, batch_first=True"
