@@ -40,7 +40,7 @@ class AttentionClassifier : public nn::Module {
   AttentionClassifier(int64_t vocab_size, int64_t embed, int64_t hidden, int64_t classes, Generator& gen) {
     embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocab_size, embed, gen));
     features = register_module("features", std::make_shared<nn::Linear>(embed, embed, true, gen));
-    query = register_parameter("query", randn({embed}, gen));
+    register_parameter("query", query, randn({embed}, gen));  // binds the member query (embed)
     attention = register_module("attention", std::make_shared<nn::DotProductAttention>(0.0f, gen));
     hidden_layer = register_module("hidden", std::make_shared<nn::Linear>(embed, hidden, true, gen));
     output = register_module("output", std::make_shared<nn::Linear>(hidden, classes, true, gen));
