@@ -8,10 +8,20 @@
 
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace qkv::test {
+
+// The extreme values the tables feed in, for `using namespace qkv::test::extremes`.
+namespace extremes {
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t k2to62 = int64_t{1} << 62;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+}  // namespace extremes
 
 struct BadInput {
   std::string description;     // what is wrong with the input

@@ -18,12 +18,7 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
-
-namespace {
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-constexpr int64_t k2to62 = int64_t{1} << 62;
-}  // namespace
+using namespace qkv::test::extremes;
 
 TEST_CASE("hardening/core: bad input to the factories") {
   check_bad_inputs({

@@ -17,11 +17,8 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
+using namespace qkv::test::extremes;
 using qkv::test::temp_file;
-
-namespace {
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-}  // namespace
 
 TEST_CASE("hardening/data: bad input to TensorDataset and DataLoader") {
   check_bad_inputs({

@@ -25,12 +25,7 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
-
-namespace {
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
-}  // namespace
+using namespace qkv::test::extremes;
 
 TEST_CASE("hardening/io: file names that are no file, and files that are not safetensors") {
   test::TempDir dir("hardening_io");

@@ -20,12 +20,10 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
+using namespace qkv::test::extremes;
 
 namespace {
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t k2to31 = int64_t{1} << 31;
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
 }  // namespace
 
 TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before allocating") {

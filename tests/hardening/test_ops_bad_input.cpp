@@ -17,12 +17,9 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
+using namespace qkv::test::extremes;
 
 namespace {
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-constexpr int64_t k2to62 = int64_t{1} << 62;
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 Tensor x4() { return arange(4); }               // (4)
 Tensor x23() { return ones({2, 3}); }           // (2, 3)

@@ -22,10 +22,9 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
+using namespace qkv::test::extremes;
 
 namespace {
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
 
 std::vector<Tensor> params() { return {ones({3, 4}).requires_grad_(), ones({5}).requires_grad_()}; }
 }  // namespace

@@ -20,11 +20,7 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
-
-namespace {
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-}  // namespace
+using namespace qkv::test::extremes;
 
 TEST_CASE("hardening/tensor: the methods' dims, indices, steps and lengths") {
   const Tensor x = ones({2, 3});
