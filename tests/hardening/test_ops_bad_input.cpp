@@ -102,6 +102,35 @@ TEST_CASE("hardening/ops: linalg and functional") {
       {"matmul: inner sizes differ", [] { matmul(x23(), x23()); }, "matmul: (2, 3) x (2, 3): inner sizes 3 and 2"},
       {"bmm: 2-d operands", [] { bmm(x23(), x23()); }, "bmm: (2, 3) x (2, 3): both operands must be 3-d"},
       {"bmm: undefined", [] { bmm(Tensor(), x23()); }, "bmm: a is an undefined tensor"},
+      {"matmul: transpose_b of a 1-d operand", [] { matmul(x23(), ones({3}), {.transpose_b = true}); },
+       "matmul: (2, 3) x (3): transpose_b needs an operand with at least 2 dims"},
+      {"matmul: inner sizes differ once b is transposed",
+       [] {
+         matmul(x23(), ones({2, 4}), {.transpose_b = true});
+       },
+       "matmul: (2, 3) x (2, 4)ᵀ: inner sizes 3 and 4 differ"},
+      {"bmm: transpose_a with batch sizes that differ",
+       [] {
+         bmm(ones({2, 3, 4}), ones({3, 3, 4}), {.transpose_a = true});
+       },
+       "bmm: (2, 3, 4)ᵀ x (3, 3, 4): batch sizes 2 and 3 differ"},
+      {"fused_gru_cell: undefined h",
+       [] {
+         fused_gru_cell(ones({2, 9}), ones({2, 9}), Tensor());
+       },
+       "fused_gru_cell: h is an undefined tensor"},
+      {"fused_gru_cell: 1-d xw",
+       [] {
+         fused_gru_cell(ones({9}), ones({2, 9}), ones({2, 3}));
+       },
+       "fused_gru_cell: xw must be 2-d, got shape (9)"},
+      {"fused_gru_cell: gates that are not 3 H wide",
+       [] {
+         fused_gru_cell(x23(), x23(), ones({2, 3}));
+       },
+       "fused_gru_cell: xw (2, 3) and hw (2, 3) should both be (2, 9) for h (2, 3)"},
+      {"set_num_threads: 0", [] { set_num_threads(0); }, "set_num_threads: 0 threads: expected a count from 1 to 1024"},
+      {"set_num_threads: too many", [] { set_num_threads(1025); }, "set_num_threads: 1025 threads"},
       {"linear: undefined x", [] { linear(Tensor(), w(), Tensor()); }, "linear: x is an undefined tensor"},
       {"linear: undefined weight", [] { linear(x23(), Tensor(), Tensor()); }, "linear: weight is an undefined"},
       {"dropout: undefined", [] { dropout(Tensor(), 0.5f, true); }, "dropout: x is an undefined tensor"},
