@@ -1,6 +1,7 @@
 // The caching allocator of allocator.hpp: free lists by size class behind
 // one mutex, filled by the blocks dying tensors give back.
 #include <qkv/core/allocator.hpp>
+#include <qkv/core/error.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -130,10 +131,14 @@ size_t size_class(size_t bytes) {
 
 std::shared_ptr<void> allocate_block(size_t bytes) {
   const size_t size = size_class(bytes);
-  void* block = cache().take(size);
-  // If the shared_ptr cannot allocate its control block it calls the deleter
-  // (giving the block back) and throws std::bad_alloc.
-  return std::shared_ptr<void>(block, [size](void* p) { cache().give_back(p, size); });
+  try {
+    void* block = cache().take(size);
+    // If the shared_ptr cannot allocate its control block it calls the
+    // deleter (giving the block back) and throws std::bad_alloc.
+    return std::shared_ptr<void>(block, [size](void* p) { cache().give_back(p, size); });
+  } catch (const std::bad_alloc&) {
+    fail("allocate_block: out of memory allocating {} bytes", bytes);
+  }
 }
 
 void empty_cache() { cache().release_all(); }

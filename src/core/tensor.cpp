@@ -59,7 +59,7 @@ std::shared_ptr<T> allocate(const Shape& shape) {
   std::shared_ptr<void> block;
   try {
     block = allocate_block(static_cast<size_t>(n * sizeof(T)));
-  } catch (const std::bad_alloc&) {
+  } catch (const Error&) {  // allocate_block's out of memory, said again with the shape
     fail("empty: out of memory allocating shape {} ({} bytes)", shape, n * sizeof(T));
   }
   std::shared_ptr<T> storage = std::static_pointer_cast<T>(std::move(block));

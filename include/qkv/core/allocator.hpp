@@ -63,8 +63,8 @@ constexpr int64_t kEmptyPoison = std::numeric_limits<int64_t>::min();
 
 // A block of at least `bytes` (at least one size class, so never null),
 // 64-byte aligned, uninitialised; it goes back to the cache when the last
-// copy of the pointer dies. Throws std::bad_alloc when the system has no
-// memory left; Tensor::empty turns that into a qkv::Error naming the shape.
+// copy of the pointer dies. Throws qkv::Error naming the bytes when the
+// system has no memory left (Tensor::empty's error names the shape too).
 std::shared_ptr<void> allocate_block(size_t bytes);
 
 }  // namespace qkv
