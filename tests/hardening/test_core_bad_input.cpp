@@ -37,6 +37,18 @@ TEST_CASE("hardening/core: bad input to the factories") {
          ones({k2to62, 4});
        },
        "overflows int64"},
+      {"zeros_int: overflow",
+       [] {
+         zeros_int({k2to62, 4});
+       },
+       "overflows int64"},
+      {"zeros_int: a negative size",
+       [] {
+         zeros_int({2, -1});
+       },
+       "negative size in shape (2, -1)"},
+      {"zeros_like: undefined", [] { zeros_like(Tensor()); }, "use of an undefined tensor"},
+      {"ones_like: undefined", [] { ones_like(Tensor()); }, "use of an undefined tensor"},
       {"full: overflow",
        [] {
          full({4, k2to62}, 1.0f);
