@@ -180,10 +180,17 @@ void mask_row(int64_t n, int64_t len, const float* x, float* y) {
 // ---- public kernels --------------------------------------------------------------
 
 // Column (o, i) of the (outer, n, inner) view starts at x[o·n·inner + i] and
-// has stride inner.
-void softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
+// has stride inner: column(at) is called with that offset for every column.
+namespace {
+template <class Column>
+void each_column(int64_t outer, int64_t n, int64_t inner, Column column) {
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) softmax_column(n, inner, x + o * n * inner + i, y + o * n * inner + i);
+    for (int64_t i = 0; i < inner; ++i) column(o * n * inner + i);
+}
+}  // namespace
+
+void softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
+  each_column(outer, n, inner, [&](int64_t at) { softmax_column(n, inner, x + at, y + at); });
 }
 
 void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
@@ -192,8 +199,7 @@ void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) 
 }
 
 void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) log_softmax_column(n, inner, x + o * n * inner + i, y + o * n * inner + i);
+  each_column(outer, n, inner, [&](int64_t at) { log_softmax_column(n, inner, x + at, y + at); });
 }
 
 void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
@@ -202,12 +208,7 @@ void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float*
 }
 
 void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t at = o * n * inner + i;
-      softmax_backward_column(n, inner, y + at, dy + at, dx + at);
-    }
-  }
+  each_column(outer, n, inner, [&](int64_t at) { softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
 }
 
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
@@ -217,12 +218,7 @@ void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, c
 
 void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
                                     float* dx) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t at = o * n * inner + i;
-      log_softmax_backward_column(n, inner, y + at, dy + at, dx + at);
-    }
-  }
+  each_column(outer, n, inner, [&](int64_t at) { log_softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
 }
 
 void log_softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
