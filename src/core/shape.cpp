@@ -2,14 +2,25 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/shape.hpp>
 
+#include <algorithm>
+
 namespace qkv {
+
+Shape::Shape(const int64_t* first, const int64_t* last) : ndim_(last - first) {
+  if (ndim_ <= kInlineDims)
+    std::copy(first, last, inline_.begin());
+  else
+    heap_.assign(first, last);
+}
+
+bool Shape::operator==(const Shape& other) const { return std::equal(begin(), end(), other.begin(), other.end()); }
 
 int64_t Shape::numel() const {
   // Zeros are skipped while multiplying, so (0, 2⁶², 4) is an Error too: its
   // strides (2⁶²·4 for dim 0) would overflow even though it has no elements.
   int64_t n = 1;
   bool empty = false;
-  for (int64_t d : dims_) {
+  for (int64_t d : *this) {
     if (d == 0) {
       empty = true;
     } else if (__builtin_mul_overflow(n, d, &n)) {
@@ -35,7 +46,7 @@ int64_t checked_add(int64_t a, int64_t b, const char* op) {
 
 std::string Shape::str() const {
   std::string s = "(";
-  for (size_t i = 0; i < dims_.size(); ++i) s += (i ? ", " : "") + std::to_string(dims_[i]);
+  for (int64_t i = 0; i < ndim_; ++i) s += (i ? ", " : "") + std::to_string((*this)[i]);
   return s + ")";
 }
 

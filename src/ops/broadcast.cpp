@@ -12,16 +12,17 @@
 namespace qkv {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
-  int64_t n = std::max(a.ndim(), b.ndim());
-  std::vector<int64_t> dims(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {  // i counts from the last dim
+  if (a == b) return a;
+  const int64_t n = std::max(a.ndim(), b.ndim());
+  Shape out = a.ndim() == n ? a : b;  // n dims; each is set below
+  for (int64_t i = 0; i < n; ++i) {   // i counts from the last dim
     int64_t da = i < a.ndim() ? a[a.ndim() - 1 - i] : 1;
     int64_t db = i < b.ndim() ? b[b.ndim() - 1 - i] : 1;
     if (da != db && da != 1 && db != 1)
       fail("{}: shapes {} and {} do not broadcast (sizes {} and {} at dim {})", op, a, b, da, db, n - 1 - i);
-    dims[static_cast<size_t>(n - 1 - i)] = da == 1 ? db : da;
+    out[n - 1 - i] = da == 1 ? db : da;
   }
-  return Shape(dims);
+  return out;
 }
 
 // x has shape S, `shape` broadcasts to S. Align `shape` to S's last dims

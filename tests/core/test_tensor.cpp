@@ -21,6 +21,40 @@ TEST_CASE("core/shape") {
   CHECK_THROWS_WITH_AS(normalize_dim(-4, 3, "sum"), doctest::Contains("sum: dim -4 out of range"), Error);
 }
 
+TEST_CASE("core/shape: sizes inside the Shape and on the heap behave alike") {
+  // Up to six sizes are stored in the Shape itself, more on the heap: every
+  // operation must give the same answers on both sides of that line.
+  for (int64_t n : {0, 1, 5, 6, 7, 12}) {
+    CAPTURE(n);
+    std::vector<int64_t> sizes;
+    for (int64_t i = 0; i < n; ++i) sizes.push_back(i % 3 + 1);  // 1, 2, 3, 1, 2, …
+    const Shape s(sizes);
+    CHECK(s.ndim() == n);
+    CHECK(s.dims() == sizes);
+    CHECK(std::vector<int64_t>(s.begin(), s.end()) == sizes);
+    int64_t product = 1;
+    for (int64_t d : sizes) product *= d;
+    CHECK(s.numel() == product);
+
+    Shape copy = s;  // a copy is equal and independent
+    CHECK(copy == s);
+    if (n > 0) {
+      copy[n - 1] = 9;
+      CHECK(copy != s);
+      CHECK(s[n - 1] == sizes.back());
+    }
+    Shape moved = std::move(copy);
+    CHECK(moved.ndim() == n);
+    CHECK((n == 0 || moved[n - 1] == 9));
+
+    std::vector<int64_t> longer = sizes;  // a prefix is not equal to the longer shape
+    longer.push_back(1);
+    CHECK(Shape(longer) != s);
+  }
+  CHECK(Shape{1, 1, 1, 1, 1, 1, 1, 4}.str() == "(1, 1, 1, 1, 1, 1, 1, 4)");
+  CHECK_THROWS_WITH_AS((Shape{1, 1, 1, 1, 1, 1, 1}[7]), doctest::Contains("no dim 7 in a 7-d shape"), Error);
+}
+
 TEST_CASE("core/tensor construction and access") {
   Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
   CHECK(x.shape() == Shape{2, 3});
