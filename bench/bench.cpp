@@ -7,6 +7,7 @@
 //   build/release/bench --filter train/    only the cases whose name contains "train/"
 //   build/release/bench --list             the case names
 //   build/release/bench --threads 2        on 2 threads (the default is 1)
+//   build/release/bench --processes 5      each case in 5 processes: the spread of their medians
 //
 // The cases:
 //   peak/fma          not qkv: a register-only loop of fused multiply-adds on
@@ -96,11 +97,12 @@ std::vector<double> repeat(const std::function<double()>& once, Timing timing) {
 
 // One row of the table: the sorted times of a case, and what one repetition does.
 struct Row {
-  std::vector<double> times;  // seconds, sorted
-  double flops = 0;           // per repetition: the row shows GFLOP/s
-  double tokens = 0;          // per repetition: the row shows tokens/s
-  double ops = 0;             // per repetition: the row shows µs per op
-  bool best_rate = false;     // GFLOP/s from the fastest repetition, not the median
+  std::vector<double> times;   // seconds, sorted
+  double flops = 0;            // per repetition: the row shows GFLOP/s
+  double tokens = 0;           // per repetition: the row shows tokens/s
+  double ops = 0;              // per repetition: the row shows µs per op
+  bool best_rate = false;      // GFLOP/s from the fastest repetition, not the median
+  double rss_growth_mb = NAN;  // training steps: resident memory after the last step minus after the warm-up
 };
 
 json to_json(const std::string& name, const Row& row, int threads) {
@@ -115,6 +117,7 @@ json to_json(const std::string& name, const Row& row, int threads) {
   if (row.flops > 0) j["gflops"] = row.flops / (row.best_rate ? row.times.front() : median) / 1e9;
   if (row.tokens > 0) j["tokens_per_s"] = row.tokens / median;
   if (row.ops > 0) j["us_per_op"] = median / row.ops * 1e6;
+  if (!std::isnan(row.rss_growth_mb)) j["rss_growth_mb"] = row.rss_growth_mb;
   return j;
 }
 
@@ -332,6 +335,7 @@ Row train(const TrainSpec& s) {
   std::vector<Tensor> params = model->parameters();
   optim::Adam opt(params, 0.005f);
   Generator gen(0);
+  std::vector<double> rss_mb;  // resident memory after each step, warm-up steps included
   auto once = [&] {
     IntTensor X = randint(0, s.src_vocab, {B, T}, gen), Y = randint(0, V, {B, T}, gen);
     IntTensor X_len = randint(3, T + 1, {B}, gen), dec_X = IntTensor::empty({B, T});
@@ -339,7 +343,7 @@ Row train(const TrainSpec& s) {
       dec_X.data()[b * T] = bos;
       for (int64_t t = 1; t < T; ++t) dec_X.data()[b * T + t] = Y.data()[b * T + t - 1];
     }
-    return seconds([&] {
+    double t = seconds([&] {
       opt.zero_grad();
       Tensor logits = model->forward(X, dec_X, X_len);                               // (B, T, V)
       Tensor loss = cross_entropy(reshape(logits, {B * T, V}), Y.reshape({B * T}));  // mean over B·T tokens
@@ -347,10 +351,16 @@ Row train(const TrainSpec& s) {
       optim::clip_grad_norm_(params, 1.0f);
       opt.step();
     });
+    rss_mb.push_back(status_mb("VmRSS:"));
+    return t;
   };
   Row row;
-  row.times = repeat(once, steps(s.reps));
+  const Timing timing = steps(s.reps);
+  row.times = repeat(once, timing);
   row.tokens = static_cast<double>(B * T);
+  // Flat memory: once the warm-up has filled the allocator's cache, a step
+  // should reuse it, not grow the heap (a leak, or a cache that never fits).
+  row.rss_growth_mb = rss_mb.back() - rss_mb[static_cast<size_t>(timing.warmup - 1)];
   return row;
 }
 
@@ -395,8 +405,13 @@ std::string ms(double x) {
   return fmt::format("{:.{}f}", x, decimals);
 }
 
-void print_table_header() {
-  fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8}\n", "case", "thr", "median ms", "min–max ms", "rate", "peak MB");
+// The last two columns only when some row has them: "MB growth" for the
+// training steps, "spread" with --processes.
+void print_table_header(int processes) {
+  fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8} {:>9}", "case", "thr", "median ms", "min–max ms", "rate",
+             "peak MB", "MB growth");
+  if (processes > 1) fmt::print(" {:>9}", fmt::format("spread/{}", processes));
+  fmt::print("\n");
 }
 
 void print_table_row(const json& row) {
@@ -411,8 +426,11 @@ void print_table_row(const json& row) {
   }
   std::string spread = ms(row["min_ms"].get<double>()) + "–" + ms(row["max_ms"].get<double>());
   std::string memory = row.contains("peak_rss_mb") ? fmt::format("{:.1f}", row["peak_rss_mb"].get<double>()) : "";
-  fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8}\n", row["case"].get<std::string>(), row["threads"].get<int>(),
-             ms(row["median_ms"].get<double>()), spread, rate, memory);
+  std::string growth = row.contains("rss_growth_mb") ? fmt::format("{:+.1f}", row["rss_growth_mb"].get<double>()) : "";
+  fmt::print("{:<36} {:>3} {:>11} {:>21}  {:<30} {:>8} {:>9}", row["case"].get<std::string>(),
+             row["threads"].get<int>(), ms(row["median_ms"].get<double>()), spread, rate, memory, growth);
+  if (row.contains("process_spread")) fmt::print(" {:>8.1f}%", 100 * row["process_spread"].get<double>());
+  fmt::print("\n");
   std::fflush(stdout);
 }
 
@@ -430,6 +448,25 @@ json run_in_own_process(const std::string& name, int threads) {
   return json::parse(out);
 }
 
+// Runs `name` in `processes` processes one after another. Each process has
+// its own heap, its own page placement and its own luck with the machine, so
+// the spread of their medians is how far one run's number can be trusted:
+// the row is the process with the middle median (the lower middle of an even
+// count), plus every process's median and the spread, (max - min) / min.
+json run_in_processes(const std::string& name, int threads, int processes) {
+  std::vector<json> rows;
+  for (int p = 0; p < processes; ++p) rows.push_back(run_in_own_process(name, threads));
+  if (processes == 1) return rows[0];
+  std::sort(rows.begin(), rows.end(),
+            [](const json& a, const json& b) { return a["median_ms"].get<double>() < b["median_ms"].get<double>(); });
+  json row = rows[static_cast<size_t>(processes - 1) / 2];
+  json medians = json::array();
+  for (const json& r : rows) medians.push_back(r["median_ms"]);
+  row["process_medians_ms"] = medians;
+  row["process_spread"] = rows.back()["median_ms"].get<double>() / rows.front()["median_ms"].get<double>() - 1;
+  return row;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -437,11 +474,15 @@ int main(int argc, char** argv) {
   bool as_json = false, list = false;
   std::vector<std::string> filters;
   std::string one_case;
-  int threads = 1;
+  int threads = 1, processes = 1;
   app.add_flag("--json", as_json, "print the rows as JSON lines instead of a table");
   app.add_option("--filter", filters, "run only the cases whose name contains this (may repeat: any of them)");
   app.add_option("--threads", threads, "threads the kernels run on (set_num_threads); default 1")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--processes", processes,
+                 "run each case in this many processes, one after another: the row is the middle one, with the "
+                 "spread of their medians")
+      ->check(CLI::Range(1, 100));
   app.add_flag("--list", list, "print the case names and exit");
   app.add_option("--case", one_case, "run this one case here and print its JSON row (each case runs so)");
   CLI11_PARSE(app, argc, argv);
@@ -500,14 +541,14 @@ int main(int argc, char** argv) {
                cpu_simd(), compiled_simd(), kernels::W, threads, threads == 1 ? "" : "s");
     fmt::print("load average {} (1, 5, 15 min; well above 0, other work shares the CPU and the times are noisy)\n\n",
                load_average());
-    print_table_header();
+    print_table_header(processes);
   }
   double peak_gflops = 0;
   int failures = 0;
   for (const std::string& name : selected) {
     json row;
     try {
-      row = run_in_own_process(name, threads);
+      row = run_in_processes(name, threads, processes);
     } catch (const std::exception& e) {
       fmt::print(stderr, "{}\n", e.what());
       ++failures;
