@@ -299,27 +299,20 @@ int64_t grain_of(Unary op) {
   }
 }
 
-// f(begin, end) over pieces [begin, end) of [0, n), on the threads.
-template <class F>
-void in_pieces(int64_t n, int64_t grain, const F& f) {
-  const int64_t tasks = tasks_for(n, grain), batches = (n + W - 1) / W;
-  parallel_for(tasks, [&](int64_t t) { f(batches * t / tasks * W, std::min(n, batches * (t + 1) / tasks * W)); });
-}
-
 }  // namespace
 
 // ---- the kernels elementwise.hpp declares ----------------------------------------
 
 void unary(Unary op, int64_t n, const float* x, float* y) {
   const UnaryKernel kernel = row_of(op).simd;
-  in_pieces(n, grain_of(op), [&](int64_t begin, int64_t end) { kernel(end - begin, x + begin, y + begin); });
+  parallel_ranges(n, grain_of(op), W, [&](int64_t begin, int64_t end) { kernel(end - begin, x + begin, y + begin); });
 }
 void unary_reference(Unary op, int64_t n, const float* x, float* y) { row_of(op).reference(n, x, y); }
 
 void binary(Binary op, int64_t n, const float* a, int64_t a_step, const float* b, int64_t b_step, float* out) {
   const BinaryKernel kernel = row_of(op).simd;
   const int64_t grain = op == Binary::Pow ? GRAIN_COSTLY : GRAIN_CHEAP;
-  in_pieces(n, grain, [&](int64_t begin, int64_t end) {
+  parallel_ranges(n, grain, W, [&](int64_t begin, int64_t end) {
     kernel(end - begin, a + begin * a_step, a_step, b + begin * b_step, b_step, out + begin);
   });
 }
@@ -336,7 +329,7 @@ void axpy_reference(int64_t n, float alpha, const float* x, float* y) {
 
 void axpy(int64_t n, float alpha, const float* x, float* y) {
   const batch a(alpha);
-  in_pieces(n, GRAIN_CHEAP, [&](int64_t begin, int64_t end) {
+  parallel_ranges(n, GRAIN_CHEAP, W, [&](int64_t begin, int64_t end) {
     int64_t i = begin;
     for (; i + W <= end; i += W) {
       batch y_new = xsimd::fma(a, batch::load_unaligned(x + i), batch::load_unaligned(y + i));

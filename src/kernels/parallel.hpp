@@ -62,4 +62,18 @@ void parallel_for(int64_t tasks, const Task& task) {
 // (tens of microseconds).
 int64_t tasks_for(int64_t work, int64_t grain);
 
+// f(begin, end) over pieces [begin, end) that cover [0, n), on the threads:
+// tasks_for(n, grain) pieces of nearly equal size, each starting at a
+// multiple of `align` (a kernel's SIMD width, so that only the array's own
+// last n mod W elements take a scalar tail). For a kernel that computes each
+// element alone, whatever the cut gives the same result.
+template <class F>
+void parallel_ranges(int64_t n, int64_t grain, int64_t align, const F& f) {
+  const int64_t tasks = tasks_for(n, grain), units = (n + align - 1) / align;
+  parallel_for(tasks, [&](int64_t t) {
+    const int64_t begin = units * t / tasks * align, end = units * (t + 1) / tasks * align;
+    f(begin, end < n ? end : n);
+  });
+}
+
 }  // namespace qkv::kernels

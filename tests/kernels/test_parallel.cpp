@@ -18,6 +18,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/kernel_test_util.hpp"
+#include "kernels/optim.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/reduce.hpp"
 
@@ -244,6 +245,48 @@ TEST_CASE("kernels/reduce: the same on 1, 2, 3 and 4 threads") {
       });
     }
   }
+}
+
+TEST_CASE("kernels/adam, sgd, sum_squares: the same on 1, 2, 3 and 4 threads") {
+  // 300,007 numbers: several pieces for every kernel, and a length that is
+  // not a multiple of the SIMD width. Two steps, so the moments carry over.
+  const int64_t n = 300'007;
+  const std::vector<float> p0 = random_vector(n, 10, -2.0f, 2.0f), g = random_vector(n, 11, -3.0f, 3.0f);
+  const AdamStep adam_step{0.9f, 0.999f, 1e-3f / 0.19f, 0.0447f, 1e-8f, 0.01f, 1 - 1e-5f};
+  check_same_at_every_thread_count([&] {
+    std::vector<float> p = p0, m(n, 0.0f), v(n, 0.0f);
+    for (int step = 0; step < 2; ++step) adam(adam_step, n, p.data(), g.data(), m.data(), v.data());
+    p.insert(p.end(), m.begin(), m.end());
+    p.insert(p.end(), v.begin(), v.end());
+    return p;
+  });
+  check_same_at_every_thread_count([&] {
+    std::vector<float> p = p0, buf(n, 0.0f);
+    for (int step = 0; step < 2; ++step)
+      sgd({0.1f, 0.9f, 0.1f, 0.01f, true, step == 0}, n, p.data(), g.data(), buf.data());
+    p.insert(p.end(), buf.begin(), buf.end());
+    return p;
+  });
+  const std::vector<float> x = random_vector(1'000'003, 13, -3.0f, 3.0f);
+  for (int64_t len : {int64_t{131'071}, int64_t{1'000'003}}) {  // just under 2 pieces (one loop), and 15 pieces
+    CAPTURE(len);
+    check_same_at_every_thread_count([&] {
+      const double sum = sum_squares(len, x.data());
+      float halves[2];  // the double's bits, as two floats, so memcmp compares all of them
+      std::memcpy(halves, &sum, sizeof sum);
+      return std::vector<float>(halves, halves + 2);
+    });
+  }
+}
+
+TEST_CASE("kernels/sum_squares: a long array cut into pieces still sums right") {
+  // The pieces change the order of the sum, not its accuracy: both it and
+  // the reference sum n non-negative doubles, each square exact, so each is
+  // within (n − 1)·2⁻⁵³ of the exact sum, relatively.
+  const int64_t n = 1'000'003;
+  const std::vector<float> x = random_vector(n, 12, -3.0f, 3.0f);
+  const double got = sum_squares(n, x.data()), want = sum_squares_reference(n, x.data());
+  CHECK(std::abs(got - want) <= 2 * static_cast<double>(n) * 0x1p-53 * want);
 }
 
 TEST_CASE("kernels/reduce: a long row cut into pieces still sums right") {
