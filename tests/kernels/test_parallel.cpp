@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/dropout.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/kernel_test_util.hpp"
@@ -277,6 +278,18 @@ TEST_CASE("kernels/adam, sgd, sum_squares: the same on 1, 2, 3 and 4 threads") {
       return std::vector<float>(halves, halves + 2);
     });
   }
+}
+
+TEST_CASE("kernels/dropout: the same mask on 1, 2, 3 and 4 threads") {
+  // 100,003 elements: a dozen pieces, each drawing from its own offset of the stream.
+  const int64_t n = 100'003;
+  const std::vector<float> x = random_vector(n, 14);
+  check_same_at_every_thread_count([&] {
+    std::vector<float> y(n), mask(n);
+    dropout(n, 0x0123456789abcdefULL, 0.3f, 1 / 0.7f, x.data(), y.data(), mask.data());
+    y.insert(y.end(), mask.begin(), mask.end());
+    return y;
+  });
 }
 
 TEST_CASE("kernels/sum_squares: a long array cut into pieces still sums right") {
