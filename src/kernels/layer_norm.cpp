@@ -13,6 +13,7 @@
 
 #include <cmath>
 
+#include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
@@ -91,25 +92,34 @@ batch load_or(const float* p, int64_t k, float absent) {
 }
 float at_or(const float* p, int64_t k, float absent) { return p != nullptr ? p[k] : absent; }
 
+// One row: its mean and 1/std, then y = x̂ ⊙ w + b.
+void layer_norm_row(int64_t D, const float* xr, const float* weight, const float* bias, float eps, float* yr,
+                    float& mean, float& rstd) {
+  const float mu = row_sum(D, xr) / static_cast<float>(D);
+  const float inv = 1.0f / std::sqrt(row_centred_squares(D, xr, mu) / static_cast<float>(D) + eps);
+  const batch vmu(mu), vinv(inv);
+  int64_t k = 0;
+  for (; k + W <= D; k += W) {
+    const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
+    xsimd::fma(xhat, load_or(weight, k, 1.0f), load_or(bias, k, 0.0f)).store_unaligned(yr + k);
+  }
+  for (; k < D; ++k) yr[k] = (xr[k] - mu) * inv * at_or(weight, k, 1.0f) + at_or(bias, k, 0.0f);
+  mean = mu;
+  rstd = inv;
+}
+
+// The forward's rows are computed alone, so they are shared out among the
+// threads whole: the same numbers on any count. (The backward adds every
+// row into dweight and dbias, in row order, and stays on one thread.)
+constexpr int64_t GRAIN = 1 << 15;  // floats a task should take: ~10 µs
+
 }  // namespace
 
 void layer_norm(int64_t rows, int64_t D, const float* x, const float* weight, const float* bias, float eps, float* y,
                 float* mean, float* rstd) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * D;
-    float* yr = y + r * D;
-    const float mu = row_sum(D, xr) / static_cast<float>(D);
-    const float inv = 1.0f / std::sqrt(row_centred_squares(D, xr, mu) / static_cast<float>(D) + eps);
-    const batch vmu(mu), vinv(inv);
-    int64_t k = 0;
-    for (; k + W <= D; k += W) {
-      const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
-      xsimd::fma(xhat, load_or(weight, k, 1.0f), load_or(bias, k, 0.0f)).store_unaligned(yr + k);
-    }
-    for (; k < D; ++k) yr[k] = (xr[k] - mu) * inv * at_or(weight, k, 1.0f) + at_or(bias, k, 0.0f);
-    mean[r] = mu;
-    rstd[r] = inv;
-  }
+  parallel_ranges(rows, rows_grain(GRAIN, D), 1, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) layer_norm_row(D, x + r * D, weight, bias, eps, y + r * D, mean[r], rstd[r]);
+  });
 }
 
 void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* weight, const float* mean,

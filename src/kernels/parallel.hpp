@@ -67,6 +67,9 @@ int64_t tasks_for(int64_t work, int64_t grain);
 // multiple of `align` (a kernel's SIMD width, so that only the array's own
 // last n mod W elements take a scalar tail). For a kernel that computes each
 // element alone, whatever the cut gives the same result.
+//
+// For kernels that compute rows alone (softmax, LayerNorm, cross-entropy),
+// n is the row count and align 1; the grain in rows is rows_grain below.
 template <class F>
 void parallel_ranges(int64_t n, int64_t grain, int64_t align, const F& f) {
   const int64_t tasks = tasks_for(n, grain), units = (n + align - 1) / align;
@@ -74,6 +77,12 @@ void parallel_ranges(int64_t n, int64_t grain, int64_t align, const F& f) {
     const int64_t begin = units * t / tasks * align, end = units * (t + 1) / tasks * align;
     f(begin, end < n ? end : n);
   });
+}
+
+// Rows of `row_length` floats a task should take so that it gets at least
+// `grain` floats (and at least one row).
+inline int64_t rows_grain(int64_t grain, int64_t row_length) {
+  return row_length >= grain ? 1 : grain / (row_length > 0 ? row_length : 1);
 }
 
 }  // namespace qkv::kernels

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
@@ -178,6 +179,20 @@ void mask_row(int64_t n, int64_t len, const float* x, float* y) {
 }  // namespace
 
 // ---- public kernels --------------------------------------------------------------
+//
+// Threads: every row (and every column) is computed alone, so the rows are
+// shared out among the threads whole (each_row), the same numbers on any
+// count. A task should take ~10 µs: about 16K floats of exp.
+namespace {
+constexpr int64_t GRAIN = 1 << 14;
+
+template <class Row>
+void each_row(int64_t rows, int64_t n, Row row) {
+  parallel_ranges(rows, rows_grain(GRAIN, n), 1, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) row(r);
+  });
+}
+}  // namespace
 
 // Column (o, i) of the (outer, n, inner) view starts at x[o·n·inner + i] and
 // has stride inner: column(at) is called with that offset for every column.
@@ -195,7 +210,7 @@ void softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, 
 
 void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   if (inner != 1) return softmax_reference(outer, n, inner, x, y);
-  for (int64_t o = 0; o < outer; ++o) softmax_row(n, x + o * n, y + o * n);
+  each_row(outer, n, [&](int64_t o) { softmax_row(n, x + o * n, y + o * n); });
 }
 
 void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
@@ -204,7 +219,7 @@ void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float*
 
 void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   if (inner != 1) return log_softmax_reference(outer, n, inner, x, y);
-  for (int64_t o = 0; o < outer; ++o) log_softmax_row(n, x + o * n, y + o * n);
+  each_row(outer, n, [&](int64_t o) { log_softmax_row(n, x + o * n, y + o * n); });
 }
 
 void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
@@ -213,7 +228,7 @@ void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const f
 
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
   if (inner != 1) return softmax_backward_reference(outer, n, inner, y, dy, dx);
-  for (int64_t o = 0; o < outer; ++o) softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n);
+  each_row(outer, n, [&](int64_t o) { softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n); });
 }
 
 void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
@@ -223,7 +238,7 @@ void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, con
 
 void log_softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
   if (inner != 1) return log_softmax_backward_reference(outer, n, inner, y, dy, dx);
-  for (int64_t o = 0; o < outer; ++o) log_softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n);
+  each_row(outer, n, [&](int64_t o) { log_softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n); });
 }
 
 // ---- masked softmax ------------------------------------------------------------------
@@ -236,20 +251,20 @@ void masked_softmax_reference(int64_t rows, int64_t n, const int64_t* lens, cons
 }
 
 void masked_softmax(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
-  for (int64_t r = 0; r < rows; ++r) {
+  each_row(rows, n, [&](int64_t r) {
     mask_row(n, lens[r], x + r * n, y + r * n);
     softmax_row(n, y + r * n, y + r * n);
-  }
+  });
 }
 
 // NOTE: softmax's backward alone would send y·(dy - Σ dy y) to the masked
 // entries, which is 0 where y underflowed to 0 but not in a row of length 0
 // (y = 1/n everywhere): those entries were replaced by -1e6, so x gets none.
 void masked_softmax_backward(int64_t rows, int64_t n, const int64_t* lens, const float* y, const float* dy, float* dx) {
-  for (int64_t r = 0; r < rows; ++r) {
+  each_row(rows, n, [&](int64_t r) {
     softmax_backward_row(n, y + r * n, dy + r * n, dx + r * n);
     for (int64_t k = std::max<int64_t>(lens[r], 0); k < n; ++k) dx[r * n + k] = 0.0f;
-  }
+  });
 }
 
 // ---- cross-entropy ------------------------------------------------------------------
@@ -280,7 +295,7 @@ void cross_entropy_reference(int64_t N, int64_t C, const float* x, const int64_t
 
 void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
                    int64_t ignore_index, float smoothing, float* loss, float* stats) {
-  for (int64_t i = 0; i < N; ++i) {
+  each_row(N, C, [&](int64_t i) {
     const float* row = x + i * C;
     const float m = row_max(C, row);
     const float log_sum = std::log(exp_sum(C, row, m, nullptr));
@@ -289,11 +304,11 @@ void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, 
     const int64_t t = target[i];
     if (t == ignore_index) {
       loss[i] = 0.0f;
-      continue;
+      return;
     }
     const float w_t = weight != nullptr ? weight[t] : 1.0f;
     loss[i] = -w_t * ((row[t] - m) - log_sum);
-    if (smoothing == 0) continue;  // the smoothing term is the one pass over C the loss adds
+    if (smoothing == 0) return;  // the smoothing term is the one pass over C the loss adds
 
     // smooth = -Σ_c w[c] · ((x[c] - m) - log Σ)
     const batch vm(m), vlog_sum(log_sum);
@@ -306,7 +321,7 @@ void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, 
     float smooth = -xsimd::hadd(vs);
     for (; c < C; ++c) smooth -= (weight != nullptr ? weight[c] : 1.0f) * ((row[c] - m) - log_sum);
     loss[i] = (1 - smoothing) * loss[i] + smoothing / static_cast<float>(C) * smooth;
-  }
+  });
 }
 
 namespace {
@@ -344,13 +359,13 @@ void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* s
                             const float* weight, int64_t ignore_index, float smoothing, const float* dloss, float* dx) {
   const float eps_c = smoothing / static_cast<float>(C);
   const float w_sum = weight_sum(C, weight);
-  for (int64_t i = 0; i < N; ++i) {
+  each_row(N, C, [&](int64_t i) {
     const float* row = x + i * C;
     float* d = dx + i * C;
     const int64_t t = target[i];
     if (t == ignore_index) {
       for (int64_t c = 0; c < C; ++c) d[c] = 0.0f;
-      continue;
+      return;
     }
     const float w_t = weight != nullptr ? weight[t] : 1.0f;
     const float g = dloss[i];
@@ -368,7 +383,7 @@ void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* s
       d[c] = ga * p - g_eps * (weight != nullptr ? weight[c] : 1.0f);
     }
     d[t] -= g * (1 - smoothing) * w_t;  // the one-hot target
-  }
+  });
 }
 
 }  // namespace qkv::kernels

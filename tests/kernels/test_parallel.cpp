@@ -19,9 +19,11 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/kernel_test_util.hpp"
+#include "kernels/layer_norm.hpp"
 #include "kernels/optim.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/reduce.hpp"
+#include "kernels/softmax.hpp"
 
 using namespace qkv::kernels;
 using namespace qkv::kernels::test;
@@ -290,6 +292,50 @@ TEST_CASE("kernels/dropout: the same mask on 1, 2, 3 and 4 threads") {
     y.insert(y.end(), mask.begin(), mask.end());
     return y;
   });
+}
+
+TEST_CASE("kernels/softmax, cross_entropy, layer_norm: the same on 1, 2, 3 and 4 threads") {
+  // 3,001 rows of 37 (no multiple of the SIMD width): many tasks of whole
+  // rows; and 5 rows of 20,011, one row a task.
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{3'001, 37}, {5, 20'011}}) {
+    CAPTURE(rows);
+    CAPTURE(n);
+    const size_t size = static_cast<size_t>(rows * n);
+    const std::vector<float> x = random_vector(size, 15, -4.0f, 4.0f), dy = random_vector(size, 16);
+    std::vector<int64_t> lens(static_cast<size_t>(rows)), target(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      lens[static_cast<size_t>(r)] = r % (n + 1);
+      target[static_cast<size_t>(r)] = r % 7 == 0 ? -100 : (r * 13) % n;  // some ignored
+    }
+    check_same_at_every_thread_count([&] {
+      std::vector<float> out(6 * size);
+      float* o = out.data();
+      softmax(rows, n, 1, x.data(), o);
+      log_softmax(rows, n, 1, x.data(), o + size);
+      softmax_backward(rows, n, 1, o, dy.data(), o + 2 * size);
+      log_softmax_backward(rows, n, 1, o + size, dy.data(), o + 3 * size);
+      masked_softmax(rows, n, lens.data(), x.data(), o + 4 * size);
+      masked_softmax_backward(rows, n, lens.data(), o + 4 * size, dy.data(), o + 5 * size);
+      return out;
+    });
+    check_same_at_every_thread_count([&] {
+      std::vector<float> loss(static_cast<size_t>(rows)), stats(2 * static_cast<size_t>(rows)), dx(size);
+      cross_entropy(rows, n, x.data(), target.data(), nullptr, -100, 0.1f, loss.data(), stats.data());
+      cross_entropy_backward(rows, n, x.data(), stats.data(), target.data(), nullptr, -100, 0.1f, dy.data(), dx.data());
+      loss.insert(loss.end(), stats.begin(), stats.end());
+      loss.insert(loss.end(), dx.begin(), dx.end());
+      return loss;
+    });
+    const std::vector<float> w = random_vector(static_cast<size_t>(n), 17),
+                             b = random_vector(static_cast<size_t>(n), 18);
+    check_same_at_every_thread_count([&] {
+      std::vector<float> y(size), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+      layer_norm(rows, n, x.data(), w.data(), b.data(), 1e-5f, y.data(), mean.data(), rstd.data());
+      y.insert(y.end(), mean.begin(), mean.end());
+      y.insert(y.end(), rstd.begin(), rstd.end());
+      return y;
+    });
+  }
 }
 
 TEST_CASE("kernels/sum_squares: a long array cut into pieces still sums right") {
