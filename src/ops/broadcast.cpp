@@ -6,6 +6,8 @@
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
+#include <algorithm>
+
 #include "kernels/reduce.hpp"
 #include "ops/util.hpp"
 
@@ -38,8 +40,10 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   std::vector<int64_t> target(static_cast<size_t>(from.ndim()), 1);  // `shape` aligned to `from`
   for (int64_t i = 0; i < shape.ndim(); ++i) target[static_cast<size_t>(from.ndim() - shape.ndim() + i)] = shape[i];
 
+  // The runs of adjacent reduced dims, each summed in turn: the first reads
+  // x where it lies, the last writes the output.
   std::vector<int64_t> sizes = from.dims();
-  std::vector<float> cur = x.to_vector();
+  Tensor out = Tensor::empty(shape), partial = x;  // partial: what is summed so far
   for (int64_t d = 0; d < from.ndim(); ++d) {
     if (target[static_cast<size_t>(d)] == sizes[static_cast<size_t>(d)]) continue;
     int64_t end = d + 1;  // merge the run of dims [d, end) that are all reduced
@@ -49,13 +53,18 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
       int64_t s = sizes[static_cast<size_t>(k)];
       (k < d ? outer : k < end ? n : inner) *= s;
     }
-    std::vector<float> next(static_cast<size_t>(outer * inner));
-    if (n > 0) kernels::reduce(kernels::Reduce::Sum, outer, n, inner, cur.data(), next.data());
-    cur = std::move(next);
+    bool last = true;  // no reduced dim after this run
+    for (int64_t k = end; k < from.ndim(); ++k)
+      last = last && target[static_cast<size_t>(k)] == sizes[static_cast<size_t>(k)];
+    Tensor next = last ? out : Tensor::empty(Shape{outer * inner});
+    if (n > 0)
+      kernels::reduce(kernels::Reduce::Sum, outer, n, inner, partial.data(), next.data());
+    else
+      std::fill_n(next.data(), outer * inner, 0.0f);  // a sum over a size-0 dim is 0
+    partial = next;
     for (int64_t k = d; k < end; ++k) sizes[static_cast<size_t>(k)] = 1;
     d = end - 1;
   }
-  Tensor out(std::move(cur), shape);
   // Summing is the transpose of broadcasting: dx = dout expanded back to x's shape.
   record(out, "SumToBackward", {x}, [from](const Tensor& dout) -> std::vector<Tensor> { return {expand(dout, from)}; });
   return out;
