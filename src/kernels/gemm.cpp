@@ -10,8 +10,9 @@
 //      zero-padded, so the micro-kernel never sees either. (Against a narrow
 //      block of B, A is read in place instead: see A_IN_PLACE_N.)
 //   3. A micro-kernel computes one MR×NR block of C in registers: for each k it
-//      loads one row of the B panel (NR floats = 2 SIMD batches), broadcasts
-//      MR values of the A panel, and does MR×2 fused multiply-adds. Blocks at
+//      loads one row of the B panel (NR floats = NR/W SIMD batches),
+//      broadcasts MR values of the A panel, and does MR·NR/W fused
+//      multiply-adds. Blocks at
 //      C's bottom and right edges run the same kernel built for their size.
 //   4. Threads (kernels/parallel.hpp) split C into blocks of rows, or of rows
 //      and columns, never K, so that every element is summed in one order
@@ -59,24 +60,35 @@ namespace {
 using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 
 // Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W)
-// registers, plus the 2 B batches and the A broadcast. With AVX2's 16
-// registers that allows 6 × 2W (12 accumulators); AVX-512 has 32, and there
-// 8 × 2W (16 accumulators) won over 6 × 2W by 3-8 % across the benchmark's
-// shapes, timed on the thread's CPU clock (64³ to 1024³, the Linear shapes,
-// 61×59×67), and 12 × 2W was no better than 8. Either way the accumulators
-// hide the FMA latency (4 cycles × 2 FMA units = 8 in flight). Inside L1 all
-// of 6, 8, 12 and 14 rows run at the same ~83 % of peak: the loads, not the
-// block, limit the loop.
-constexpr int64_t MR = W >= 16 ? 8 : 6;
-constexpr int64_t NR = 2 * W;
+// registers, plus NR/W B batches and the A broadcast, and for each k does
+// MR·NR/W fused multiply-adds against NR/W + MR loads (B's row, A's
+// broadcasts). The accumulators must also outnumber the FMAs in flight
+// (latency × FMA units: 4 × 2 = 8 on Intel, 4 × 1 = 4 on AMD Zen 4).
+//   AVX2, 16 registers: 6 × 2W, 12 accumulators.
+//   AVX-512 on Intel (two 512-bit FMA units): 8 × 2W, 16 accumulators, won
+//     over 6 × 2W by 3-8 % and 12 × 2W was no better (commit 0047c49).
+//   AVX-512 on AMD Zen 4 (one 512-bit FMA a cycle, as two 256-bit halves):
+//     4 × 4W, 16 accumulators, beat 8 × 2W by 1-4 % on every benchmark
+//     shape from 128³ up (640×32×201: 4 %), timed on the thread's CPU clock;
+//     12 × 2W lost 3-6 % and 6 × 3W, 6 × 4W, 4 × 3W and 5 × 4W were between.
+//     It needs 8 loads per 16 FMAs rather than 10, and reads 4 rows of A
+//     in place rather than 8.
+//     (GCC 12's -march=native calls Zen 4 znver3.)
+#if defined(__znver3__) || defined(__znver4__) || defined(__znver5__)
+constexpr int64_t MR = W >= 16 ? 4 : 6, NR = (W >= 16 ? 4 : 2) * W;
+#else
+constexpr int64_t MR = W >= 16 ? 8 : 6, NR = 2 * W;
+#endif
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
 // it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
 // of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR. KC = 128,
 // 192 and 320 and MC = 192 were measured as well, on n = 256 to 1024: none
-// was faster.
+// was faster. (Zen 4's 4 × 4W panel of B is 64 KB, twice its L1, and is
+// still fastest at KC = 256: its L2 feeds 4 B loads per 16 FMAs easily;
+// KC = 128, 192, 384 and 512 and MC = 192 were no faster there.)
 constexpr int64_t KC = 256;
-constexpr int64_t MC = 96;  // a multiple of both 6 and 8
+constexpr int64_t MC = 96;  // a multiple of 4, 6 and 8
 static_assert(MC % MR == 0);
 constexpr int64_t NC = 2048;
 
@@ -160,19 +172,30 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
   }
 }
 
+// Where the micro-kernel finds A(r, k), the element of its A panel in row r
+// (of C's block) and at depth k:
+//   packed:  a packed panel, a[k·MR + r]: the MR values of one k side by side
+//   rows:    A as stored, read in place, a[r·lda + k]: one row of A per row of C
+//   columns: Aᵀ as stored, read in place, a[r + k·lda]: one row of Aᵀ per k
+// Each layout gets a micro-kernel of its own, so that the unit stride (and
+// MR) are constants in the k loop: one loop serving all three keeps both
+// strides and their multiples in registers, and with 8 rows GCC ran out of
+// general registers and parked row offsets in vector registers.
+enum class ALayout { packed, rows, columns };
+
 // C[0:ROWS, 0:nr] (+)= Apanel(ROWS × kc) · Bpanel(kc × BATCHES·W)
 //
-// The A panel's element (r, k) is a[r·a_rs + k·a_cs]: a packed panel has
-// a_rs = 1 and a_cs = MR (kc groups of MR floats, a column of the A block
-// each); A's own rows, read where they lie, have a_rs = lda and a_cs = 1.
-// The kernel only ever broadcasts single A values, so either layout serves.
 // b holds kc rows of NR floats, of which the kernel reads the first
 // BATCHES·W. Inside C blocks are MR × NR (ROWS = MR, BATCHES = NR / W); at
-// C's bottom and right edges, see block_kernel.
-template <int64_t ROWS, int64_t BATCHES>
-void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* C, int64_t ldc,
-                  int64_t nr, bool accumulate) {
+// C's bottom and right edges, see block_kernel. lda is only read by the
+// in-place layouts.
+template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT>
+void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t nr,
+                  bool accumulate) {
   constexpr int64_t COLS = BATCHES * W;
+  // A(r, k) = a[r·a_rs + k·a_cs]
+  const int64_t a_rs = LAYOUT == ALayout::rows ? lda : 1;
+  const int64_t a_cs = LAYOUT == ALayout::packed ? MR : LAYOUT == ALayout::rows ? 1 : lda;
   batch acc[ROWS][BATCHES];
   for (int64_t r = 0; r < ROWS; ++r)
     for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = batch(0.0f);
@@ -235,18 +258,24 @@ void micro_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const 
 // edge block runs the micro-kernel built for exactly mr rows and just enough
 // batches for nr columns, so that it does only the work it keeps: at n = 61
 // a full-size kernel on the last row of C would do MR rows' arithmetic for it.
-using MicroKernel = void (*)(int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t, int64_t, bool);
-static_assert(NR == 2 * W, "the table below has one column per batch count, 1 and 2");
-template <int64_t... R>
-constexpr std::array<std::array<MicroKernel, 2>, MR> micro_kernels(std::integer_sequence<int64_t, R...>) {
-  return {{{micro_kernel<R + 1, 1>, micro_kernel<R + 1, 2>}...}};
+using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool);
+constexpr int64_t NB = NR / W;  // SIMD batches in a row of the block
+template <ALayout LAYOUT, int64_t ROWS, int64_t... B>
+constexpr std::array<MicroKernel, NB> row_of_kernels(std::integer_sequence<int64_t, B...>) {
+  return {micro_kernel<ROWS, B + 1, LAYOUT>...};
 }
-constexpr auto kMicroKernels = micro_kernels(std::make_integer_sequence<int64_t, MR>{});  // [rows - 1][batches - 1]
+template <ALayout LAYOUT, int64_t... R>
+constexpr std::array<std::array<MicroKernel, NB>, MR> micro_kernels(std::integer_sequence<int64_t, R...>) {
+  return {row_of_kernels<LAYOUT, R + 1>(std::make_integer_sequence<int64_t, NB>{})...};
+}
+template <ALayout LAYOUT>  // [rows - 1][batches - 1]
+constexpr auto kMicroKernels = micro_kernels<LAYOUT>(std::make_integer_sequence<int64_t, MR>{});
 
-void block_kernel(int64_t kc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, float* C, int64_t ldc,
-                  int64_t mr, int64_t nr, bool accumulate) {
-  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W>(kc, a, a_rs, a_cs, b, C, ldc, nr, accumulate);
-  kMicroKernels[mr - 1][(nr + W - 1) / W - 1](kc, a, a_rs, a_cs, b, C, ldc, nr, accumulate);
+template <ALayout LAYOUT>
+void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t mr,
+                  int64_t nr, bool accumulate) {
+  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W, LAYOUT>(kc, a, lda, b, C, ldc, nr, accumulate);
+  kMicroKernels<LAYOUT>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, C, ldc, nr, accumulate);
 }
 
 // ---- the driver -------------------------------------------------------------------
@@ -309,10 +338,12 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
         float* c_block = x.C + (ic + ir) * x.ldc + (jc + jr);
         const float* b_panel = packed_b + jr * kc;
         const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, cols.second - jr);
-        if (in_place)
-          block_kernel(kc, a_block + ir * x.a_row, x.a_row, x.a_k, b_panel, c_block, x.ldc, mr, nr, acc);
+        if (!in_place)
+          block_kernel<ALayout::packed>(kc, packed_a.data() + ir * kc, 0, b_panel, c_block, x.ldc, mr, nr, acc);
+        else if (x.trans_a)
+          block_kernel<ALayout::columns>(kc, a_block + ir, x.a_k, b_panel, c_block, x.ldc, mr, nr, acc);
         else
-          block_kernel(kc, packed_a.data() + ir * kc, 1, MR, b_panel, c_block, x.ldc, mr, nr, acc);
+          block_kernel<ALayout::rows>(kc, a_block + ir * x.a_row, x.a_row, b_panel, c_block, x.ldc, mr, nr, acc);
       }
     }
   }

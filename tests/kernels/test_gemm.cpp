@@ -99,13 +99,19 @@ TEST_CASE("kernels/gemm") {
   // M, N, K odd; 129 > MC rows; 257 > KC depth; 2100 > NC columns.
   SUBCASE("1x1x1") { check_all_modes(1, 1, 1); }
   SUBCASE("3x17x5") { check_all_modes(3, 17, 5); }
-  // Edge blocks run kernels of their own size: 1 to MR rows (M mod MR; MR is
-  // 8 with AVX-512, 6 with AVX2) times one or two SIMD batches of columns
-  // (N mod 32 up to 16, or beyond with AVX-512). These, with the other sizes
-  // in this list, reach every pair for either MR.
-  SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }  // 15 columns past whole panels
-  SUBCASE("7 to 15 x27x9") {                            // 1 to 7 edge rows × 27 columns
-    for (int64_t M = 7; M <= 15; ++M) check_all_modes(M, 27, 9);
+  // Edge blocks run kernels of their own size: 1 to MR - 1 rows (M mod MR;
+  // MR is 8 on Intel's AVX-512, 4 on AMD's, 6 with AVX2) times 1 to NR / W
+  // SIMD batches of columns (NR is 2 batches, 4 on AMD's AVX-512: 32, 64 or
+  // 16 columns), and each kernel exists once per way of reading A (packed,
+  // or in place as stored or transposed; see the next comment). M = 7 to 15
+  // reaches every edge row count for each MR; the N below leave 8, 28, 48
+  // and 63 columns past whole 64-column panels (so 1, 2, 3 and 4 batches;
+  // mod 32 and mod 16 they reach 1 and 2), at widths read in place (< 128)
+  // and packed (> 512).
+  SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }
+  SUBCASE("7 to 15 x 72, 92, 112, 127, 520, 540, 560, 575 x 9") {
+    for (int64_t M = 7; M <= 15; ++M)
+      for (int64_t N : {72, 92, 112, 127, 520, 540, 560, 575}) check_all_modes(M, N, 9);
   }
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
   SUBCASE("129x65x257") { check_all_modes(129, 65, 257); }
