@@ -114,10 +114,11 @@ constexpr int64_t A_T_IN_PLACE_N = 128;
 //   packed[p][k][r] = X(p·R + r, k)     where X(r, k) = X[r·row_stride + k·k_stride]
 //
 // so a micro-kernel reading panel p walks memory straight through, R values per
-// k. The last panel is padded with zero rows to the full R, so every panel
-// has the same layout; an edge kernel may still read part of the padding (B's
-// columns up to a whole SIMD batch), and zeros rather than leftovers keep
-// stale NaNs and denormals out of that arithmetic.
+// k. The last panel keeps the same layout, R floats per k, its valid rows
+// followed by zero rows: all of them, or (see below) at least up to a whole
+// SIMD batch, the most an edge kernel reads (B's columns; A's edge kernels
+// read only valid rows). Zeros rather than leftovers keep stale NaNs and
+// denormals out of that arithmetic.
 //
 // Both operands go through here. For A the "rows" are C's rows (i); for B they
 // are C's columns (j). A transpose only swaps the two strides.
@@ -155,18 +156,22 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
     }
   }
   if (whole == rows) return;
-  // The edge panel: zeros, then the valid rows, each walked along X's
-  // contiguous direction. (Zeroing the padding k by k, a few floats at a
-  // time, and copying in k order whatever the layout, took most of the
-  // time of a 10×8×10 product.)
+  // The edge panel: its valid rows, each walked along X's contiguous
+  // direction, and zeros. (Copying in k order whatever the layout took most
+  // of the time of a 10×8×10 product.)
   const int64_t valid = rows - whole;
   float* panel = packed + whole * depth;
   const float* x = X + whole * row_stride;
-  std::fill(panel, panel + R * depth, 0.0f);
   if (row_stride == 1) {
+    // k by k, the zeros only up to `used`: with a 64-wide panel of B,
+    // zeroing all of it first was 4 times what a 10-column edge reads, and
+    // the copy of each k's few floats a call to memmove (a 10×8×10 product
+    // 4 % faster without both).
+    const int64_t used = std::min(R, (valid + W - 1) / W * W);
     for (int64_t k = 0; k < depth; ++k)
-      for (int64_t r = 0; r < valid; ++r) panel[k * R + r] = x[k * k_stride + r];
+      for (int64_t r = 0; r < used; ++r) panel[k * R + r] = r < valid ? x[k * k_stride + r] : 0.0f;
   } else {
+    std::fill(panel, panel + R * depth, 0.0f);
     for (int64_t r = 0; r < valid; ++r)
       for (int64_t k = 0; k < depth; ++k) panel[k * R + r] = x[r * row_stride + k * k_stride];
   }
