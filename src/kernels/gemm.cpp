@@ -196,7 +196,7 @@ enum class ALayout { packed, rows, columns };
 // in-place layouts.
 template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t nr,
-                  bool accumulate) {
+                  bool accumulate, bool prefetch_c) {
   constexpr int64_t COLS = BATCHES * W;
   // A(r, k) = a[r·a_rs + k·a_cs]
   const int64_t a_rs = LAYOUT == ALayout::rows ? lda : 1;
@@ -210,9 +210,10 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
   // the hardware prefetcher to guess, and C is often not in cache at all: a
   // new output, or one too large for L2. One prefetch per 64-byte line (16
   // floats) of a row, and its last float for the line an unaligned row spills
-  // into. (A prefetch never faults, so edge blocks may ask past C.)
+  // into. (A prefetch never faults, so edge blocks may ask past C.) Not
+  // for a C small enough to be in cache already: see PREFETCH_C_FLOATS.
   constexpr int64_t LINE = 16;
-  for (int64_t r = 0; r < ROWS; ++r) {
+  for (int64_t r = 0; r < ROWS && prefetch_c; ++r) {
     for (int64_t j = 0; j < COLS; j += LINE) __builtin_prefetch(C + r * ldc + j, /*for writing*/ 1);
     __builtin_prefetch(C + r * ldc + COLS - 1, 1);
   }
@@ -263,7 +264,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
 // edge block runs the micro-kernel built for exactly mr rows and just enough
 // batches for nr columns, so that it does only the work it keeps: at n = 61
 // a full-size kernel on the last row of C would do MR rows' arithmetic for it.
-using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool);
+using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool, bool);
 constexpr int64_t NB = NR / W;  // SIMD batches in a row of the block
 template <ALayout LAYOUT, int64_t ROWS, int64_t... B>
 constexpr std::array<MicroKernel, NB> row_of_kernels(std::integer_sequence<int64_t, B...>) {
@@ -278,9 +279,9 @@ constexpr auto kMicroKernels = micro_kernels<LAYOUT>(std::make_integer_sequence<
 
 template <ALayout LAYOUT>
 void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t mr,
-                  int64_t nr, bool accumulate) {
-  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W, LAYOUT>(kc, a, lda, b, C, ldc, nr, accumulate);
-  kMicroKernels<LAYOUT>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, C, ldc, nr, accumulate);
+                  int64_t nr, bool accumulate, bool prefetch_c) {
+  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W, LAYOUT>(kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
+  kMicroKernels<LAYOUT>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
 }
 
 // ---- the driver -------------------------------------------------------------------
@@ -299,11 +300,20 @@ struct Operands {
   float* C;
   int64_t ldc;
   bool trans_a;
+  bool prefetch_c = true;  // false when C (M × N) is below PREFETCH_C_FLOATS
 };
 
-Operands operands(bool trans_a, bool trans_b, const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                  int64_t ldc) {
-  return {A, trans_a ? 1 : lda, trans_a ? lda : 1, B, trans_b ? 1 : ldb, trans_b ? ldb : 1, C, ldc, trans_a};
+// A C under 512 KB (half of Zen 4's 1 MB L2) is most likely still in cache
+// from its last use, and prefetching its blocks in the micro-kernel cost
+// more than it brought: without it 640×32×96 (240 KB) ran 2-3 % faster and
+// 64³ to 192³ 1 %, while 512³ (1 MB) ran 4-10 % slower.
+constexpr int64_t PREFETCH_C_FLOATS = 128 * 1024;
+
+Operands operands(bool trans_a, bool trans_b, int64_t M, int64_t N, const float* A, int64_t lda, const float* B,
+                  int64_t ldb, float* C, int64_t ldc) {
+  Operands x{A, trans_a ? 1 : lda, trans_a ? lda : 1, B, trans_b ? 1 : ldb, trans_b ? ldb : 1, C, ldc, trans_a};
+  x.prefetch_c = M * N >= PREFETCH_C_FLOATS;
+  return x;
 }
 
 int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
@@ -344,11 +354,13 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
         const float* b_panel = packed_b + jr * kc;
         const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, cols.second - jr);
         if (!in_place)
-          block_kernel<ALayout::packed>(kc, packed_a.data() + ir * kc, 0, b_panel, c_block, x.ldc, mr, nr, acc);
+          block_kernel<ALayout::packed>(kc, packed_a.data() + ir * kc, 0, b_panel, c_block, x.ldc, mr, nr, acc,
+                                        x.prefetch_c);
         else if (x.trans_a)
-          block_kernel<ALayout::columns>(kc, a_block + ir, x.a_k, b_panel, c_block, x.ldc, mr, nr, acc);
+          block_kernel<ALayout::columns>(kc, a_block + ir, x.a_k, b_panel, c_block, x.ldc, mr, nr, acc, x.prefetch_c);
         else
-          block_kernel<ALayout::rows>(kc, a_block + ir * x.a_row, x.a_row, b_panel, c_block, x.ldc, mr, nr, acc);
+          block_kernel<ALayout::rows>(kc, a_block + ir * x.a_row, x.a_row, b_panel, c_block, x.ldc, mr, nr, acc,
+                                      x.prefetch_c);
       }
     }
   }
@@ -417,7 +429,7 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
       for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     return;
   }
-  gemm_driver(operands(trans_a, trans_b, A, lda, B, ldb, C, ldc), M, N, K, accumulate, available_threads());
+  gemm_driver(operands(trans_a, trans_b, M, N, A, lda, B, ldb, C, ldc), M, N, K, accumulate, available_threads());
 }
 
 void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, const float* A,
@@ -435,8 +447,8 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t 
   const int64_t tasks = (batch + per_task - 1) / per_task;
   const int threads = available_threads();
   auto one = [&](int64_t i, int t) {
-    gemm_driver(operands(trans_a, trans_b, A + a_offsets[i], lda, B + b_offsets[i], ldb, C + i * c_stride, ldc), M, N,
-                K, accumulate, t);
+    gemm_driver(operands(trans_a, trans_b, M, N, A + a_offsets[i], lda, B + b_offsets[i], ldb, C + i * c_stride, ldc),
+                M, N, K, accumulate, t);
   };
   if (K == 0 || tasks < threads || (tasks < 4 * threads && flops >= 4 * PARALLEL_FLOPS)) {
     for (int64_t i = 0; i < batch; ++i) {
