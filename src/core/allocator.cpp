@@ -94,6 +94,11 @@ class Cache {
 #endif
   }
 
+  void reset_peak() {
+    std::lock_guard lock(mutex_);
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  }
+
   MemoryStats stats() {
     std::lock_guard lock(mutex_);
     return stats_;
@@ -144,5 +149,7 @@ std::shared_ptr<void> allocate_block(size_t bytes) {
 void empty_cache() { cache().release_all(); }
 
 MemoryStats memory_stats() { return cache().stats(); }
+
+void reset_peak_memory_stats() { cache().reset_peak(); }
 
 }  // namespace qkv

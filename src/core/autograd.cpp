@@ -3,6 +3,7 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 
+#include <algorithm>
 #include <unordered_map>
 #include <utility>
 
@@ -145,50 +146,58 @@ Graph number_graph(Node* root) {
   return g;
 }
 
-// d(loss)/d(something) summed so far: for a Node, its output's gradient; for
-// a leaf, what will be added to its .grad().
-struct Slot {
-  Tensor grad;
-  // Made by backward() and seen by nothing else, so it may be written in
-  // place. Otherwise it is a tensor a backward function returned, which may
-  // share storage with another tensor (reshape's gradient is its dout seen
-  // with another shape; add hands dout on as it is; the seed is the caller's).
-  bool owned = false;
-};
-
 // a += b, in place (both contiguous, same shape).
 void add_into(Tensor& a, const Tensor& b) { kernels::axpy(a.numel(), 1.0f, b.data(), a.data()); }
 
-// The slot's gradient, made backward()'s own first (a copy) if it is not yet.
-Tensor& owned(Slot& slot) {
-  if (!slot.owned) {
-    slot.grad = Tensor(slot.grad.to_vector(), slot.grad.shape());
-    slot.owned = true;
-  }
-  return slot.grad;
+// A copy of t's numbers in a tensor of its own.
+Tensor copy_of(const Tensor& t) {
+  Tensor copy = Tensor::empty(t.shape());
+  std::copy(t.data(), t.data() + t.numel(), copy.data());
+  return copy;
 }
 
-// slot += g: in place when backward() owns the slot, else into a new tensor.
-void add_to(Slot& slot, const Tensor& g) {
-  if (!slot.owned) {
-    Tensor sum = Tensor::empty(g.shape());  // every element is written below
-    kernels::binary(kernels::Binary::Add, g.numel(), slot.grad.data(), 1, g.data(), 1, sum.data());
-    slot = {std::move(sum), true};
+// `grad`, made backward()'s own to write in place: a copy unless nothing
+// else sees it (sole_owner). A gradient a backward function returned may
+// share storage with another tensor (add hands dout on as it is, to both
+// inputs; reshape's is dout seen with another shape; the seed is the caller's).
+Tensor& make_own(Tensor& grad) {
+  if (!sole_owner(grad)) grad = copy_of(grad);
+  return grad;
+}
+
+// sum += g: into whichever of the two nothing else sees, else into a new
+// tensor. (a + b and b + a are the same floats, so which one is written
+// does not change the result.)
+void add_to(Tensor& sum, Tensor g) {
+  if (sole_owner(sum)) {
+    add_into(sum, g);
+  } else if (sole_owner(g)) {
+    add_into(g, sum);
+    sum = std::move(g);
   } else {
-    add_into(slot.grad, g);
+    Tensor s = Tensor::empty(g.shape());  // every element is written below
+    kernels::binary(kernels::Binary::Add, g.numel(), sum.data(), 1, g.data(), 1, s.data());
+    sum = std::move(s);
   }
 }
 
-// A leaf's .grad() += g; the first time, .grad() becomes g itself when
-// backward() owns it, else a copy (later += must not write into g).
-void accumulate_leaf(TensorImpl& leaf, Slot& g) {
+// A leaf's .grad() += g. The first time, .grad() becomes g itself when
+// nothing else sees it (no copy), else a copy: later += must not write into
+// a tensor someone else holds, nor may writing to that tensor change .grad().
+void accumulate_leaf(TensorImpl& leaf, Tensor g) {
   if (leaf.grad.defined())
-    add_into(leaf.grad, g.grad);
+    add_into(leaf.grad, g);
   else
-    leaf.grad = std::move(owned(g));
+    leaf.grad = std::move(make_own(g));
 }
 
 }  // namespace
+
+bool sole_owner(const Tensor& t) {
+  return t.defined() && t.impl().use_count() == 1 && t.impl()->storage.use_count() == 1;
+}
+
+Tensor reuse_or_empty(const Tensor& dout) { return sole_owner(dout) ? dout : Tensor::empty(dout.shape()); }
 
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   if (!root.defined()) fail("backward: undefined tensor");
@@ -197,32 +206,34 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
         "backward: tensor of shape {} does not require grad (no input had requires_grad, or it was made under "
         "NoGradGuard)",
         root.shape());
-  Slot seed{grad, false};
+  Tensor seed = grad;  // the caller's: sole_owner is false, so it is never written
   if (!grad.defined()) {
     if (root.numel() != 1) fail("backward: a gradient must be given for a non-scalar output of shape {}", root.shape());
-    seed = {Tensor(std::vector<float>{1.0f}, root.shape()), true};
+    seed = Tensor(std::vector<float>{1.0f}, root.shape());
   } else if (grad.shape() != root.shape()) {
     fail("backward: gradient of shape {} for an output of shape {}", grad.shape(), root.shape());
   }
   if (!root.impl()->grad_fn) {  // a leaf's own backward: its gradient is the seed
-    accumulate_leaf(*root.impl(), seed);
+    accumulate_leaf(*root.impl(), std::move(seed));
     return;
   }
 
   NoGradGuard no_grad;  // backward functions use ops; they must not record
-  // slots[k]: d(loss)/d(output) of Node k, or d(loss)/d(leaf k), summed over
+  // grads[k]: d(loss)/d(output) of Node k, or d(loss)/d(leaf k), summed over
   // every use; undefined until a gradient reaches it.
   Graph graph = number_graph(root.impl()->grad_fn.get());
-  std::vector<Slot> slots(graph.slot.size());
-  slots[0] = std::move(seed);
-  auto slot_of = [&](const Edge& e) -> Slot& {
-    return slots[graph.slot.at(e.node ? static_cast<const void*>(e.node.get()) : e.leaf.get())];
+  std::vector<Tensor> grads(graph.slot.size());
+  grads[0] = std::move(seed);
+  auto grad_of = [&](const Edge& e) -> Tensor& {
+    return grads[graph.slot.at(e.node ? static_cast<const void*>(e.node.get()) : e.leaf.get())];
   };
   for (auto it = graph.post_order.rbegin(); it != graph.post_order.rend(); ++it) {
     auto [node_ptr, k] = *it;
-    if (!slots[k].grad.defined()) continue;  // nothing flowed here
-    const Tensor dout = std::move(slots[k].grad);
-    slots[k] = Slot();
+    if (!grads[k].defined()) continue;  // nothing flowed here
+    // NOTE: moved out, so that once the node's backward function has it,
+    // backward() holds no reference: the function may write over it, and it
+    // is freed as soon as the function is done with it.
+    Tensor dout = std::move(grads[k]);
 
     Node& node = *node_ptr;
     if (!node.backward && !node.accumulate)
@@ -233,14 +244,14 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     if (node.accumulate) {
       const Edge& e = node.edges[0];
       if (e.requires_grad() && !(e.leaf && !e.leaf->requires_grad)) {
-        Slot& slot = slot_of(e);
-        if (!slot.grad.defined()) slot = {zeros(e.shape()), true};
-        node.accumulate(dout, owned(slot));
+        Tensor& dx = grad_of(e);
+        if (!dx.defined()) dx = zeros(e.shape());
+        node.accumulate(dout, make_own(dx));
       }
       if (!retain_graph) node.accumulate = nullptr;  // done with this node: free what it saved
       continue;
     }
-    std::vector<Tensor> dinputs = node.backward(dout);
+    std::vector<Tensor> dinputs = node.backward(std::move(dout));
     // Done with this node: free what its backward function captured, as soon
     // as possible, so backward's peak memory holds only the nodes still to run.
     if (!retain_graph) node.backward = nullptr;
@@ -252,15 +263,15 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       if (!dx.defined() || !e.requires_grad() || (e.leaf && !e.leaf->requires_grad)) continue;
       if (dx.shape() != e.shape())
         fail("backward: {} gave a gradient of shape {} for input {} of shape {}", node.name, dx.shape(), i, e.shape());
-      Slot& slot = slot_of(e);
-      if (!slot.grad.defined())
-        slot = {std::move(dx), false};
+      Tensor& sum = grad_of(e);
+      if (!sum.defined())
+        sum = std::move(dx);
       else
-        add_to(slot, dx);
+        add_to(sum, std::move(dx));
     }
   }
   for (auto [leaf, k] : graph.leaves)
-    if (slots[k].grad.defined()) accumulate_leaf(*leaf, slots[k]);
+    if (grads[k].defined()) accumulate_leaf(*leaf, std::move(grads[k]));
 }
 
 }  // namespace qkv

@@ -23,6 +23,7 @@ void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float*
 // The backwards, given the forward's output y and dy (same view):
 //   softmax:      dxₖ = yₖ · (dyₖ - Σⱼ dyⱼ yⱼ)      (diag(y) - y yᵀ applied to dy)
 //   log_softmax:  dxₖ = dyₖ - exp(yₖ) · Σⱼ dyⱼ      (exp(y) is the softmax)
+// dy and dx may be the same array (a row's sum is taken before it is written).
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx);
 void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx);
 void log_softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx);

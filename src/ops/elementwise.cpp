@@ -15,6 +15,7 @@
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/elementwise.hpp>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/elementwise.hpp"
@@ -151,6 +152,40 @@ Tensor unary_op(kernels::Unary op, const Tensor& x, const char* name) {
   return out;
 }
 
+// --- for the backwards: a gradient written over dout ------------------------------
+//
+// A backward function is handed dout (autograd.hpp); when it holds dout
+// alone, dx = dout ∘ b can be written over dout's numbers (reuse_or_empty),
+// and the op's backward allocates nothing. b has dout's shape, or is a scalar.
+
+Tensor grad_binary(kernels::Binary op, const Tensor& dout, const Tensor& b) {
+  Tensor dx = reuse_or_empty(dout);
+  kernels::binary(op, dout.numel(), dout.data(), 1, b.data(), 1, dx.data());
+  return dx;
+}
+Tensor grad_binary(kernels::Binary op, const Tensor& dout, float s) {
+  Tensor dx = reuse_or_empty(dout);
+  kernels::binary(op, dout.numel(), dout.data(), 1, &s, 0, dx.data());
+  return dx;
+}
+Tensor grad_neg(const Tensor& dout) {
+  Tensor dx = reuse_or_empty(dout);
+  kernels::unary(kernels::Unary::Neg, dout.numel(), dout.data(), dx.data());
+  return dx;
+}
+
+// Where mask ≠ 0 (the mask broadcast to out's shape), out = value.
+void fill_where(Tensor& out, const IntTensor& mask, float value) {
+  if (out.numel() == 0) return;
+  BroadcastRows rows(out.shape(), mask.shape(), out.shape());
+  const int64_t* m = mask.data();
+  float* po = out.data();
+  rows.for_each([&](int64_t o, int64_t, int64_t im) {
+    for (int64_t i = 0; i < rows.n; ++i)
+      if (m[im + i * rows.b_step] != 0) po[o + i] = value;
+  });
+}
+
 }  // namespace
 
 // --- arithmetic, broadcasting ---------------------------------------------------
@@ -246,29 +281,34 @@ Tensor sub(const Tensor& a, float b) {
 // y = s - b      db = -dout
 Tensor sub(float a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
-  record(out, "RsubBackward", {b}, [](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout)}; });
+  record(out, "RsubBackward", {b}, [](Tensor dout) -> std::vector<Tensor> { return {grad_neg(dout)}; });
   return out;
 }
 
 // y = a·s        da = dout·s
 Tensor mul(const Tensor& a, float b) {
   Tensor out = binary_op(kernels::Binary::Mul, a, b, "mul");
-  record(out, "MulBackward", {a}, [b](const Tensor& dout) -> std::vector<Tensor> { return {dout * b}; });
+  record(out, "MulBackward", {a},
+         [b](Tensor dout) -> std::vector<Tensor> { return {grad_binary(kernels::Binary::Mul, dout, b)}; });
   return out;
 }
 
 // y = a / s      da = dout / s
 Tensor div(const Tensor& a, float b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
-  record(out, "DivBackward", {a}, [b](const Tensor& dout) -> std::vector<Tensor> { return {dout / b}; });
+  record(out, "DivBackward", {a},
+         [b](Tensor dout) -> std::vector<Tensor> { return {grad_binary(kernels::Binary::Div, dout, b)}; });
   return out;
 }
 
 // y = s / b      db = -dout·s / b² = -dout·y / b
 Tensor div(float a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
-  record(out, "RdivBackward", {b},
-         [b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout * y / b)}; });
+  record(out, "RdivBackward", {b}, [b, y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+    dout = grad_binary(kernels::Binary::Mul, dout, y);
+    dout = grad_binary(kernels::Binary::Div, dout, b);
+    return {grad_neg(dout)};
+  });
   return out;
 }
 
@@ -278,9 +318,9 @@ Tensor pow(const Tensor& a, float exponent) {
   // faster than a general power.
   Tensor out = exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow")
                                 : binary_op(kernels::Binary::Pow, a, exponent, "pow");
-  record(out, "PowBackward", {a}, [a, p = exponent](const Tensor& dout) -> std::vector<Tensor> {
+  record(out, "PowBackward", {a}, [a, p = exponent](Tensor dout) -> std::vector<Tensor> {
     if (p == 0.0f) return {zeros(a.shape())};
-    return {dout * (pow(a, p - 1.0f) * p)};
+    return {grad_binary(kernels::Binary::Mul, dout, pow(a, p - 1.0f) * p)};
   });
   return out;
 }
@@ -290,69 +330,78 @@ Tensor pow(const Tensor& a, float exponent) {
 // y = -x         dx = -dout
 Tensor neg(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Neg, x, "neg");
-  record(out, "NegBackward", {x}, [](const Tensor& dout) -> std::vector<Tensor> { return {neg(dout)}; });
+  record(out, "NegBackward", {x}, [](Tensor dout) -> std::vector<Tensor> { return {grad_neg(dout)}; });
   return out;
 }
 
 // y = eˣ         dx = dout·y
 Tensor exp(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Exp, x, "exp");
-  record(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * y}; });
+  record(out, "ExpBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Mul, dout, y)};
+  });
   return out;
 }
 
 // y = ln x       dx = dout / x
 Tensor log(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Log, x, "log");
-  record(out, "LogBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> { return {dout / x}; });
+  record(out, "LogBackward", {x},
+         [x](Tensor dout) -> std::vector<Tensor> { return {grad_binary(kernels::Binary::Div, dout, x)}; });
   return out;
 }
 
 // y = √x         dx = dout / (2y)
 Tensor sqrt(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sqrt, x, "sqrt");
-  record(out, "SqrtBackward", {x},
-         [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout / (y * 2.0f)}; });
+  record(out, "SqrtBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Div, dout, y * 2.0f)};
+  });
   return out;
 }
 
 // y = |x|        dx = dout·sign(x)      (sign 0 = 0: no gradient at the kink)
 Tensor abs(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Abs, x, "abs");
-  record(out, "AbsBackward", {x},
-         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Sign, x, "abs")}; });
+  record(out, "AbsBackward", {x}, [x](Tensor dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Sign, x, "abs"))};
+  });
   return out;
 }
 
 // y = tanh x     dx = dout·(1 - y²)
 Tensor tanh(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Tanh, x, "tanh");
-  record(out, "TanhBackward", {x},
-         [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * (1.0f - y * y)}; });
+  record(out, "TanhBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Mul, dout, 1.0f - y * y)};
+  });
   return out;
 }
 
 // y = σ(x) = 1 / (1 + e⁻ˣ)      dx = dout·y·(1 - y)
 Tensor sigmoid(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sigmoid, x, "sigmoid");
-  record(out, "SigmoidBackward", {x},
-         [y = out.detach()](const Tensor& dout) -> std::vector<Tensor> { return {dout * y * (1.0f - y)}; });
+  record(out, "SigmoidBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+    dout = grad_binary(kernels::Binary::Mul, dout, y);  // (dout·y)·(1 - y), in that order
+    return {grad_binary(kernels::Binary::Mul, dout, 1.0f - y)};
+  });
   return out;
 }
 
 // y = max(x, 0)  dx = dout·[x > 0]      (0 at x = 0)
 Tensor relu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Relu, x, "relu");
-  record(out, "ReluBackward", {x},
-         [x](const Tensor& dout) -> std::vector<Tensor> { return {dout * unary_op(kernels::Unary::Step, x, "relu")}; });
+  record(out, "ReluBackward", {x}, [x](Tensor dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Step, x, "relu"))};
+  });
   return out;
 }
 
 // y = x·Φ(x)     dx = dout·(Φ(x) + x·φ(x))      (Φ, φ: the standard normal cdf and pdf)
 Tensor gelu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Gelu, x, "gelu");
-  record(out, "GeluBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
-    return {dout * unary_op(kernels::Unary::GeluGrad, x, "gelu")};
+  record(out, "GeluBackward", {x}, [x](Tensor dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::GeluGrad, x, "gelu"))};
   });
   return out;
 }
@@ -366,18 +415,16 @@ Tensor masked_fill(const Tensor& x, const IntTensor& mask, float value) {
   detail::check_input(mask, "masked_fill", "mask");
   if (broadcast_shapes(x.shape(), mask.shape(), "masked_fill") != x.shape())
     fail("masked_fill: mask of shape {} does not broadcast to x's shape {}", mask.shape(), x.shape());
-  Tensor out(x.to_vector(), x.shape());
-  if (out.numel() > 0) {
-    BroadcastRows rows(x.shape(), mask.shape(), x.shape());
-    const int64_t* m = mask.data();
-    float* po = out.data();
-    rows.for_each([&](int64_t o, int64_t, int64_t im) {
-      for (int64_t i = 0; i < rows.n; ++i)
-        if (m[im + i * rows.b_step] != 0) po[o + i] = value;
-    });
-  }
-  record(out, "MaskedFillBackward", {x},
-         [mask](const Tensor& dout) -> std::vector<Tensor> { return {masked_fill(dout, mask, 0.0f)}; });
+  Tensor out = Tensor::empty(x.shape());
+  std::copy(x.data(), x.data() + x.numel(), out.data());
+  fill_where(out, mask, value);
+  // dx: dout with zeros where the mask is set, over dout when the backward holds it alone.
+  record(out, "MaskedFillBackward", {x}, [mask](Tensor dout) -> std::vector<Tensor> {
+    Tensor dx = reuse_or_empty(dout);
+    if (dx.impl() != dout.impl()) std::copy(dout.data(), dout.data() + dout.numel(), dx.data());
+    fill_where(dx, mask, 0.0f);
+    return {dx};
+  });
   return out;
 }
 

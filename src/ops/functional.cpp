@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/dropout.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/gru.hpp"
 #include "kernels/layer_norm.hpp"
 #include "kernels/softmax.hpp"
@@ -68,7 +69,11 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   Tensor y = Tensor::empty(x.shape());
   kernels::dropout(x.numel(), gen.state(), p, scale, x.data(), y.data(), mask.data());
   gen.skip(static_cast<uint64_t>(x.numel()));
-  record(y, "DropoutBackward", {x}, [mask](const Tensor& dy) -> std::vector<Tensor> { return {dy * mask}; });
+  record(y, "DropoutBackward", {x}, [mask](Tensor dy) -> std::vector<Tensor> {
+    Tensor dx = reuse_or_empty(dy);  // over dy when the backward holds it alone
+    kernels::binary(kernels::Binary::Mul, dy.numel(), dy.data(), 1, mask.data(), 1, dx.data());
+    return {dx};
+  });
   return y;
 }
 

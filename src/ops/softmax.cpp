@@ -28,8 +28,10 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::softmax(outer, n, inner, x.data(), out.data());
   // NOTE: the backward needs y; it captures out.detach(), never out itself (see autograd.hpp).
-  record(out, "SoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](const Tensor& dy) -> std::vector<Tensor> {
-    Tensor dx = Tensor::empty(y.shape());
+  // dx is written over dy when the backward holds dy alone (reuse_or_empty): the
+  // kernel reads each row of dy whole before it writes that row of dx.
+  record(out, "SoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](Tensor dy) -> std::vector<Tensor> {
+    Tensor dx = reuse_or_empty(dy);
     if (dx.numel() > 0) kernels::softmax_backward(outer, n, inner, y.data(), dy.data(), dx.data());
     return {dx};
   });
@@ -44,8 +46,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   auto [outer, n, inner] = detail::axis_view(x.shape(), d);
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::log_softmax(outer, n, inner, x.data(), out.data());
-  record(out, "LogSoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](const Tensor& dy) -> std::vector<Tensor> {
-    Tensor dx = Tensor::empty(y.shape());
+  record(out, "LogSoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](Tensor dy) -> std::vector<Tensor> {
+    Tensor dx = reuse_or_empty(dy);  // over dy when it is the backward's alone, as softmax's
     if (dx.numel() > 0) kernels::log_softmax_backward(outer, n, inner, y.data(), dy.data(), dx.data());
     return {dx};
   });
@@ -88,8 +90,8 @@ Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
   Tensor out = Tensor::empty(x.shape());  // (B, Q, K)
   if (out.numel() > 0) kernels::masked_softmax(B * Q, K, row_lens.data(), x.data(), out.data());
   record(out, "MaskedSoftmaxBackward", {x},
-         [y = out.detach(), row_lens = std::move(row_lens), B, Q, K](const Tensor& dy) -> std::vector<Tensor> {
-           Tensor dx = Tensor::empty(y.shape());
+         [y = out.detach(), row_lens = std::move(row_lens), B, Q, K](Tensor dy) -> std::vector<Tensor> {
+           Tensor dx = reuse_or_empty(dy);  // over dy when it is the backward's alone, as softmax's
            if (dx.numel() > 0)
              kernels::masked_softmax_backward(B * Q, K, row_lens.data(), y.data(), dy.data(), dx.data());
            return {dx};

@@ -51,6 +51,11 @@ struct MemoryStats {
 };
 MemoryStats memory_stats();
 
+// Start peak_allocated_bytes over from what live tensors hold now
+// (torch.cuda.reset_peak_memory_stats), so that the peak of one stretch of
+// code (a forward and backward) can be read after it.
+void reset_peak_memory_stats();
+
 // The bytes a request of `bytes` takes: its size class (see above).
 size_t size_class(size_t bytes);
 

@@ -18,6 +18,11 @@
 // node saved (the tensors its backward function captured) as soon as it has
 // run, as PyTorch does by default. A second backward() through the same graph
 // is then an Error, unless the first was given retain_graph = true.
+// An output's gradient is handed to its node's backward function and freed
+// when that has run; an elementwise backward writes its input's gradient over
+// it when nothing else sees it (sole_owner, reuse_or_empty below). So
+// attention's backward holds three (B, H, T, T) buffers at its peak (the
+// scores, the softmax saved for the backward, and dP), PyTorch's four.
 //
 // NOTE (ownership): an output owns its Node, a Node owns its inputs' Nodes
 // and what its backward function captured. A backward function must never
@@ -40,7 +45,14 @@ namespace qkv {
 // order the op gave them to record(), each with that input's shape. An
 // undefined Tensor means "no gradient for this input" (an op may skip inputs
 // that do not require grad).
-using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
+//
+// `dout` is handed over (moved in): backward() keeps no reference of its
+// own, so when nothing else sees its numbers (sole_owner(dout): not the
+// caller's seed, not shared with another input's gradient) the function may
+// write dx over them, as reuse_or_empty() does; an op of one input and one
+// shape then allocates nothing. A function that only reads dout may take it
+// as `const Tensor&`.
+using BackwardFn = std::function<std::vector<Tensor>(Tensor dout)>;
 
 // The other kind of backward, for an op with one input: it ADDS the op's
 // d(loss)/d(input) into `dx` in place. `dx` is that input's gradient summed
@@ -82,10 +94,30 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
 // record() for an op of one input whose backward adds into the input's gradient.
 void record_accumulate(Tensor& out, const char* name, const Tensor& input, AccumulateFn backward);
 
+// True when `t` is the only handle to its TensorImpl and that impl the only
+// one on its storage (no view, no detach(), no saved copy, no second
+// gradient shares it): nothing else can see its numbers, so they may be
+// overwritten. An undefined tensor is never a sole owner.
+// NOTE: the use counts are read without a lock; backward() and the backward
+// functions run on one thread, and no other thread holds a handle.
+bool sole_owner(const Tensor& t);
+
+// Where a backward function writes a gradient of dout's shape computed
+// elementwise from dout (dx = dout·f'(x), dx = dout / s, …): dout itself
+// (another handle on the same numbers) when sole_owner(dout), else a new
+// empty tensor. Each element of dout must be read before the same element of
+// the result is written, as the elementwise and softmax kernels do.
+Tensor reuse_or_empty(const Tensor& dout);
+
 // Backpropagate d(root)/d(leaf) into every leaf's .grad() (+=). `grad` is
 // d(loss)/d(root); it may be omitted when root has one element. Each node's
-// saved tensors are freed once its backward function has run, unless
-// retain_graph is true (then the graph can be backpropagated again).
+// saved tensors, and its output's gradient, are freed once its backward
+// function has run, unless retain_graph is true (then the graph can be
+// backpropagated again).
+// A leaf's first gradient becomes its .grad() without a copy when nothing
+// else sees it (as PyTorch's AccumulateGrad steals it); one the caller can
+// see (the `grad` given here, passed on unchanged by add or reshape) is
+// copied, so writing to it afterwards never changes .grad().
 void backward(const Tensor& root, const Tensor& grad = Tensor(), bool retain_graph = false);
 
 // Recording on or off (on by default, per thread).
