@@ -191,6 +191,12 @@ DecoderState TransformerDecoder::init_state(const EncoderOutput& enc, const IntT
   if (!enc.outputs.defined() || enc.outputs.dim() != 3 || enc.outputs.size(2) != num_hiddens)
     fail("TransformerDecoder: encoder outputs {}: expected (B, T, {})",
          enc.outputs.defined() ? enc.outputs.shape().str() : "undefined", num_hiddens);
+  // Checked here, where the lengths are given, not at the first forward:
+  // one length per source, as d2l's decoder reads them (the cross-attention
+  // masks every step's query alike).
+  const int64_t B = enc.outputs.size(0);
+  if (enc_valid_lens.defined() && enc_valid_lens.shape() != Shape{B})
+    fail("TransformerDecoder: enc_valid_lens {} must be ({}), one length per source", enc_valid_lens.shape(), B);
   DecoderState state;
   state.enc_outputs = enc.outputs;
   state.enc_valid_lens = enc_valid_lens;
