@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include <regex>
+#include <cctype>
 #include <set>
 #include <string>
 
@@ -23,11 +23,14 @@ bool is_optimizer_key(const std::string& key) { return key.rfind(kPrefix, 0) == 
 // message mentions, the name of the model parameter that is the same tensor:
 // " (optimizer parameter 1 is the model's 'decoder.dense.bias')".
 std::string name_parameters(const std::string& message, const nn::Module& model, const optim::Optimizer& optimizer) {
-  static const std::regex index(R"((?:parameters? |state\.)(\d+))");
+  // The indices: the digits after "parameter ", "parameters " or "state.".
   std::set<size_t> mentioned;
-  for (auto it = std::sregex_iterator(message.begin(), message.end(), index); it != std::sregex_iterator(); ++it) {
-    const std::string digits = (*it)[1].str();
-    if (digits.size() < 10) mentioned.insert(std::stoul(digits));  // a longer number is no parameter index
+  for (const std::string lead : {"parameter ", "parameters ", "state."}) {
+    for (size_t at = message.find(lead); at != std::string::npos; at = message.find(lead, at + 1)) {
+      size_t begin = at + lead.size(), end = begin;
+      while (end < message.size() && end - begin < 10 && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
+      if (end > begin) mentioned.insert(std::stoul(message.substr(begin, end - begin)));
+    }
   }
   const auto named = model.named_parameters();
   std::string names;

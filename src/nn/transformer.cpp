@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "stack.hpp"
+
 namespace qkv::nn {
 
 // --- positional encoding ------------------------------------------------------------
@@ -105,9 +107,11 @@ TransformerEncoder::TransformerEncoder(int64_t vocab_size, int64_t num_hiddens, 
   embedding = register_module("embedding", std::make_shared<Embedding>(vocab_size, num_hiddens, gen));
   pos_encoding = register_module("pos_encoding", std::make_shared<PositionalEncoding>(num_hiddens, dropout, 1000, gen));
   blks = register_module("blks", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_blks; ++i)
+  for (int64_t i = 0; i < num_blks; ++i) {
     blks->push_back(
         std::make_shared<TransformerEncoderBlock>(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias, gen));
+    if (i == 0) detail::check_stack_size("TransformerEncoder", "num_blks", num_blks, (*blks)[0]->num_parameters());
+  }
 }
 
 EncoderOutput TransformerEncoder::forward(const IntTensor& X, const IntTensor& valid_lens) {
@@ -181,9 +185,11 @@ TransformerDecoder::TransformerDecoder(int64_t vocab_size, int64_t num_hiddens, 
   embedding = register_module("embedding", std::make_shared<Embedding>(vocab_size, num_hiddens, gen));
   pos_encoding = register_module("pos_encoding", std::make_shared<PositionalEncoding>(num_hiddens, dropout, 1000, gen));
   blks = register_module("blks", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_blks; ++i)
+  for (int64_t i = 0; i < num_blks; ++i) {
     blks->push_back(
         std::make_shared<TransformerDecoderBlock>(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, gen));
+    if (i == 0) detail::check_stack_size("TransformerDecoder", "num_blks", num_blks, (*blks)[0]->num_parameters());
+  }
   dense = register_module("dense", std::make_shared<Linear>(num_hiddens, vocab_size, true, gen));
 }
 

@@ -70,6 +70,16 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
       {"GRU: dropout NaN", [] { nn::GRU(3, 3, 2, true, false, kNaN); }, "dropout must be in [0, 1), got nan"},
       {"LSTM: (4·hidden_size, input_size) weights overflow int64", [] { nn::LSTM(k2to31, k2to31); },
        "shape (8589934592, 2147483648): the number of elements overflows int64"},
+      {"RNN: num_layers INT64_MAX (std::length_error from the layer vectors)", [] { nn::RNN(2, 2, kMax); },
+       "RNN: num_layers 9223372036854775807 of 4 parameters each is more than the 70368744177664 floats that can be "
+       "addressed"},
+      {"GRU: num_layers 2⁴⁴ of 3·H·H weights", [] { nn::GRU(2, 4, int64_t{1} << 44); },
+       "GRU: num_layers 17592186044416 of 48 parameters each is more than"},
+      {"TransformerEncoder: 2⁴⁰ blocks (std::bad_alloc, or memory filled block by block)",
+       [] { nn::TransformerEncoder(10, 8, 16, 2, int64_t{1} << 40, 0.0f); },
+       "TransformerEncoder: num_blks 1099511627776 of 568 parameters each is more than"},
+      {"TransformerDecoder: INT64_MAX blocks", [] { nn::TransformerDecoder(10, 8, 16, 2, kMax, 0.0f); },
+       "TransformerDecoder: num_blks 9223372036854775807 of"},
       {"MultiHeadAttention: num_hiddens not a multiple of num_heads", [] { nn::MultiHeadAttention(10, 3, 0.0f); },
        "MultiHeadAttention: num_hiddens 10 must be a positive multiple of num_heads 3"},
       {"MultiHeadAttention: 0 heads", [] { nn::MultiHeadAttention(8, 0, 0.0f); }, "multiple of num_heads 0"},
@@ -98,6 +108,16 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
        "dropout 1 must be in [0, 1)"},
       {"EncoderDecoder: null parts", [] { nn::EncoderDecoder(nullptr, nullptr); },
        "EncoderDecoder: the encoder and the decoder must not be null"},
+  });
+}
+
+TEST_CASE("hardening/nn: a stack of layers the machine cannot hold is a qkv::Error, not std::bad_alloc") {
+  // 2⁴⁰ layers of 16 weights pass the address-space check (2⁴⁴ floats), and
+  // the 16 TiB of layer handles is really asked for: see bad_input.hpp.
+  if (!qkv::test::huge_allocations_fail()) return;
+  check_bad_inputs({
+      {"LSTM: num_layers 2⁴⁰ (std::bad_alloc from the layer vectors)", [] { nn::LSTM(2, 2, int64_t{1} << 40); },
+       "LSTM: out of memory making room for num_layers 1099511627776"},
   });
 }
 
