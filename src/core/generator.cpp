@@ -21,11 +21,25 @@ uint64_t Generator::next_u64() {
 // the result is never 1.
 float Generator::uniform() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
 
-float Generator::uniform(float low, float high) { return low + (high - low) * uniform(); }
+// PyTorch's uniform_(from, to) refuses from > to and a range wider than the
+// largest float; here NaN and infinite bounds too, which would fill a tensor
+// with NaN or inf without a word.
+float Generator::uniform(float low, float high) {
+  if (!(std::isfinite(low) && std::isfinite(high) && low <= high && std::isfinite(high - low)))
+    fail(
+        "Generator::uniform: the range [low, high) must have finite low ≤ high and a finite width, got low {} and "
+        "high {}",
+        low, high);
+  return low + (high - low) * uniform();
+}
 
 // Box–Muller: for u1, u2 ~ U(0, 1], sqrt(-2 ln u1)·cos(2π u2) ~ N(0, 1).
 // Computed in double so the numbers do not depend on float rounding of libm.
 float Generator::normal(float mean, float std) {
+  // PyTorch: "normal expects std >= 0.0"; NaN and infinite arguments would
+  // give NaN or inf draws without a word.
+  if (!(std::isfinite(mean) && std::isfinite(std) && std >= 0))
+    fail("Generator::normal: needs a finite mean and a finite std ≥ 0, got mean {} and std {}", mean, std);
   double u1 = (static_cast<double>(next_u64() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
   double u2 = static_cast<double>(next_u64() >> 11) * 0x1.0p-53;          // [0, 1)
   double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);

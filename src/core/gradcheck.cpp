@@ -10,10 +10,23 @@ namespace qkv {
 
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                           GradcheckOptions options) {
+  // A step of 0 divides by 0, a NaN tolerance passes nothing and a negative
+  // one fails everything: each would make the verdict mean nothing.
+  if (!f) fail("gradcheck: the function is empty");
+  if (!(options.eps > 0) || !std::isfinite(options.eps))
+    fail("gradcheck: eps must be finite and > 0, got eps {}", options.eps);
+  if (!(options.atol >= 0) || !(options.rtol >= 0) || !std::isfinite(options.atol) || !std::isfinite(options.rtol))
+    fail("gradcheck: atol and rtol must be finite and ≥ 0, got atol {} and rtol {}", options.atol, options.rtol);
+  if (inputs.empty()) fail("gradcheck: no inputs to check");
   // Fresh leaves, so the caller's tensors are neither perturbed nor given grads.
   std::vector<Tensor> xs;
   for (const Tensor& x : inputs) {
     if (!x.defined()) fail("gradcheck: input {} is undefined", xs.size());
+    // NOTE: a finite difference at NaN or ±inf is NaN: no verdict either way.
+    for (int64_t j = 0; j < x.numel(); ++j)
+      if (!std::isfinite(x.data()[j]))
+        fail("gradcheck: input {} {} element {} is {}: finite differences need finite inputs", xs.size(), x.shape(), j,
+             x.data()[j]);
     xs.push_back(Tensor(x.to_vector(), x.shape()).requires_grad_());
   }
 
@@ -41,6 +54,13 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     for (int64_t j = 0; j < xs[i].numel(); ++j) {
       float original = x[j];
       float up = original + options.eps, down = original - options.eps;
+      // eps below half a float step at x rounds x ± eps back to x; near
+      // FLT_MAX, x + eps overflows.
+      if (!(up > down) || !std::isfinite(up) || !std::isfinite(down))
+        fail(
+            "gradcheck: eps {} does not fit input {} {} element {} = {}: x - eps = {} and x + eps = {} must be two "
+            "different finite floats",
+            options.eps, i, xs[i].shape(), j, original, down, up);
       x[j] = up;
       double l_up = loss();
       x[j] = down;

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,13 +56,25 @@ inline void check_utf8(std::string_view text, const std::string& path, const cha
 
 // The file's bytes, without a UTF-8 byte-order mark; an Error naming `op`
 // and the path if it cannot be read or is not UTF-8.
+// NOTE: only a regular file, as load_safetensors: a device such as
+// /dev/zero never ends, and reading it whole exhausted the machine's memory.
 inline std::string read_text_file(const std::string& path, const char* op) {
   if (std::filesystem::is_directory(path)) fail("{}: '{}' is a directory, not a text file", op, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open '{}'", op, path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    fail("{}: '{}': not a regular file (a device, pipe or socket)", op, path);
+  std::string s;
+  try {
+    std::stringstream text;
+    text << in.rdbuf();
+    s = text.str();
+  } catch (const std::bad_alloc&) {
+    fail("{}: '{}': the file's {} bytes do not fit in memory", op, path, std::filesystem::file_size(path, ec));
+  } catch (const std::length_error&) {
+    fail("{}: '{}': the file's {} bytes do not fit in memory", op, path, std::filesystem::file_size(path, ec));
+  }
   if (s.starts_with("\xEF\xBB\xBF")) s.erase(0, 3);  // a byte-order mark is not text
   check_utf8(s, path, op);
   return s;

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <set>
 #include <string>
 
 namespace qkv::io {
@@ -15,6 +17,33 @@ namespace {
 const std::string kPrefix = "optimizer.";
 
 bool is_optimizer_key(const std::string& key) { return key.rfind(kPrefix, 0) == 0; }
+
+// The optimizer knows its parameters by index ("parameter 1", "state.1.step");
+// a reader knows them by the model's dotted names. For each index an error
+// message mentions, the name of the model parameter that is the same tensor:
+// " (optimizer parameter 1 is the model's 'decoder.dense.bias')".
+std::string name_parameters(const std::string& message, const nn::Module& model, const optim::Optimizer& optimizer) {
+  // The indices: the digits after "parameter ", "parameters " or "state.".
+  std::set<size_t> mentioned;
+  for (const std::string lead : {"parameter ", "parameters ", "state."}) {
+    for (size_t at = message.find(lead); at != std::string::npos; at = message.find(lead, at + 1)) {
+      size_t begin = at + lead.size(), end = begin;
+      while (end < message.size() && end - begin < 10 && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
+      if (end > begin) mentioned.insert(std::stoul(message.substr(begin, end - begin)));
+    }
+  }
+  const auto named = model.named_parameters();
+  std::string names;
+  for (size_t i : mentioned) {
+    if (i >= optimizer.params().size()) continue;
+    for (const auto& [name, p] : named) {
+      if (!p.same(optimizer.params()[i])) continue;
+      names += fmt::format("{}optimizer parameter {} is the model's '{}'", names.empty() ? "" : "; ", i, name);
+      break;
+    }
+  }
+  return names.empty() ? "" : " (" + names + ")";
+}
 
 }  // namespace
 
@@ -53,7 +82,7 @@ void load_checkpoint(const std::filesystem::path& path, nn::Module& model, optim
     try {
       optimizer->check_state_dict(optimizer_state);
     } catch (const Error& e) {
-      fail("{}: optimizer: {}", where, e.what());
+      fail("{}: optimizer: {}{}", where, e.what(), name_parameters(e.what(), model, *optimizer));
     }
   }
 

@@ -165,9 +165,13 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   return (*W_o)(transpose_output(out, num_heads));  // (B, Q, H) -> (B, Q, H)
 }
 
+const Tensor& MultiHeadAttention::attention_weights() const {
+  if (!attention->attention_weights.defined()) fail("MultiHeadAttention: no attention weights yet: call forward first");
+  return attention->attention_weights;
+}
+
 Tensor MultiHeadAttention::attention_weights_per_head() const {
   const Tensor& w = attention_weights();
-  if (!w.defined()) fail("MultiHeadAttention: no attention weights yet: call forward first");
   return w.reshape({w.size(0) / num_heads, num_heads, w.size(1), w.size(2)});  // (B·h, Q, K) -> (B, h, Q, K)
 }
 

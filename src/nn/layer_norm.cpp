@@ -4,18 +4,19 @@
 #include <qkv/nn/layer_norm.hpp>
 #include <qkv/ops/functional.hpp>
 
+#include <cmath>
+
 namespace qkv::nn {
 
 LayerNorm::LayerNorm(Shape normalized_shape, float eps, bool elementwise_affine)
-    : normalized_shape(std::move(normalized_shape)), eps(eps) {
+    : normalized_shape(std::move(normalized_shape)), eps(eps), elementwise_affine(elementwise_affine) {
   if (this->normalized_shape.ndim() == 0) fail("LayerNorm: normalized_shape is empty; give the dims to normalise over");
   for (int64_t d : this->normalized_shape)
     if (d <= 0) fail("LayerNorm: normalized_shape {} must have positive sizes", this->normalized_shape);
-  if (!(eps >= 0)) fail("LayerNorm: eps must be ≥ 0, got {}", eps);
-  if (elementwise_affine) {
-    register_parameter("weight", weight, ones(this->normalized_shape));
-    register_parameter("bias", bias, zeros(this->normalized_shape));
-  }
+  // eps = inf would divide every row by infinity: zeros, whatever the input.
+  if (!(eps >= 0) || !std::isfinite(eps)) fail("LayerNorm: eps must be finite and ≥ 0, got {}", eps);
+  register_parameter("weight", weight, elementwise_affine ? ones(this->normalized_shape) : Tensor());
+  register_parameter("bias", bias, elementwise_affine ? zeros(this->normalized_shape) : Tensor());
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
@@ -31,7 +32,7 @@ std::string LayerNorm::extra_repr() const {
     dims.resize(dims.size() - 2);
   else
     dims.resize(dims.size() - 1);
-  return fmt::format("({}), eps={}, elementwise_affine={}", dims, eps, weight.defined() ? "True" : "False");
+  return fmt::format("({}), eps={}, elementwise_affine={}", dims, eps, elementwise_affine ? "True" : "False");
 }
 
 }  // namespace qkv::nn

@@ -15,6 +15,8 @@ namespace qkv::nn {
 
 Tensor& Module::register_parameter(const std::string& name, Tensor& member, Tensor value) {
   if (name.empty() || name.find('.') != std::string::npos) fail("register_parameter: bad name '{}'", name);
+  for (const auto& [n, m] : children_)
+    if (n == name) fail("register_parameter: {} already has a submodule '{}'", type_name(), name);
   for (const Param& p : params_) {
     if (p.name == name) fail("register_parameter: {} already has a parameter '{}'", type_name(), name);
     if (p.member == &member)
@@ -74,6 +76,8 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   if (name.empty() || name.find('.') != std::string::npos) fail("register_module: bad name '{}'", name);
   for (const auto& [n, m] : children_)
     if (n == name) fail("register_module: {} already has a submodule '{}'", type_name(), name);
+  for (const Param& p : params_)
+    if (p.name == name) fail("register_module: {} already has a parameter '{}'", type_name(), name);
   // A module inside itself would make every walk below endless.
   if (module->contains(this))
     fail("register_module: '{}' ({}) contains this {}: a module cannot be its own submodule", name, module->type_name(),
@@ -194,9 +198,9 @@ void ModuleList::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(size()), std::move(module));
 }
 
-const std::shared_ptr<Module>& ModuleList::operator[](size_t i) const {
+std::shared_ptr<Module> ModuleList::operator[](size_t i) const {
   if (i >= size()) fail("ModuleList: index {} is out of range for a list of {} modules", i, size());
-  return named_children()[i].second;
+  return children()[i].second;
 }
 
 // "qkv::nn::Linear" for typeid(nn::Linear), where typeid's own name is "N3qkv2nn6LinearE".

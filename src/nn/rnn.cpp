@@ -24,6 +24,10 @@
 #include <qkv/ops/shape_ops.hpp>
 
 #include <cmath>
+#include <new>
+#include <stdexcept>
+
+#include "stack.hpp"
 
 namespace qkv::nn {
 
@@ -97,15 +101,25 @@ RNNBase::RNNBase(const char* name, int64_t gates, int64_t input_size, int64_t hi
     init::uniform_(t, -k, k, gen);
     return t;
   };
-  const int64_t GH = gates * hidden_size;
+  const int64_t GH = checked_mul(gates, hidden_size, name);
+  // A layer holds at least GH·H weights (weight_hh). If GH·H overflows, the
+  // first weight's shape check below names it.
+  if (int64_t per_layer = 0; !__builtin_mul_overflow(GH, hidden_size, &per_layer))
+    detail::check_stack_size(name, "num_layers", num_layers, per_layer);
   // Sized once, before binding: register_parameter keeps each element's
   // address, so the vectors must never grow after this.
   const auto L = static_cast<size_t>(num_layers);
-  weight_ih.resize(L);
-  weight_hh.resize(L);
-  if (bias) {
-    bias_ih.resize(L);
-    bias_hh.resize(L);
+  try {
+    weight_ih.resize(L);
+    weight_hh.resize(L);
+    if (bias) {
+      bias_ih.resize(L);
+      bias_hh.resize(L);
+    }
+  } catch (const std::bad_alloc&) {
+    fail("{}: out of memory making room for num_layers {}", name, num_layers);
+  } catch (const std::length_error&) {
+    fail("{}: num_layers {} is too large to allocate", name, num_layers);
   }
   for (size_t l = 0; l < L; ++l) {
     const int64_t in = l == 0 ? input_size : hidden_size;  // layer l > 0 reads layer l-1's h

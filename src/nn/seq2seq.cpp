@@ -105,4 +105,9 @@ Tensor Seq2SeqAttentionDecoder::forward(const IntTensor& X, DecoderState& state)
   return dense->forward(cat(outputs, 1));  // S × (B, 1, H) -> (B, S, H) -> (B, S, V)
 }
 
+std::vector<Tensor> Seq2SeqAttentionDecoder::attention_weights() const {
+  if (!attention_weights_.defined()) fail("Seq2SeqAttentionDecoder: no attention weights yet: call forward first");
+  return {attention_weights_};
+}
+
 }  // namespace qkv::nn

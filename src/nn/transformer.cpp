@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "stack.hpp"
+
 namespace qkv::nn {
 
 // --- positional encoding ------------------------------------------------------------
@@ -105,9 +107,11 @@ TransformerEncoder::TransformerEncoder(int64_t vocab_size, int64_t num_hiddens, 
   embedding = register_module("embedding", std::make_shared<Embedding>(vocab_size, num_hiddens, gen));
   pos_encoding = register_module("pos_encoding", std::make_shared<PositionalEncoding>(num_hiddens, dropout, 1000, gen));
   blks = register_module("blks", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_blks; ++i)
+  for (int64_t i = 0; i < num_blks; ++i) {
     blks->push_back(
         std::make_shared<TransformerEncoderBlock>(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias, gen));
+    if (i == 0) detail::check_stack_size("TransformerEncoder", "num_blks", num_blks, (*blks)[0]->num_parameters());
+  }
 }
 
 EncoderOutput TransformerEncoder::forward(const IntTensor& X, const IntTensor& valid_lens) {
@@ -181,9 +185,11 @@ TransformerDecoder::TransformerDecoder(int64_t vocab_size, int64_t num_hiddens, 
   embedding = register_module("embedding", std::make_shared<Embedding>(vocab_size, num_hiddens, gen));
   pos_encoding = register_module("pos_encoding", std::make_shared<PositionalEncoding>(num_hiddens, dropout, 1000, gen));
   blks = register_module("blks", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_blks; ++i)
+  for (int64_t i = 0; i < num_blks; ++i) {
     blks->push_back(
         std::make_shared<TransformerDecoderBlock>(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, gen));
+    if (i == 0) detail::check_stack_size("TransformerDecoder", "num_blks", num_blks, (*blks)[0]->num_parameters());
+  }
   dense = register_module("dense", std::make_shared<Linear>(num_hiddens, vocab_size, true, gen));
 }
 
@@ -191,6 +197,12 @@ DecoderState TransformerDecoder::init_state(const EncoderOutput& enc, const IntT
   if (!enc.outputs.defined() || enc.outputs.dim() != 3 || enc.outputs.size(2) != num_hiddens)
     fail("TransformerDecoder: encoder outputs {}: expected (B, T, {})",
          enc.outputs.defined() ? enc.outputs.shape().str() : "undefined", num_hiddens);
+  // Checked here, where the lengths are given, not at the first forward:
+  // one length per source, as d2l's decoder reads them (the cross-attention
+  // masks every step's query alike).
+  const int64_t B = enc.outputs.size(0);
+  if (enc_valid_lens.defined() && enc_valid_lens.shape() != Shape{B})
+    fail("TransformerDecoder: enc_valid_lens {} must be ({}), one length per source", enc_valid_lens.shape(), B);
   DecoderState state;
   state.enc_outputs = enc.outputs;
   state.enc_valid_lens = enc_valid_lens;

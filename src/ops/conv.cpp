@@ -39,13 +39,19 @@ void check_window(const char* op, const Window& w) {
 // T = ⌊(L + 2p − d·(K − 1) − 1) / s⌋ + 1, or an error when the dilated kernel,
 // which spans d·(K − 1) + 1 positions, is longer than the padded input.
 int64_t output_length(const char* op, const Shape& input, int64_t L, const Window& w) {
-  const int64_t padded = L + 2 * w.padding, span = w.dilation * (w.kernel_size - 1) + 1;
+  // NOTE: a huge padding or dilation overflows int64 here; unchecked, the
+  // wrapped sizes gave a wrong L_out and a result of the wrong shape.
+  int64_t padded = 0, span = 0;
+  if (__builtin_mul_overflow(w.padding, 2, &padded) || __builtin_add_overflow(padded, L, &padded))
+    fail("{}: input {} padded by {} on each side: the padded length overflows int64", op, input, w.padding);
+  if (__builtin_mul_overflow(w.dilation, w.kernel_size - 1, &span) || __builtin_add_overflow(span, 1, &span))
+    fail("{}: kernel size {} with dilation {}: the span d·(K − 1) + 1 overflows int64", op, w.kernel_size, w.dilation);
   if (padded < span) {
-    const int64_t short_by = span - padded;  // L_out = ⌊−short_by / s⌋ + 1, floored toward −∞
+    const int64_t short_by = span - padded;  // L_out = ⌊−short_by / s⌋ + 1 = 1 − ⌈short_by / s⌉
     fail(
         "{}: input {} is too short: length {} padded by {} on each side is {}, but kernel size {} with dilation {} "
         "spans {} positions, so L_out = {} < 1",
-        op, input, L, w.padding, padded, w.kernel_size, w.dilation, span, 1 - (short_by + w.stride - 1) / w.stride);
+        op, input, L, w.padding, padded, w.kernel_size, w.dilation, span, -((short_by - 1) / w.stride));
   }
   return (padded - span) / w.stride + 1;
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "hardening/bad_input.hpp"
 
@@ -132,8 +133,9 @@ TEST_CASE("hardening/core: bad input to Shape and the Tensor and IntTensor acces
          zeros({2, 3}).size(kMin);
        },
        "size: dim -9223372036854775808 out of range"},
-      {"Shape: a dim a 0-d shape does not have", [] { (void)Shape{}[0]; }, "shape (): no dim 0 in a 0-d shape"},
-      {"Shape: a negative dim index",
+      {"Shape::operator[]: a dim a 0-d shape does not have", [] { (void)Shape{}[0]; },
+       "shape (): no dim 0 in a 0-d shape"},
+      {"Shape::operator[]: a negative dim index",
        [] {
          (void)Shape{2, 3}[-1];
        },
@@ -209,4 +211,80 @@ TEST_CASE("hardening/core: the extremes that are not errors") {
     // (format.hpp): tensor([[…[2.0000]…]]).
     CHECK(s == "tensor(" + std::string(100000, '[') + "2.0000" + std::string(100000, ']') + ")");
   }
+}
+
+// PyTorch's uniform_(from, to) refuses from > to and a width past the largest
+// float; normal_ refuses std < 0. NaN and infinite arguments would fill a
+// tensor with NaN or inf without a word, so they are refused too.
+TEST_CASE("hardening/core: bad ranges and spreads to Generator's draws") {
+  Generator g(0);
+  Generator* gen = &g;
+  constexpr float kBig = std::numeric_limits<float>::max();
+  check_bad_inputs({
+      {"Generator::uniform: low > high", [=] { gen->uniform(1, 0); },
+       "Generator::uniform: the range [low, high) must have finite low ≤ high and a finite width, got low 1 and high "
+       "0"},
+      {"Generator::uniform: NaN low", [=] { gen->uniform(kNaN, 1); }, "got low nan and high 1"},
+      {"Generator::uniform: infinite high", [=] { gen->uniform(0, kInf); }, "got low 0 and high inf"},
+      {"Generator::uniform: a width past the largest float", [=] { gen->uniform(-kBig, kBig); }, "a finite width"},
+      {"Generator::normal: std -1", [=] { gen->normal(0, -1); },
+       "Generator::normal: needs a finite mean and a finite std ≥ 0, got mean 0 and std -1"},
+      {"Generator::normal: NaN std", [=] { gen->normal(0, kNaN); }, "got mean 0 and std nan"},
+      {"Generator::normal: infinite mean", [=] { gen->normal(-kInf, 1); }, "got mean -inf and std 1"},
+      {"Generator::randint: empty range", [=] { gen->randint(5, 5); }, "randint: empty range [5, 5)"},
+      {"Generator::randint: high < low", [=] { gen->randint(kMax, kMin); },
+       "randint: empty range [9223372036854775807, -9223372036854775808)"},
+  });
+  SUBCASE("the edges that are not errors: an empty range [a, a] gives a, std 0 gives the mean") {
+    CHECK(g.uniform(2, 2) == 2.0f);
+    CHECK(g.normal(3, 0) == 3.0f);
+  }
+}
+
+// torch.autograd.gradcheck refuses what would make its verdict meaningless
+// ("gradcheck expects at least one input tensor to require gradient"); so
+// does qkv's, with the values: a step of 0 divides by 0, a NaN tolerance
+// passes nothing, a finite difference at NaN is NaN.
+TEST_CASE("hardening/core: bad options and inputs to gradcheck") {
+  auto square = [](const std::vector<Tensor>& x) { return x[0] * x[0]; };
+  auto with = [](float eps, float atol, float rtol) {
+    GradcheckOptions o;
+    o.eps = eps;
+    o.atol = atol;
+    o.rtol = rtol;
+    return o;
+  };
+  check_bad_inputs({
+      {"gradcheck: eps 0", [=] { gradcheck(square, {ones({2})}, with(0, 1e-3f, 1e-2f)); },
+       "gradcheck: eps must be finite and > 0, got eps 0"},
+      {"gradcheck: eps -1", [=] { gradcheck(square, {ones({2})}, with(-1, 1e-3f, 1e-2f)); }, "got eps -1"},
+      {"gradcheck: eps NaN", [=] { gradcheck(square, {ones({2})}, with(kNaN, 1e-3f, 1e-2f)); }, "got eps nan"},
+      {"gradcheck: eps inf", [=] { gradcheck(square, {ones({2})}, with(kInf, 1e-3f, 1e-2f)); }, "got eps inf"},
+      {"gradcheck: atol -1", [=] { gradcheck(square, {ones({2})}, with(1e-2f, -1, 1e-2f)); },
+       "gradcheck: atol and rtol must be finite and ≥ 0, got atol -1 and rtol 0.01"},
+      {"gradcheck: rtol NaN", [=] { gradcheck(square, {ones({2})}, with(1e-2f, 1e-3f, kNaN)); },
+       "got atol 0.001 and rtol nan"},
+      {"gradcheck: eps too small to move x = 1e8",
+       [=] { gradcheck(square, {full({2}, 1e8f)}, with(1e-2f, 1e-3f, 1e-2f)); },
+       "gradcheck: eps 0.01 does not fit input 0 (2) element 0 = 100000000: x - eps = 100000000 and x + eps = "
+       "100000000 must be two different finite floats"},
+      {"gradcheck: x + eps overflows", [=] { gradcheck(square, {full({1}, 3e38f)}, with(1e38f, 1e-3f, 1e-2f)); },
+       "must be two different finite floats"},
+      {"gradcheck: no inputs", [=] { gradcheck(square, {}); }, "gradcheck: no inputs to check"},
+      {"gradcheck: an undefined input",
+       [=] {
+         gradcheck(square, {ones({1}), Tensor()});
+       },
+       "gradcheck: input 1 is undefined"},
+      {"gradcheck: a NaN input",
+       [=] {
+         gradcheck(square, {tensor({1, kNaN}, {2})});
+       },
+       "gradcheck: input 0 (2) element 1 is nan: finite differences need finite inputs"},
+      {"gradcheck: an infinite input", [=] { gradcheck(square, {tensor({-kInf}, {1})}); }, "element 0 is -inf"},
+      {"gradcheck: an empty function", [] { gradcheck(nullptr, {ones({1})}); }, "gradcheck: the function is empty"},
+      {"gradcheck: a function returning an undefined tensor",
+       [] { gradcheck([](const std::vector<Tensor>&) { return Tensor(); }, {ones({1})}); },
+       "gradcheck: the function returned an undefined tensor"},
+  });
 }

@@ -248,3 +248,35 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
   });
   CHECK_FALSE(std::filesystem::exists(svg));
 }
+
+// The optimizer knows its parameters by index; the error says which of the
+// model's parameters that is, by its dotted name.
+TEST_CASE("hardening/io: load_checkpoint names the optimizer's parameters by the model's names") {
+  test::TempDir dir("hardening_ckpt_names");
+  Generator gen(0);
+  auto make = [&] {
+    auto model = std::make_shared<nn::Seq2SeqEncoder>(5, 3, 4, 1, 0.0f, gen);
+    return model;
+  };
+  auto model = make();
+  optim::Adam adam(model->parameters(), 0.01f);
+  for (Tensor& p : model->parameters()) p.set_grad(ones(p.shape()));
+  adam.step();
+  io::save_checkpoint(dir / "good.safetensors", *model, &adam);
+  // The same checkpoint without parameter 1's moments (rnn.weight_ih_l0's).
+  StateDict damaged = io::load_safetensors(dir / "good.safetensors");
+  damaged.erase("optimizer.state.1.exp_avg");
+  damaged.erase("optimizer.state.1.exp_avg_sq");
+  io::save_safetensors(dir / "damaged.safetensors", damaged, {{"format", "pt"}, {"optimizer", "Adam"}});
+
+  auto fresh = make();
+  optim::Adam fresh_adam(fresh->parameters(), 0.01f);
+  CHECK(fresh->named_parameters()[1].first == "rnn.weight_ih_l0");
+  CHECK_THROWS_WITH_AS(
+      io::load_checkpoint(dir / "damaged.safetensors", *fresh, &fresh_adam),
+      doctest::Contains("Adam: parameter 1 (shape (12, 3)) has 'state.1.step' = 1 but no exp_avg or exp_avg_sq: its "
+                        "state is missing (a state dict of an updated parameter holds all of exp_avg, exp_avg_sq) "
+                        "(optimizer parameter 1 is the model's 'rnn.weight_ih_l0')"),
+      Error);
+  CHECK(fresh_adam.state(1).step == 0);  // nothing loaded
+}

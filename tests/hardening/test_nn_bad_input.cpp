@@ -14,6 +14,8 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "hardening/bad_input.hpp"
 
@@ -52,8 +54,10 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
          nn::LayerNorm(Shape{3, 0});
        },
        "LayerNorm: normalized_shape (3, 0) must have"},
-      {"LayerNorm: eps negative", [] { nn::LayerNorm(4, -1e-5f); }, "LayerNorm: eps must be ≥ 0, got -1e-05"},
-      {"LayerNorm: eps NaN", [] { nn::LayerNorm(4, kNaN); }, "eps must be ≥ 0, got nan"},
+      {"LayerNorm: eps negative", [] { nn::LayerNorm(4, -1e-5f); },
+       "LayerNorm: eps must be finite and ≥ 0, got -1e-05"},
+      {"LayerNorm: eps NaN", [] { nn::LayerNorm(4, kNaN); }, "eps must be finite and ≥ 0, got nan"},
+      {"LayerNorm: eps inf (every output 0)", [] { nn::LayerNorm(4, kInf); }, "eps must be finite and ≥ 0, got inf"},
       {"LayerNorm: shape overflows int64",
        [] {
          nn::LayerNorm(Shape{kMax, 2});
@@ -66,6 +70,16 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
       {"GRU: dropout NaN", [] { nn::GRU(3, 3, 2, true, false, kNaN); }, "dropout must be in [0, 1), got nan"},
       {"LSTM: (4·hidden_size, input_size) weights overflow int64", [] { nn::LSTM(k2to31, k2to31); },
        "shape (8589934592, 2147483648): the number of elements overflows int64"},
+      {"RNN: num_layers INT64_MAX (std::length_error from the layer vectors)", [] { nn::RNN(2, 2, kMax); },
+       "RNN: num_layers 9223372036854775807 of 4 parameters each is more than the 70368744177664 floats that can be "
+       "addressed"},
+      {"GRU: num_layers 2⁴⁴ of 3·H·H weights", [] { nn::GRU(2, 4, int64_t{1} << 44); },
+       "GRU: num_layers 17592186044416 of 48 parameters each is more than"},
+      {"TransformerEncoder: 2⁴⁰ blocks (std::bad_alloc, or memory filled block by block)",
+       [] { nn::TransformerEncoder(10, 8, 16, 2, int64_t{1} << 40, 0.0f); },
+       "TransformerEncoder: num_blks 1099511627776 of 568 parameters each is more than"},
+      {"TransformerDecoder: INT64_MAX blocks", [] { nn::TransformerDecoder(10, 8, 16, 2, kMax, 0.0f); },
+       "TransformerDecoder: num_blks 9223372036854775807 of"},
       {"MultiHeadAttention: num_hiddens not a multiple of num_heads", [] { nn::MultiHeadAttention(10, 3, 0.0f); },
        "MultiHeadAttention: num_hiddens 10 must be a positive multiple of num_heads 3"},
       {"MultiHeadAttention: 0 heads", [] { nn::MultiHeadAttention(8, 0, 0.0f); }, "multiple of num_heads 0"},
@@ -94,6 +108,16 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
        "dropout 1 must be in [0, 1)"},
       {"EncoderDecoder: null parts", [] { nn::EncoderDecoder(nullptr, nullptr); },
        "EncoderDecoder: the encoder and the decoder must not be null"},
+  });
+}
+
+TEST_CASE("hardening/nn: a stack of layers the machine cannot hold is a qkv::Error, not std::bad_alloc") {
+  // 2⁴⁰ layers of 16 weights pass the address-space check (2⁴⁴ floats), and
+  // the 16 TiB of layer handles is really asked for: see bad_input.hpp.
+  if (!qkv::test::huge_allocations_fail()) return;
+  check_bad_inputs({
+      {"LSTM: num_layers 2⁴⁰ (std::bad_alloc from the layer vectors)", [] { nn::LSTM(2, 2, int64_t{1} << 40); },
+       "LSTM: out of memory making room for num_layers 1099511627776"},
   });
 }
 
@@ -138,6 +162,31 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
          (*conv)(ones({2, 5}));
        },
        "conv1d: input (2, 5) must be 3-D (N, C_in, L)"},
+      {"Conv1d: dilation INT64_MAX (the span wrapped to a positive size: a (1, 3, 6) result)",
+       [] {
+         nn::Conv1d(2, 3, 3, 1, 0, kMax)(ones({1, 2, 4}));
+       },
+       "conv1d: kernel size 3 with dilation 9223372036854775807: the span d·(K − 1) + 1 overflows int64"},
+      {"Conv1d: dilation 2⁶² (the span wrapped negative)",
+       [] {
+         nn::Conv1d(2, 3, 3, 1, 0, k2to62)(ones({1, 2, 4}));
+       },
+       "the span d·(K − 1) + 1 overflows int64"},
+      {"Conv1d: padding INT64_MAX",
+       [] {
+         nn::Conv1d(2, 3, 3, 1, kMax)(ones({1, 2, 4}));
+       },
+       "conv1d: input (1, 2, 4) padded by 9223372036854775807 on each side: the padded length overflows int64"},
+      {"im2col1d: dilation INT64_MAX",
+       [] {
+         im2col1d(ones({1, 2, 4}), 3, 1, 0, kMax);
+       },
+       "im2col1d: kernel size 3 with dilation 9223372036854775807: the span"},
+      {"Conv1d: stride INT64_MAX and a kernel longer than the input",
+       [] {
+         nn::Conv1d(2, 3, 6, kMax)(ones({1, 2, 4}));
+       },
+       "spans 6 positions, so L_out = 0 < 1"},
       {"Conv1d: 3 channels for 2",
        [=] {
          (*conv)(ones({1, 3, 5}));
@@ -356,39 +405,39 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
          m->forward(int_tensor({1, 10}, {1, 2}), int_tensor({1, 2}, {1, 2}), int_tensor({2}));
        },
        "embedding: index 10 out of range for a weight of 10 rows (10, 4)"},
-      {"predict: an empty source", [=] { m->predict({}, 4, 0, 1, 2, 5); },
+      {"EncoderDecoder::predict: an empty source", [=] { m->predict({}, 4, 0, 1, 2, 5); },
        "EncoderDecoder::predict: the source is empty"},
-      {"predict: num_steps 0",
+      {"EncoderDecoder::predict: num_steps 0",
        [=] {
          m->predict({3, 2}, 0, 0, 1, 2, 5);
        },
        "EncoderDecoder::predict: num_steps 0 must be positive and max_len 5 not negative"},
-      {"predict: max_len -1",
+      {"EncoderDecoder::predict: max_len -1",
        [=] {
          m->predict({3, 2}, 4, 0, 1, 2, -1);
        },
        "max_len -1 not negative"},
-      {"predict: num_steps INT64_MAX",
+      {"EncoderDecoder::predict: num_steps INT64_MAX",
        [=] {
          m->predict({3, 2}, kMax, 0, 1, 2, 5);
        },
        "EncoderDecoder::predict: num_steps 9223372036854775807 is too large to allocate"},
-      {"predict: a negative source id",
+      {"EncoderDecoder::predict: a negative source id",
        [=] {
          m->predict({3, -2}, 4, 0, 1, 2, 5);
        },
        "EncoderDecoder::predict: src[1] = -2 is not a token id"},
-      {"predict: a negative bos",
+      {"EncoderDecoder::predict: a negative bos",
        [=] {
          m->predict({3, 2}, 4, 0, -1, 2, 5);
        },
        "EncoderDecoder::predict: pad 0, bos -1 and eos 2 must be token ids"},
-      {"predict: a source id past the vocabulary",
+      {"EncoderDecoder::predict: a source id past the vocabulary",
        [=] {
          m->predict({3, 10}, 4, 0, 1, 2, 5);
        },
        "embedding: index 10 out of range"},
-      {"predict: bos past the vocabulary",
+      {"EncoderDecoder::predict: bos past the vocabulary",
        [=] {
          m->predict({3, 2}, 4, 0, 10, 2, 5);
        },
@@ -443,7 +492,7 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
 
 TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
   check_bad_inputs({
-      {"init: fan in of a 1-d tensor", [] { nn::init::fan_in_and_fan_out(ones({3})); },
+      {"init: fan_in_and_fan_out of a 1-d tensor", [] { nn::init::fan_in_and_fan_out(ones({3})); },
        "init: fan in and fan out need a tensor with at least 2 dims, got (3)"},
       {"init: xavier_uniform_ of a 0-d tensor",
        [] {
@@ -493,7 +542,7 @@ TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
          nn::init::constant_(w, 1);
        },
        "constant_: w is an undefined tensor"},
-      {"ModuleList: index past the end",
+      {"ModuleList::operator[]: index past the end",
        [] {
          nn::ModuleList list;
          list.push_back(std::make_shared<nn::Linear>(1, 1));
@@ -501,13 +550,14 @@ TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
        },
        "ModuleList: index 1 is out of range for a list of 1 modules"},
       {"ModuleList::at: index SIZE_MAX", [] { nn::ModuleList().at<nn::Linear>(SIZE_MAX); }, "out of range"},
-      {"ModuleList: a null module", [] { nn::ModuleList().push_back(nullptr); }, "register_module: module '0' is null"},
-      {"load_state_dict: an undefined tensor",
+      {"ModuleList::push_back: a null module", [] { nn::ModuleList().push_back(nullptr); },
+       "register_module: module '0' is null"},
+      {"Module::load_state_dict: an undefined tensor",
        [] {
          nn::Linear(2, 1).load_state_dict({{"weight", Tensor()}, {"bias", zeros({1})}});
        },
        "'weight' has shape undefined in the state dict, (1, 2) in the model"},
-      {"load_state_dict: a 0-d tensor for a (1) bias",
+      {"Module::load_state_dict: a 0-d tensor for a (1) bias",
        [] {
          nn::Linear(2, 1).load_state_dict({{"weight", zeros({1, 2})}, {"bias", scalar_tensor(0)}});
        },
@@ -532,4 +582,137 @@ TEST_CASE("hardening/nn: the extremes that are not errors") {
     nn::init::uniform_(w, 2, 2);
     CHECK(w.to_vector() == std::vector<float>{2, 2, 2});
   }
+}
+
+namespace {
+// A module that registers what a test tells it to, as a layer's constructor would.
+struct Probe : nn::Module {
+  Tensor w, v;
+  std::string type_name() const override { return "Probe"; }
+  void param(const std::string& name, Tensor& member) { register_parameter(name, member, ones({2})); }
+  void child(const std::string& name, std::shared_ptr<nn::Module> m) { register_module(name, std::move(m)); }
+};
+}  // namespace
+
+// PyTorch's register_parameter / add_module refuse an empty or dotted name
+// ("parameter name can't contain \".\""), a name already taken by a
+// parameter or a submodule ("attribute 'w' already exists"), and a
+// non-Module submodule; qkv names the module and the name.
+TEST_CASE("hardening/nn: registering parameters and submodules") {
+  auto probe = [](auto&& body) {
+    return [body] {
+      auto p = std::make_shared<Probe>();
+      body(*p);
+    };
+  };
+  check_bad_inputs({
+      {"Module::register_parameter: an empty name", probe([](Probe& p) { p.param("", p.w); }),
+       "register_parameter: bad name ''"},
+      {"Module::register_parameter: a dotted name", probe([](Probe& p) { p.param("a.b", p.w); }),
+       "register_parameter: bad name 'a.b'"},
+      {"Module::register_parameter: a name twice", probe([](Probe& p) {
+         p.param("w", p.w);
+         p.param("w", p.v);
+       }),
+       "register_parameter: Probe already has a parameter 'w'"},
+      {"Module::register_parameter: one member under two names", probe([](Probe& p) {
+         p.param("w", p.w);
+         p.param("v", p.w);
+       }),
+       "register_parameter: Probe: the member given for 'v' is already parameter 'w'"},
+      {"Module::register_parameter: the name of a submodule", probe([](Probe& p) {
+         p.child("w", std::make_shared<nn::Linear>(1, 1));
+         p.param("w", p.w);
+       }),
+       "register_parameter: Probe already has a submodule 'w'"},
+      {"Module::register_module: a null module", probe([](Probe& p) { p.child("m", nullptr); }),
+       "register_module: module 'm' is null"},
+      {"Module::register_module: an empty name",
+       probe([](Probe& p) { p.child("", std::make_shared<nn::Linear>(1, 1)); }), "register_module: bad name ''"},
+      {"Module::register_module: a dotted name",
+       probe([](Probe& p) { p.child("a.b", std::make_shared<nn::Linear>(1, 1)); }), "register_module: bad name 'a.b'"},
+      {"Module::register_module: a name twice", probe([](Probe& p) {
+         p.child("m", std::make_shared<nn::Linear>(1, 1));
+         p.child("m", std::make_shared<nn::Linear>(1, 1));
+       }),
+       "register_module: Probe already has a submodule 'm'"},
+      {"Module::register_module: the name of a parameter", probe([](Probe& p) {
+         p.param("w", p.w);
+         p.child("w", std::make_shared<nn::Linear>(1, 1));
+       }),
+       "register_module: Probe already has a parameter 'w'"},
+      {"Module::register_module: itself",
+       [] {
+         auto p = std::make_shared<Probe>();
+         p->child("self", p);
+       },
+       "register_module: 'self' (Probe) contains this Probe: a module cannot be its own submodule"},
+  });
+
+  SUBCASE("named_children and ModuleList[i] hand out handles, not references that dangle") {
+    // A reference into the module would dangle once a temporary module dies
+    // or a list reallocates as it grows.
+    nn::ModuleList list;
+    static_assert(!std::is_reference_v<decltype(list[0])>);
+    static_assert(!std::is_reference_v<decltype(list.named_children())>);
+    list.push_back(std::make_shared<nn::Linear>(1, 2));
+    const auto& first = list[0];  // the handle lives as long as `first`
+    for (int i = 0; i < 100; ++i) list.push_back(std::make_shared<nn::Dropout>(0.0f));
+    CHECK(first->type_name() == "Linear");
+    const auto& children = std::make_shared<nn::Linear>(1, 2)->named_children();
+    CHECK(children.empty());
+  }
+  SUBCASE("a tied weight is listed once (issue 11, item 10)") {
+    auto emb = std::make_shared<nn::Embedding>(5, 3);
+    auto out = std::make_shared<nn::Linear>(3, 5, false);
+    out->weight = emb->weight;
+    Probe model;
+    model.child("emb", emb);
+    model.child("out", out);
+    CHECK(model.parameters().size() == 1);
+    CHECK(model.num_parameters() == 15);
+    CHECK(model.state_dict().size() == 2);  // under both names, as PyTorch's state_dict
+  }
+}
+
+// PyTorch registers weight and bias as None: no parameters, repr
+// "LayerNorm((4,), eps=1e-05, elementwise_affine=False)", and a weight
+// assigned later (ln.weight = nn.Parameter(…)) becomes a parameter.
+TEST_CASE("hardening/nn: LayerNorm without elementwise affine") {
+  nn::LayerNorm ln(4, 1e-5f, false);
+  CHECK(ln.parameters().empty());
+  CHECK(ln.state_dict().empty());
+  CHECK(ln.repr().find("LayerNorm((4,), eps=1e-05, elementwise_affine=False)") == 0);
+  ln.weight = ones({4}).requires_grad_();
+  CHECK(ln.parameters().size() == 1);                                      // listed, so an optimizer trains it
+  CHECK(ln.repr().find("elementwise_affine=False") != std::string::npos);  // the constructor's flag
+  nn::LayerNorm affine(4);
+  affine.bias = Tensor();
+  CHECK_THROWS_WITH_AS(affine.parameters(), doctest::Contains("LayerNorm: parameter 'bias' holds an undefined tensor"),
+                       Error);
+}
+
+// d2l reads the weights after a forward; before one there are none, and an
+// undefined tensor handed out would only fail later, far from the cause.
+TEST_CASE("hardening/nn: attention weights asked for before any forward") {
+  auto mha = std::make_shared<nn::MultiHeadAttention>(8, 2, 0.0f);
+  auto seq2seq = std::make_shared<nn::Seq2SeqAttentionDecoder>(10, 4, 4, 1);
+  auto encoder = std::make_shared<nn::TransformerEncoder>(10, 8, 16, 2, 1, 0.0f);
+  auto decoder = std::make_shared<nn::TransformerDecoder>(10, 8, 16, 2, 1, 0.0f);
+  check_bad_inputs({
+      {"MultiHeadAttention::attention_weights before forward", [=] { mha->attention_weights(); },
+       "MultiHeadAttention: no attention weights yet: call forward first"},
+      {"MultiHeadAttention::attention_weights_per_head before forward", [=] { mha->attention_weights_per_head(); },
+       "MultiHeadAttention: no attention weights yet"},
+      {"Seq2SeqAttentionDecoder::attention_weights before forward", [=] { seq2seq->attention_weights(); },
+       "Seq2SeqAttentionDecoder: no attention weights yet: call forward first"},
+      {"Decoder::attention_weights (virtual) before forward",
+       [=] { std::static_pointer_cast<nn::Decoder>(seq2seq)->attention_weights(); }, "no attention weights yet"},
+      {"TransformerEncoder::attention_weights before forward", [=] { encoder->attention_weights(); },
+       "no attention weights yet"},
+      {"TransformerDecoder::attention_weights before forward", [=] { decoder->attention_weights(); },
+       "no attention weights yet"},
+      {"TransformerDecoder::self_attention_weights before forward", [=] { decoder->self_attention_weights(); },
+       "no attention weights yet"},
+  });
 }

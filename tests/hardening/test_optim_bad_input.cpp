@@ -74,7 +74,8 @@ TEST_CASE("hardening/optim: bad hyperparameters and parameter lists") {
          optim::Adam({w, w});
        },
        "optimizer: parameters 0 and 1 are the same tensor"},
-      {"state(i) past the end", [] { optim::Adam(params()).state(2); }, "Adam: no parameter 2 (there are 2)"},
+      {"Optimizer::state(i) past the end", [] { optim::Adam(params()).state(2); },
+       "Adam: no parameter 2 (there are 2)"},
       {"step: lr set to NaN between steps",
        [] {
          optim::Adam opt(params());
@@ -121,7 +122,8 @@ TEST_CASE("hardening/optim: a state dict with a step but no moments is refused, 
          adamw.load_state_dict(without(good_adamw, {"state.0.exp_avg", "state.0.exp_avg_sq"}));
        },
        "load_state_dict: AdamW: parameter 0 (shape (3, 4)) has 'state.0.step' = 1 but no exp_avg or exp_avg_sq"},
-      {"Adam: one moment of two", [&] { adam.load_state_dict(without(good_adam, {"state.0.exp_avg_sq"})); },
+      {"Optimizer::load_state_dict (Adam): one moment of two",
+       [&] { adam.load_state_dict(without(good_adam, {"state.0.exp_avg_sq"})); },
        "parameter 0 has exp_avg but not exp_avg_sq: a state holds all of its buffers or none"},
       {"Adam: exp_avg_sq of the wrong shape",
        [&] {
@@ -137,7 +139,14 @@ TEST_CASE("hardening/optim: a state dict with a step but no moments is refused, 
          adam.load_state_dict(bad);
        },
        "'state.1.exp_avg' has shape () in the state dict, (5) in the optimizer"},
-      {"Adam: moments without a step", [&] { adam.load_state_dict(without(good_adam, {"state.1.step"})); },
+      {"Optimizer::check_state_dict: a state dict of another optimizer",
+       [&] {
+         optim::SGD sgd(p, 0.1f);
+         sgd.check_state_dict(good_adam);
+       },
+       "the state dict is from another optimizer"},
+      {"Optimizer::load_state_dict (Adam): moments without a step",
+       [&] { adam.load_state_dict(without(good_adam, {"state.1.step"})); },
        "parameter 1 has buffers but no 'state.1.step'"},
       {"SGD with momentum: a step and no momentum_buffer",
        [&] {

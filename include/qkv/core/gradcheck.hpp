@@ -37,6 +37,9 @@ struct GradcheckOptions {
 };
 
 // Inputs need not have requires_grad set: gradcheck checks every input.
+// A qkv::Error, not a verdict, for what would make the verdict meaningless:
+// no inputs, an undefined or non-finite input, eps ≤ 0 (or too small to move
+// an input's float), a negative or NaN atol or rtol.
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                           GradcheckOptions options = {});
 

@@ -108,8 +108,8 @@ class MultiHeadAttention : public Module {
   }
 
   // The last forward's weights as d2l keeps them: (B·h, Q, K), row b·h + i
-  // being head i of example b.
-  const Tensor& attention_weights() const { return attention->attention_weights; }
+  // being head i of example b. A qkv::Error before the first forward.
+  const Tensor& attention_weights() const;
   // The same numbers viewed per head: (B, h, Q, K), for a heatmap per head.
   Tensor attention_weights_per_head() const;
 

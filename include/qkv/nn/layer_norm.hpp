@@ -19,10 +19,14 @@ class LayerNorm : public Module {
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
 
+  // Without elementwise_affine, weight and bias are registered absent, as
+  // PyTorch registers them as None: no parameters, and the repr says
+  // elementwise_affine=False.
   Tensor weight;  // normalized_shape, undefined when !elementwise_affine
   Tensor bias;    // normalized_shape, undefined when !elementwise_affine
   Shape normalized_shape;
   float eps;
+  bool elementwise_affine;
 
   std::string type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;  // "(4,), eps=1e-05, elementwise_affine=True"

@@ -70,7 +70,9 @@ class Module {
   // counts it once, and an optimizer gets it once.
   std::vector<Tensor> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
-  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
+  // The direct submodules, by name. A copy: a reference into the module
+  // would dangle once the module (a temporary, or a list that grows) moves on.
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
   int64_t num_parameters() const;  // total number of elements
 
   // Training mode (dropout active) or evaluation mode, for the whole tree.
@@ -123,6 +125,7 @@ class Module {
     add_child(name, module);
     return module;
   }
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
@@ -150,9 +153,10 @@ class Module {
 class ModuleList : public Module {
  public:
   void push_back(std::shared_ptr<Module> module);
-  size_t size() const { return named_children().size(); }
-  // Module i; throws qkv::Error past the end.
-  const std::shared_ptr<Module>& operator[](size_t i) const;
+  size_t size() const { return children().size(); }
+  // Module i; throws qkv::Error past the end. A handle, not a reference into
+  // the list, so it stays valid when the list grows.
+  std::shared_ptr<Module> operator[](size_t i) const;
   // Module i as the layer type it is: blks->at<TransformerEncoderBlock>(0).
   // Throws qkv::Error naming i, the module's type and M when it is not an M.
   template <class M>

@@ -70,8 +70,9 @@ class Seq2SeqAttentionDecoder : public Decoder {
   DecoderState init_state(const EncoderOutput& enc, const IntTensor& enc_valid_lens) override;
   Tensor forward(const IntTensor& X, DecoderState& state) override;
   Tensor operator()(const IntTensor& X, DecoderState& state) { return forward(X, state); }
-  // One tensor: the last forward's weights, step by step, (B, S, T); detached.
-  std::vector<Tensor> attention_weights() const override { return {attention_weights_}; }
+  // One tensor: the last forward's weights, step by step, (B, S, T);
+  // detached. A qkv::Error before the first forward.
+  std::vector<Tensor> attention_weights() const override;
 
   std::shared_ptr<AdditiveAttention> attention;  // AdditiveAttention(H, H, H, dropout)
   std::shared_ptr<Embedding> embedding;          // (V, E)
