@@ -105,9 +105,12 @@ constexpr int64_t A_IN_PLACE_N = 512;
 // its panels can be read in place too (a_rs = 1, a_cs = lda). But packing it
 // is a plain copy, cheaper than the transpose above, while the kc rows of A
 // that the micro-kernel then walks, lda apart, must stay in L1 from one B
-// panel to the next. Measured: in place won up to nc = 128 (n = 64: 1.3x,
-// n = 128: 1.14x, 32 × (128×64)ᵀ·(64×128): 1.08x) and lost 8 % at nc = 512.
-constexpr int64_t A_T_IN_PLACE_N = 128;
+// panel to the next. Measured with 8-row panels: in place won up to
+// nc = 128 (n = 64: 1.3x, n = 128: 1.14x, 32 × (128×64)ᵀ·(64×128): 1.08x)
+// and lost 8 % at nc = 512. With Zen 4's 4-row panels (16 bytes of each of
+// the kc rows) it won up to nc = 512 as well (192³ to 512³ 2-3 %) and lost
+// at 1024.
+constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
 
 // One whole panel of R rows, gathered into columns (packed[k][r] = x[r, k]),
 // RUN rows at a time: for each k the RUN values of one k, one per row, so
