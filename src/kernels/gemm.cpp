@@ -105,9 +105,30 @@ constexpr int64_t A_IN_PLACE_N = 512;
 // its panels can be read in place too (a_rs = 1, a_cs = lda). But packing it
 // is a plain copy, cheaper than the transpose above, while the kc rows of A
 // that the micro-kernel then walks, lda apart, must stay in L1 from one B
-// panel to the next. Measured: in place won up to nc = 128 (n = 64: 1.3x,
-// n = 128: 1.14x, 32 × (128×64)ᵀ·(64×128): 1.08x) and lost 8 % at nc = 512.
-constexpr int64_t A_T_IN_PLACE_N = 128;
+// panel to the next. Measured with 8-row panels: in place won up to
+// nc = 128 (n = 64: 1.3x, n = 128: 1.14x, 32 × (128×64)ᵀ·(64×128): 1.08x)
+// and lost 8 % at nc = 512. With Zen 4's 4-row panels (16 bytes of each of
+// the kc rows) it won up to nc = 512 as well (192³ to 512³ 2-3 %) and lost
+// at 1024.
+constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
+
+// One whole panel of R rows, gathered into columns (packed[k][r] = x[r, k]),
+// RUN rows at a time: for each k the RUN values of one k, one per row, so
+// the lines of those RUN rows must stay in L1 from one k to the next. That
+// fails when the R rows span more than L1 holds at a power-of-two stride:
+// they fall into a few of its sets and evict each other (Bᵀ with 512
+// columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines; 512×512×64
+// with Bᵀ lost 10 %). Such rows go 16 at a time, which fit; rows that fit
+// in L1 anyway go all R at a time, as one vector store per k (the small
+// products with Bᵀ were 4-8 % slower in runs of 16).
+constexpr int64_t L1_FLOATS = 8 * 1024;  // 32 KB, the L1 data cache of Zen 4 (Intel's: 32-48 KB)
+
+template <int64_t R, int64_t RUN>
+void gather_panel(int64_t depth, const float* x, int64_t row_stride, int64_t k_stride, float* panel) {
+  for (int64_t r0 = 0; r0 < R; r0 += RUN)
+    for (int64_t k = 0; k < depth; ++k)
+      for (int64_t r = r0; r < r0 + RUN; ++r) panel[k * R + r] = x[r * row_stride + k * k_stride];
+}
 
 // Pack a rows × depth slice of a matrix into panels of R rows each:
 //
@@ -148,11 +169,16 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
       }
     }
   } else {
+    // R rows gathered into columns; see gather_panel for the row runs.
+    constexpr int64_t ROW_RUN = R < 16 ? R : 16;
+    const bool rows_fit_l1 = R * row_stride <= L1_FLOATS;
     for (int64_t p0 = 0; p0 < whole; p0 += R) {
       float* panel = packed + p0 * depth;
       const float* x = X + p0 * row_stride;
-      for (int64_t k = 0; k < depth; ++k)
-        for (int64_t r = 0; r < R; ++r) panel[k * R + r] = x[r * row_stride + k * k_stride];
+      if (rows_fit_l1)
+        gather_panel<R, R>(depth, x, row_stride, k_stride, panel);
+      else
+        gather_panel<R, ROW_RUN>(depth, x, row_stride, k_stride, panel);
     }
   }
   if (whole == rows) return;

@@ -116,9 +116,9 @@ TEST_CASE("kernels/gemm") {
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
   SUBCASE("129x65x257") { check_all_modes(129, 65, 257); }
   SUBCASE("5x2100x7") { check_all_modes(5, 2100, 7); }
-  // A is read in place while a block of C is at most 512 columns wide (128
-  // when A is transposed: A_IN_PLACE_N, A_T_IN_PLACE_N) and packed beyond:
-  // sizes on each side of both.
+  // A is read in place while a block of C is at most 512 columns wide (when
+  // A is transposed 128, or 512 with 4-row panels: A_IN_PLACE_N,
+  // A_T_IN_PLACE_N) and packed beyond: sizes on each side of both.
   SUBCASE("101x500x37") { check_all_modes(101, 500, 37); }
   SUBCASE("101x520x37") { check_all_modes(101, 520, 37); }
   SUBCASE("45x128x131") { check_all_modes(45, 128, 131); }
