@@ -24,6 +24,7 @@ It prints the functions no row names and exits 1 if there are any.
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -141,6 +142,8 @@ ROW = re.compile(r'\{\s*"((?:[^"\\]|\\.)*)"\s*,', re.S)
 
 
 def tags():
+    if shutil.which("ctags") is None:
+        sys.exit("hardening_coverage.py needs Universal Ctags (apt-get install universal-ctags)")
     out = subprocess.run(
         ["ctags", "--output-format=json", "--fields=+sKzaSti", "--c++-kinds=+p", "-R", "-o", "-", "include/qkv"],
         cwd=ROOT, check=True, capture_output=True, text=True).stdout

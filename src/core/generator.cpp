@@ -30,7 +30,12 @@ float Generator::uniform(float low, float high) {
         "Generator::uniform: the range [low, high) must have finite low ≤ high and a finite width, got low {} and "
         "high {}",
         low, high);
-  return low + (high - low) * uniform();
+  const float x = low + (high - low) * uniform();
+  // NOTE: the sum can round up onto high itself (U[1, 2): 1 + (1 - 2⁻²⁴)
+  // is halfway between 2 - 2⁻²³ and 2, and rounds to 2); the largest float
+  // below high keeps the interval half-open, as the header promises.
+  if (x < high) return x;
+  return low < high ? std::nextafter(high, low) : low;
 }
 
 // Box–Muller: for u1, u2 ~ U(0, 1], sqrt(-2 ln u1)·cos(2π u2) ~ N(0, 1).

@@ -1,4 +1,5 @@
 // torch.nn.init's formulas, drawing from a qkv Generator.
+#include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/nn/init.hpp>
 
@@ -12,6 +13,17 @@ void check_defined(const Tensor& w, const char* op) {
   if (!w.defined()) fail("{}: w is an undefined tensor", op);
 }
 
+// NOTE: the initialisers write in place. Into an op's result, they would
+// change numbers its graph's backward may read (PyTorch catches that later,
+// at backward, with its version counters; qkv has none), so they take only
+// leaves: parameters and plain tensors.
+void check_writable(const Tensor& w, const char* op) {
+  check_defined(w, op);
+  if (!w.is_leaf())
+    fail("{}: w {} is the result of an op ({}), not a parameter; initialise the leaf tensor instead", op, w.shape(),
+         w.grad_fn()->name);
+}
+
 }  // namespace
 
 std::pair<int64_t, int64_t> fan_in_and_fan_out(const Tensor& w) {
@@ -23,7 +35,7 @@ std::pair<int64_t, int64_t> fan_in_and_fan_out(const Tensor& w) {
 }
 
 void constant_(Tensor& w, float value) {
-  check_defined(w, "constant_");
+  check_writable(w, "constant_");
   std::fill(w.data(), w.data() + w.numel(), value);
 }
 void zeros_(Tensor& w) { constant_(w, 0); }
@@ -32,7 +44,7 @@ void ones_(Tensor& w) { constant_(w, 1); }
 // PyTorch refuses low > high ("uniform_ expects to return a [from, to)
 // range") and a range wider than a float holds; NaN fails low ≤ high too.
 void uniform_(Tensor& w, float low, float high, Generator& gen) {
-  check_defined(w, "uniform_");
+  check_writable(w, "uniform_");
   if (!(low <= high) || !std::isfinite(high - low))
     fail("uniform_: the range [low, high) must have finite low ≤ high, got low {} and high {}", low, high);
   for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = gen.uniform(low, high);
@@ -41,7 +53,7 @@ void uniform_(Tensor& w, float low, float high, Generator& gen) {
 // PyTorch refuses std < 0 ("normal expects std >= 0.0"); a NaN or infinite
 // mean or std would fill w with NaN or ±inf, so those are refused as well.
 void normal_(Tensor& w, float mean, float std, Generator& gen) {
-  check_defined(w, "normal_");
+  check_writable(w, "normal_");
   if (!(std >= 0) || !std::isfinite(std) || !std::isfinite(mean))
     fail("normal_: needs a finite mean and a finite std ≥ 0, got mean {} and std {}", mean, std);
   for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = gen.normal(mean, std);

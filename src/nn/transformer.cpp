@@ -149,6 +149,8 @@ IntTensor causal_valid_lens(int64_t B, int64_t S, int64_t c) {
 TransformerDecoderBlock::TransformerDecoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads,
                                                  float dropout, int64_t i, Generator& gen)
     : i(i) {
+  // i is where the block keeps its cache in a DecoderState (d2l's state[2][i]).
+  if (i < 0) fail("TransformerDecoderBlock: block index i {} must be ≥ 0", i);
   attention1 =
       register_module("attention1", std::make_shared<MultiHeadAttention>(num_hiddens, num_heads, dropout, false, gen));
   addnorm1 = register_module("addnorm1", std::make_shared<AddNorm>(Shape{num_hiddens}, dropout, gen));

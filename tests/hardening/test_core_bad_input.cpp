@@ -239,6 +239,14 @@ TEST_CASE("hardening/core: bad ranges and spreads to Generator's draws") {
     CHECK(g.uniform(2, 2) == 2.0f);
     CHECK(g.normal(3, 0) == 3.0f);
   }
+  SUBCASE("U[low, high) never gives high, where low + (high - low)·u rounds up onto it") {
+    // Seed 3747935's first draw has its top 24 bits all ones (found by
+    // running splitmix64 over the seeds): u = 1 - 2⁻²⁴, and 1 + u is exactly
+    // halfway between 2 - 2⁻²³ and 2, which rounds to even: 2.
+    Generator edge(3747935);
+    CHECK(Generator(3747935).uniform() == 1.0f - 0x1.0p-24f);
+    CHECK(edge.uniform(1, 2) == 2.0f - 0x1.0p-23f);
+  }
 }
 
 // torch.autograd.gradcheck refuses what would make its verdict meaningless

@@ -186,6 +186,8 @@ TEST_CASE("hardening/nn: init, Module's walks over a bad member, and the Transfo
        },
        "expected last dim 8"},
       {"TransformerDecoderBlock: dropout 1.5", [] { nn::TransformerDecoderBlock(8, 16, 2, 1.5f, 0); }, "but got 1.5"},
+      {"TransformerDecoderBlock: block index -1", [] { nn::TransformerDecoderBlock(8, 16, 2, 0.0f, -1); },
+       "TransformerDecoderBlock: block index i -1 must be ≥ 0"},
       {"TransformerDecoderBlock: a state init_state did not make",
        [=] {
          nn::DecoderState state;

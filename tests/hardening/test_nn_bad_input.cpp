@@ -536,6 +536,25 @@ TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
          nn::init::xavier_normal_(w, kNaN);
        },
        "normal_: needs a finite mean and a finite std ≥ 0, got mean 0 and std nan"},
+      {"init: uniform_ into an op's result (it changed numbers backward reads)",
+       [] {
+         Tensor p = ones({2, 2}).requires_grad_();
+         Tensor w = p * p;  // MulBackward keeps p, and w's storage is its own: still a graph node
+         nn::init::uniform_(w, 0, 1);
+       },
+       "uniform_: w (2, 2) is the result of an op (MulBackward), not a parameter"},
+      {"init: xavier_uniform_ into an op's result",
+       [] {
+         Tensor w = ones({2, 2}).requires_grad_() * 2.0f;
+         nn::init::xavier_uniform_(w);
+       },
+       "uniform_: w (2, 2) is the result of an op"},
+      {"init: constant_ into an op's result",
+       [] {
+         Tensor w = ones({2}).requires_grad_() + 1.0f;
+         nn::init::constant_(w, 0);
+       },
+       "constant_: w (2) is the result of an op"},
       {"init: constant_ of an undefined tensor",
        [] {
          Tensor w;

@@ -4,6 +4,9 @@
 // For a weight of shape (out, in, …): fan_in = in · receptive field,
 // fan_out = out · receptive field (receptive field = product of the dims
 // after the first two; 1 for a matrix).
+//
+// They write into leaves only (parameters, plain tensors): an op's result is
+// a qkv::Error, since its graph's backward may read the numbers overwritten.
 #pragma once
 #include <qkv/core/generator.hpp>
 #include <qkv/core/tensor.hpp>
