@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,11 @@ constexpr int64_t MR = W >= 16 ? 4 : 6, NR = (W >= 16 ? 4 : 2) * W;
 constexpr int64_t MR = W >= 16 ? 8 : 6, NR = 2 * W;
 #endif
 
+// Half a register, for the last columns of an edge block (see kHalfKernels);
+// an SSE build (4 floats) has none.
+constexpr bool HAS_HALF_BATCH = W >= 8;
+using half_batch = std::conditional_t<HAS_HALF_BATCH, xsimd::make_sized_batch_t<float, W / 2>, batch>;
+
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
 // it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
 // of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR. KC = 128,
@@ -120,11 +126,14 @@ constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
 // columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines; 512×512×64
 // with Bᵀ lost 10 %). Such rows go 16 at a time, which fit; rows that fit
 // in L1 anyway go all R at a time, as one vector store per k (the small
-// products with Bᵀ were 4-8 % slower in runs of 16).
+// products with Bᵀ were 4-8 % slower in runs of 16). NOTE: x and panel never
+// overlap; __restrict tells GCC so, which otherwise checked at run time and
+// then copied 2 floats at a time (61×59×67 with Bᵀ 6 % slower).
 constexpr int64_t L1_FLOATS = 8 * 1024;  // 32 KB, the L1 data cache of Zen 4 (Intel's: 32-48 KB)
 
 template <int64_t R, int64_t RUN>
-void gather_panel(int64_t depth, const float* x, int64_t row_stride, int64_t k_stride, float* panel) {
+void gather_panel(int64_t depth, const float* __restrict x, int64_t row_stride, int64_t k_stride,
+                  float* __restrict panel) {
   for (int64_t r0 = 0; r0 < R; r0 += RUN)
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t r = r0; r < r0 + RUN; ++r) panel[k * R + r] = x[r * row_stride + k * k_stride];
@@ -220,16 +229,17 @@ enum class ALayout { packed, rows, columns };
 // BATCHES·W. Inside C blocks are MR × NR (ROWS = MR, BATCHES = NR / W); at
 // C's bottom and right edges, see block_kernel. lda is only read by the
 // in-place layouts.
-template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT>
+template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, class V = batch>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t nr,
                   bool accumulate, bool prefetch_c) {
-  constexpr int64_t COLS = BATCHES * W;
+  constexpr int64_t VW = V::size;  // W, or W / 2 for a half_batch
+  constexpr int64_t COLS = BATCHES * VW;
   // A(r, k) = a[r·a_rs + k·a_cs]
   const int64_t a_rs = LAYOUT == ALayout::rows ? lda : 1;
   const int64_t a_cs = LAYOUT == ALayout::packed ? MR : LAYOUT == ALayout::rows ? 1 : lda;
-  batch acc[ROWS][BATCHES];
+  V acc[ROWS][BATCHES];
   for (int64_t r = 0; r < ROWS; ++r)
-    for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = batch(0.0f);
+    for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = V(0.0f);
 
   // Ask for the C block now, so that its lines arrive while the k loop runs
   // instead of stalling the write-back. C's rows are ldc apart, too far for
@@ -250,10 +260,10 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
   // FMAs and loads need (3-5 % on the whole GEMM).
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
-    batch b_row[BATCHES];
-    for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = batch::load_aligned(b + c * W);
+    V b_row[BATCHES];
+    for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = V::load_aligned(b + c * VW);
     for (int64_t r = 0; r < ROWS; ++r) {
-      batch a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
+      V a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
       for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
     }
     a += a_cs;
@@ -267,15 +277,15 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     for (int64_t r = 0; r < ROWS; ++r) {
       float* c_row = C + r * ldc;
       for (int64_t c = 0; c < BATCHES; ++c) {
-        batch v = acc[r][c];
-        if (accumulate) v += batch::load_unaligned(c_row + c * W);
-        v.store_unaligned(c_row + c * W);
+        V v = acc[r][c];
+        if (accumulate) v += V::load_unaligned(c_row + c * VW);
+        v.store_unaligned(c_row + c * VW);
       }
     }
   } else {
     alignas(64) float tile[ROWS * COLS];
     for (int64_t r = 0; r < ROWS; ++r)
-      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_aligned(tile + r * COLS + c * W);
+      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_aligned(tile + r * COLS + c * VW);
     for (int64_t r = 0; r < ROWS; ++r) {
       for (int64_t j = 0; j < nr; ++j) {
         float v = tile[r * COLS + j];
@@ -303,11 +313,26 @@ constexpr std::array<std::array<MicroKernel, NB>, MR> micro_kernels(std::integer
 template <ALayout LAYOUT>  // [rows - 1][batches - 1]
 constexpr auto kMicroKernels = micro_kernels<LAYOUT>(std::make_integer_sequence<int64_t, MR>{});
 
+// The last few columns of an edge block, at most half a batch, run on
+// registers half as wide (8 floats of AVX-512, 4 of AVX2): a full batch
+// would do twice the arithmetic they keep (at n = 72 the last 8 columns
+// took a fifth of the FMAs for a ninth of C).
+template <ALayout LAYOUT, int64_t... R>
+constexpr std::array<MicroKernel, MR> half_kernels(std::integer_sequence<int64_t, R...>) {
+  return {micro_kernel<R + 1, 1, LAYOUT, half_batch>...};
+}
+template <ALayout LAYOUT>  // [rows - 1]
+constexpr auto kHalfKernels = half_kernels<LAYOUT>(std::make_integer_sequence<int64_t, MR>{});
+
 template <ALayout LAYOUT>
 void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t mr,
                   int64_t nr, bool accumulate, bool prefetch_c) {
   if (mr == MR && nr == NR) return micro_kernel<MR, NR / W, LAYOUT>(kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
-  kMicroKernels<LAYOUT>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
+  const int64_t whole = nr / W, rest = nr % W;  // whole batches, and the columns past them
+  if (rest == 0 || rest > W / 2 || !HAS_HALF_BATCH)
+    return kMicroKernels<LAYOUT>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
+  if (whole > 0) kMicroKernels<LAYOUT>[mr - 1][whole - 1](kc, a, lda, b, C, ldc, whole * W, accumulate, prefetch_c);
+  kHalfKernels<LAYOUT>[mr - 1](kc, a, lda, b + whole * W, C + whole * W, ldc, rest, accumulate, prefetch_c);
 }
 
 // ---- the driver -------------------------------------------------------------------

@@ -103,15 +103,17 @@ TEST_CASE("kernels/gemm") {
   // MR is 8 on Intel's AVX-512, 4 on AMD's, 6 with AVX2) times 1 to NR / W
   // SIMD batches of columns (NR is 2 batches, 4 on AMD's AVX-512: 32, 64 or
   // 16 columns), and each kernel exists once per way of reading A (packed,
-  // or in place as stored or transposed; see the next comment). M = 7 to 15
-  // reaches every edge row count for each MR; the N below leave 8, 28, 48
-  // and 63 columns past whole 64-column panels (so 1, 2, 3 and 4 batches;
-  // mod 32 and mod 16 they reach 1 and 2), at widths read in place (< 128)
-  // and packed (> 512).
+  // or in place as stored or transposed; see the next comment). A last
+  // part of at most half a batch runs on half-width registers, after the
+  // whole batches before it, if any. M = 7 to 15 reaches every edge row
+  // count for each MR; the N below leave 8, 20, 28, 48 and 63 columns past
+  // whole 64-column panels (so 1, 2, 3 and 4 batches, half a batch alone
+  // and after a whole one; mod 32 and mod 16 they reach as much), at widths
+  // read in place (< 128) and packed (> 512).
   SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }
-  SUBCASE("7 to 15 x 72, 92, 112, 127, 520, 540, 560, 575 x 9") {
+  SUBCASE("7 to 15 x 72, 84, 92, 112, 127, 520, 532, 540, 560, 575 x 9") {
     for (int64_t M = 7; M <= 15; ++M)
-      for (int64_t N : {72, 92, 112, 127, 520, 540, 560, 575}) check_all_modes(M, N, 9);
+      for (int64_t N : {72, 84, 92, 112, 127, 520, 532, 540, 560, 575}) check_all_modes(M, N, 9);
   }
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
   SUBCASE("129x65x257") { check_all_modes(129, 65, 257); }
