@@ -126,14 +126,11 @@ constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
 // columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines; 512×512×64
 // with Bᵀ lost 10 %). Such rows go 16 at a time, which fit; rows that fit
 // in L1 anyway go all R at a time, as one vector store per k (the small
-// products with Bᵀ were 4-8 % slower in runs of 16). NOTE: x and panel never
-// overlap; __restrict tells GCC so, which otherwise checked at run time and
-// then copied 2 floats at a time (61×59×67 with Bᵀ 6 % slower).
+// products with Bᵀ were 4-8 % slower in runs of 16).
 constexpr int64_t L1_FLOATS = 8 * 1024;  // 32 KB, the L1 data cache of Zen 4 (Intel's: 32-48 KB)
 
 template <int64_t R, int64_t RUN>
-void gather_panel(int64_t depth, const float* __restrict x, int64_t row_stride, int64_t k_stride,
-                  float* __restrict panel) {
+void gather_panel(int64_t depth, const float* x, int64_t row_stride, int64_t k_stride, float* panel) {
   for (int64_t r0 = 0; r0 < R; r0 += RUN)
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t r = r0; r < r0 + RUN; ++r) panel[k * R + r] = x[r * row_stride + k * k_stride];
