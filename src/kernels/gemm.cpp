@@ -126,14 +126,11 @@ constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
 // columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines; 512×512×64
 // with Bᵀ lost 10 %). Such rows go 16 at a time, which fit; rows that fit
 // in L1 anyway go all R at a time, as one vector store per k (the small
-// products with Bᵀ were 4-8 % slower in runs of 16). NOTE: x and panel never
-// overlap; __restrict tells GCC so, which otherwise checked at run time and
-// then copied 2 floats at a time (61×59×67 with Bᵀ 6 % slower).
+// products with Bᵀ were 4-8 % slower in runs of 16).
 constexpr int64_t L1_FLOATS = 8 * 1024;  // 32 KB, the L1 data cache of Zen 4 (Intel's: 32-48 KB)
 
 template <int64_t R, int64_t RUN>
-void gather_panel(int64_t depth, const float* __restrict x, int64_t row_stride, int64_t k_stride,
-                  float* __restrict panel) {
+void gather_panel(int64_t depth, const float* x, int64_t row_stride, int64_t k_stride, float* panel) {
   for (int64_t r0 = 0; r0 < R; r0 += RUN)
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t r = r0; r < r0 + RUN; ++r) panel[k * R + r] = x[r * row_stride + k * k_stride];
@@ -254,20 +251,41 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     __builtin_prefetch(C + r * ldc + COLS - 1, 1);
   }
 
-  // The whole of GEMM's arithmetic happens in this loop: an outer product of
-  // one A column (ROWS values) and one B row (COLS values) added into acc.
-  // Unrolled by 4: the loop's own counting then takes less of the ports the
-  // FMAs and loads need (3-5 % on the whole GEMM).
-#pragma GCC unroll 4
-  for (int64_t k = 0; k < kc; ++k) {
+  // The whole of GEMM's arithmetic happens in this step: an outer product of
+  // one A column (ROWS values) and one B row (COLS values) added into sum.
+  auto step = [&](V(&sum)[ROWS][BATCHES]) {
     V b_row[BATCHES];
     for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = V::load_aligned(b + c * VW);
     for (int64_t r = 0; r < ROWS; ++r) {
       V a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
-      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
+      for (int64_t c = 0; c < BATCHES; ++c) sum[r][c] = xsimd::fma(a_rk, b_row[c], sum[r][c]);
     }
     a += a_cs;
     b += NR;
+  };
+  if (ROWS * BATCHES >= 8 || kc < 32) {
+    // Unrolled by 4: the loop's own counting then takes less of the ports
+    // the FMAs and loads need (3-5 % on the whole GEMM).
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < kc; ++k) step(acc);
+  } else {
+    // An edge kernel with fewer than 8 accumulators would wait on the FMA
+    // latency (each accumulator takes one FMA per k, 4 cycles apart), so it
+    // sums even and odd k apart and adds the two at the end: 61×59×67 5 %
+    // faster, 100³ (whose last 4 columns took 12 % of the time) 2 %. Not for
+    // a short k loop, where the extra sums cost more (10×8×10 14 % slower).
+    V odd[ROWS][BATCHES];
+    for (int64_t r = 0; r < ROWS; ++r)
+      for (int64_t c = 0; c < BATCHES; ++c) odd[r][c] = V(0.0f);
+    int64_t k = 0;
+#pragma GCC unroll 2
+    for (; k + 2 <= kc; k += 2) {
+      step(acc);
+      step(odd);
+    }
+    if (k < kc) step(acc);
+    for (int64_t r = 0; r < ROWS; ++r)
+      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] += odd[r][c];
   }
 
   // Write back. Whole batches go straight to C; a block whose last batch is
@@ -422,8 +440,9 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
 // NOTE: the result does not depend on the thread count. Threads split C's
 // rows and columns, never K: each element of C is computed by one micro-kernel
 // call per K slice, slices in order, k in order within a slice, whichever
-// thread runs it and however big its block is (an edge kernel does the same
-// fused multiply-adds on an element as the full one).
+// thread runs it and however big its block is (blocks start at multiples of
+// MR and NR whatever the split, so the kernel that sums an element, an edge
+// kernel or the full one, depends only on where the element is in C).
 void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumulate, int threads) {
   // The packed B block, shared by the tasks of a K slice.
   // NOTE: a task must reach it through `packed`: the name packed_b, inside a
