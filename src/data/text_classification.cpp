@@ -42,7 +42,11 @@ LabeledText read_text_classification(const std::string& path) {
     out.tokens.push_back(std::move(tokens));
     labels.push_back(label);
   }
-  out.num_classes = labels.empty() ? 0 : *std::max_element(labels.begin(), labels.end()) + 1;
+  // A file with no example is a mistake (a wrong path, a truncated copy), as
+  // load_data_nmt says of a corpus with no pair: zero examples would train on
+  // nothing and report an accuracy of 0/0.
+  if (labels.empty()) fail("{}: '{}' has no examples (the file is empty or blank)", op, path);
+  out.num_classes = *std::max_element(labels.begin(), labels.end()) + 1;
   out.labels = IntTensor(std::move(labels), Shape{static_cast<int64_t>(out.tokens.size())});
   return out;
 }

@@ -82,7 +82,11 @@ EncoderDecoder::Prediction EncoderDecoder::predict(const std::vector<int64_t>& s
   IntTensor dec_X = int_tensor({bos}, {1, 1});  // (1, 1)
   for (int64_t step = 0; step < max_len; ++step) {
     Tensor Y = decoder->forward(dec_X, state);  // (1, 1, V)
-    const int64_t next = argmax(Y, 2).item();   // (1, 1, V) -> (1, 1)
+    // An eos the decoder cannot predict would never stop the loop: every
+    // sentence would silently run to max_len.
+    if (eos >= Y.size(2))
+      fail("EncoderDecoder::predict: eos {} is not one of the decoder's {} output tokens", eos, Y.size(2));
+    const int64_t next = argmax(Y, 2).item();  // (1, 1, V) -> (1, 1)
     // As d2l, the step that produced eos keeps its attention weights too.
     prediction.attention.push_back(decoder->attention_weights());
     if (next == eos) break;

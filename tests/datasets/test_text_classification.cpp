@@ -46,9 +46,11 @@ TEST_CASE("data/read_text_classification: errors name the file and line") {
   check_bad("tc_empty_sentence.txt", "1\tgood\n0\t  \n", "line 2 has an empty sentence");
 }
 
-TEST_CASE("data/read_text_classification: an empty file") {
-  auto data = data::read_text_classification(test::temp_file("tc_empty.txt", "\n\n"));
-  CHECK(data.tokens.empty());
-  CHECK(data.labels.shape() == Shape{0});
-  CHECK(data.num_classes == 0);
+TEST_CASE("data/read_text_classification: an empty or blank file is an error, as in load_data_nmt") {
+  for (const char* text : {"", "\n\n", "  \r\n \n"}) {
+    const std::string path = test::temp_file("tc_empty.txt", text);
+    CHECK_THROWS_WITH_AS(
+        data::read_text_classification(path),
+        ("read_text_classification: '" + path + "' has no examples (the file is empty or blank)").c_str(), Error);
+  }
 }

@@ -437,6 +437,11 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
          m->predict({3, 10}, 4, 0, 1, 2, 5);
        },
        "embedding: index 10 out of range"},
+      {"EncoderDecoder::predict: eos past the decoder's vocabulary (it would never stop before max_len)",
+       [=] {
+         m->predict({3, 2}, 4, 0, 1, 10, 5);
+       },
+       "EncoderDecoder::predict: eos 10 is not one of the decoder's 10 output tokens"},
       {"EncoderDecoder::predict: bos past the vocabulary",
        [=] {
          m->predict({3, 2}, 4, 0, 10, 2, 5);

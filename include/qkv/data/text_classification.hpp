@@ -13,7 +13,8 @@
 //   data::DataLoader loader(data::TensorDataset(X, valid_len, train.labels), {.batch_size = 32, .shuffle = true});
 //
 // Blank lines are skipped; anything else that is not "label<TAB>sentence"
-// is an Error naming the file and the line number.
+// is an Error naming the file and the line number, and so is a file with no
+// example at all.
 #pragma once
 #include <qkv/core/tensor.hpp>
 #include <qkv/data/nmt.hpp>  // TokenLines, build_array
