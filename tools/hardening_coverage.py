@@ -79,12 +79,12 @@ EXEMPT = {
     "IncompatibleKeys::empty": "a bool getter",
     "Rgb::operator==": "compares three bytes",
     "memory_stats": "no arguments",
+    "reset_peak_memory_stats": "no arguments",
+    "sole_owner": "a bool getter, false for an undefined tensor (tests/core/test_gradient_memory.cpp)",
     "empty_cache": "no arguments",
     "size_class": "any size is rounded; its overflow is allocate_block's row",
     "Edge::requires_grad": "autograd internals (attnmem's files)",
     "Edge::shape": "autograd internals (attnmem's files)",
-    "record": "autograd internals, tested in tests/autograd (attnmem's files)",
-    "record_accumulate": "autograd internals, tested in tests/autograd (attnmem's files)",
     "fail": "the function that makes the errors",
     # an optimizer's hooks, for a subclass to override: a user reaches them through step() and
     # load_state_dict(), whose rows cover them

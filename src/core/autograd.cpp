@@ -48,12 +48,28 @@ Edge edge_to(const Tensor& x) {
 }
 
 // The Node for `out`, or null when nothing is to be recorded (grad mode
-// off, or no input requires grad).
-Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n) {
+// off, or no input requires grad). `has_backward`: the caller was given a
+// backward function (checked here, so that a layer author's mistake is an
+// Error at the op that made it, not a misleading one inside backward()).
+Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, bool has_backward) {
+  if (name == nullptr) fail("record: the op's name is null");
+  if (!has_backward) fail("record: {}: the backward function is empty", name);
+  if (!out.defined()) fail("record: {}: the output is undefined", name);
   if (!grad_enabled) return nullptr;
   bool any = false;
   for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
   if (!any) return nullptr;
+  // The output must be a new tensor. Recording onto an input would make the
+  // graph a cycle (the Node would own its own output's Node, and leak), and
+  // recording onto a leaf that requires grad would silently turn a parameter
+  // into an op's result, whose .grad() is never filled (PyTorch refuses an
+  // in-place op on such a leaf for the same reason).
+  for (size_t i = 0; i < n; ++i)
+    if (inputs[i].defined() && inputs[i].impl() == out.impl())
+      fail("record: {}: the output is also input {} (an op must return a new tensor)", name, i);
+  if (out.impl()->requires_grad && !out.impl()->grad_fn)
+    fail("record: {}: the output of shape {} is a leaf that requires grad (an op must return a new tensor)", name,
+         out.shape());
   auto node = std::make_shared<Node>();
   node->name = name;
   node->shape = out.shape();
@@ -67,15 +83,17 @@ Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n) {
 }  // namespace
 
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward) {
-  if (Node* node = new_node(out, name, inputs.begin(), inputs.size())) node->backward = std::move(backward);
+  if (Node* node = new_node(out, name, inputs.begin(), inputs.size(), backward != nullptr))
+    node->backward = std::move(backward);
 }
 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
-  if (Node* node = new_node(out, name, inputs.data(), inputs.size())) node->backward = std::move(backward);
+  if (Node* node = new_node(out, name, inputs.data(), inputs.size(), backward != nullptr))
+    node->backward = std::move(backward);
 }
 
 void record_accumulate(Tensor& out, const char* name, const Tensor& input, AccumulateFn backward) {
-  if (Node* node = new_node(out, name, &input, 1)) node->accumulate = std::move(backward);
+  if (Node* node = new_node(out, name, &input, 1, backward != nullptr)) node->accumulate = std::move(backward);
 }
 
 // NOTE: a graph is a chain of shared_ptrs (output -> Node -> its inputs'

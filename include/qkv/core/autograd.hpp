@@ -88,6 +88,9 @@ struct Node {
 // otherwise do nothing. Every op calls this once, right after its forward.
 // The inputs only say where gradients go: record() keeps none of their
 // numbers alive, so `backward` captures whatever values it will need.
+// `out` must be a new tensor: one of the inputs (a cycle) or a leaf that
+// requires grad is an Error, as are an undefined out, a null name and an
+// empty `backward`.
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward);
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
