@@ -162,7 +162,8 @@ TEST_CASE("core/gradient_memory: backwards written over dout agree with PyTorch"
   auto unary = [](Tensor (*f)(const Tensor&)) -> Op {
     return [f](const std::vector<Tensor>& x, const RefCase&) { return f(x[0]); };
   };
-  const std::vector<std::pair<std::string, Op>> ops{  // a group of cases ("exp/"), or one case
+  const std::vector<std::pair<std::string, Op>> ops{
+      // a group of cases ("exp/"), or one case
       {"neg/", unary([](const Tensor& x) { return neg(x); })},
       {"exp/", unary([](const Tensor& x) { return exp(x); })},
       {"log/", unary([](const Tensor& x) { return log(x); })},
