@@ -8,7 +8,8 @@
 //      the micro-kernel reads it: B into panels of NR columns, A into panels
 //      of MR rows. Packing is also where transposes vanish and where edges are
 //      zero-padded, so the micro-kernel never sees either. (Against a narrow
-//      block of B, A is read in place instead: see A_IN_PLACE_N.)
+//      block of B, A is read in place instead: see A_IN_PLACE_N; and a small
+//      B as well: see B_IN_PLACE_FLOATS.)
 //   3. A micro-kernel computes one MR×NR block of C in registers: for each k it
 //      loads one row of the B panel (NR floats = NR/W SIMD batches),
 //      broadcasts MR values of the A panel, and does MR·NR/W fused
@@ -20,7 +21,8 @@
 //
 // Left out on purpose: prefetching the operands (only C's block is
 // prefetched, see micro_kernel), hand-written assembly, and separate kernels
-// for small or skinny shapes (small shapes only skip packing A). Those buy
+// for small or skinny shapes (small shapes only skip packing: A, and B when
+// not transposed). Those buy
 // the last 20-40 % in a real BLAS; here they would bury the idea.
 #include "kernels/gemm.hpp"
 
@@ -226,9 +228,9 @@ enum class ALayout { packed, rows, columns };
 // BATCHES·W. Inside C blocks are MR × NR (ROWS = MR, BATCHES = NR / W); at
 // C's bottom and right edges, see block_kernel. lda is only read by the
 // in-place layouts.
-template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, class V = batch>
-void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t nr,
-                  bool accumulate, bool prefetch_c) {
+template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, bool B_IN_PLACE, class V = batch>
+void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C, int64_t ldc,
+                  int64_t nr, bool accumulate, bool prefetch_c) {
   constexpr int64_t VW = V::size;  // W, or W / 2 for a half_batch
   constexpr int64_t COLS = BATCHES * VW;
   // A(r, k) = a[r·a_rs + k·a_cs]
@@ -255,13 +257,14 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
   // one A column (ROWS values) and one B row (COLS values) added into sum.
   auto step = [&](V(&sum)[ROWS][BATCHES]) {
     V b_row[BATCHES];
-    for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = V::load_aligned(b + c * VW);
+    for (int64_t c = 0; c < BATCHES; ++c)
+      b_row[c] = B_IN_PLACE ? V::load_unaligned(b + c * VW) : V::load_aligned(b + c * VW);
     for (int64_t r = 0; r < ROWS; ++r) {
       V a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
       for (int64_t c = 0; c < BATCHES; ++c) sum[r][c] = xsimd::fma(a_rk, b_row[c], sum[r][c]);
     }
     a += a_cs;
-    b += NR;
+    b += B_IN_PLACE ? ldb : NR;
   };
   if (ROWS * BATCHES >= 8 || kc < 32) {
     // Unrolled by 4: the loop's own counting then takes less of the ports
@@ -318,42 +321,69 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
 // edge block runs the micro-kernel built for exactly mr rows and just enough
 // batches for nr columns, so that it does only the work it keeps: at n = 61
 // a full-size kernel on the last row of C would do MR rows' arithmetic for it.
-using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool, bool);
+using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, bool,
+                             bool);
 constexpr int64_t NB = NR / W;  // SIMD batches in a row of the block
-template <ALayout LAYOUT, int64_t ROWS, int64_t... B>
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t ROWS, int64_t... B>
 constexpr std::array<MicroKernel, NB> row_of_kernels(std::integer_sequence<int64_t, B...>) {
-  return {micro_kernel<ROWS, B + 1, LAYOUT>...};
+  return {micro_kernel<ROWS, B + 1, LAYOUT, B_IN_PLACE>...};
 }
-template <ALayout LAYOUT, int64_t... R>
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
 constexpr std::array<std::array<MicroKernel, NB>, MR> micro_kernels(std::integer_sequence<int64_t, R...>) {
-  return {row_of_kernels<LAYOUT, R + 1>(std::make_integer_sequence<int64_t, NB>{})...};
+  return {row_of_kernels<LAYOUT, B_IN_PLACE, R + 1>(std::make_integer_sequence<int64_t, NB>{})...};
 }
-template <ALayout LAYOUT>  // [rows - 1][batches - 1]
-constexpr auto kMicroKernels = micro_kernels<LAYOUT>(std::make_integer_sequence<int64_t, MR>{});
+template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1][batches - 1]
+constexpr auto kMicroKernels = micro_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
 
 // The last few columns of an edge block, at most half a batch, run on
 // registers half as wide (8 floats of AVX-512, 4 of AVX2): a full batch
 // would do twice the arithmetic they keep (at n = 72 the last 8 columns
 // took a fifth of the FMAs for a ninth of C).
-template <ALayout LAYOUT, int64_t... R>
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
 constexpr std::array<MicroKernel, MR> half_kernels(std::integer_sequence<int64_t, R...>) {
-  return {micro_kernel<R + 1, 1, LAYOUT, half_batch>...};
+  return {micro_kernel<R + 1, 1, LAYOUT, B_IN_PLACE, half_batch>...};
 }
-template <ALayout LAYOUT>  // [rows - 1]
-constexpr auto kHalfKernels = half_kernels<LAYOUT>(std::make_integer_sequence<int64_t, MR>{});
+template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1]
+constexpr auto kHalfKernels = half_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
 
-template <ALayout LAYOUT>
-void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t mr,
-                  int64_t nr, bool accumulate, bool prefetch_c) {
-  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W, LAYOUT>(kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
+// The columns the kernels of a block nr columns wide read from each row of
+// its B panel: whole batches, and a last part of at most half a batch on a
+// half batch (see block_kernel).
+int64_t columns_read(int64_t nr) {
+  const int64_t rest = nr % W;
+  if (rest == 0 || rest > W / 2 || !HAS_HALF_BATCH) return (nr + W - 1) / W * W;
+  return nr / W * W + W / 2;
+}
+
+// b is a packed panel (B_IN_PLACE false) or B itself, rows ldb apart.
+template <ALayout LAYOUT, bool B_IN_PLACE>
+void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C, int64_t ldc,
+                  int64_t mr, int64_t nr, bool accumulate, bool prefetch_c) {
+  if (mr == MR && nr == NR)
+    return micro_kernel<MR, NR / W, LAYOUT, B_IN_PLACE>(kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
   const int64_t whole = nr / W, rest = nr % W;  // whole batches, and the columns past them
   if (rest == 0 || rest > W / 2 || !HAS_HALF_BATCH)
-    return kMicroKernels<LAYOUT>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
-  if (whole > 0) kMicroKernels<LAYOUT>[mr - 1][whole - 1](kc, a, lda, b, C, ldc, whole * W, accumulate, prefetch_c);
-  kHalfKernels<LAYOUT>[mr - 1](kc, a, lda, b + whole * W, C + whole * W, ldc, rest, accumulate, prefetch_c);
+    return kMicroKernels<LAYOUT, B_IN_PLACE>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate,
+                                                                           prefetch_c);
+  if (whole > 0)
+    kMicroKernels<LAYOUT, B_IN_PLACE>[mr - 1][whole - 1](kc, a, lda, b, ldb, C, ldc, whole * W, accumulate, prefetch_c);
+  kHalfKernels<LAYOUT, B_IN_PLACE>[mr - 1](kc, a, lda, b + whole * W, ldb, C + whole * W, ldc, rest, accumulate,
+                                           prefetch_c);
 }
 
 // ---- the driver -------------------------------------------------------------------
+
+// B as stored (not transposed) holds each k's NR columns of a panel side by
+// side, so the micro-kernel can read its panels in place too (rows ldb
+// apart, unaligned loads) while A is read in place. For a small product
+// packing B is a pass over all of it against only 2·M flops per element: at
+// n = 80 it took 5 % of the time, and OpenBLAS, which skips it there, was
+// 4-11 % ahead from n = 64 to 100. Only an edge panel whose kernels would
+// read past its last column (see columns_read) is still packed. Up to
+// 64K floats of B (256²) with rows up to 256 floats apart: 160³ to 256³
+// gained 1-2 %, while 384³, 512³ and 512×512×64 (rows 1.5-2 KB apart, the
+// kc rows of a panel crowding a few L1 sets) were 1-4 % slower in place.
+constexpr int64_t B_IN_PLACE_FLOATS = 256 * 256, B_IN_PLACE_LDB = 256;
 
 // Below this many flops (2·M·N·K) a product stays on one thread: waking the
 // pool's workers costs tens of microseconds, a 128³ product about 30.
@@ -394,11 +424,13 @@ std::pair<int64_t, int64_t> part(int64_t n, int64_t unit, int64_t parts, int64_t
   return {units * p / parts * unit, std::min(n, units * (p + 1) / parts * unit)};
 }
 
+bool a_in_place(const Operands& x, int64_t nc) { return nc <= (x.trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N); }
+
 // C[rows, cols] (+)= op(A)[rows, pc : pc+kc] · (the packed B block)[:, cols]:
 // one task's share of one K slice. cols are counted from the block's first
 // column jc and start at a panel boundary (a multiple of NR).
 void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pair<int64_t, int64_t> cols, int64_t jc,
-                    int64_t nc, int64_t pc, int64_t kc, const float* packed_b, bool acc) {
+                    int64_t nc, int64_t pc, int64_t kc, const float* packed_b, bool b_in_place, bool acc) {
   // NOTE: thread_local and only ever growing, so the many small products of
   // attention (one per head) don't each allocate, and every thread of the
   // pool packs its A blocks into its own buffer.
@@ -408,8 +440,11 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
 
   // A is read in place while the block of B is narrow (see A_IN_PLACE_N and
   // A_T_IN_PLACE_N): the micro-kernel takes any strides for A, and an edge
-  // kernel reads only the rows it has, so no padding is needed.
-  const bool in_place = nc <= (x.trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N);
+  // kernel reads only the rows it has, so no padding is needed. B may be
+  // read in place as well (b_in_place, see B_IN_PLACE_FLOATS), all but an
+  // edge panel whose kernels would read past C's last column: that one the
+  // driver packed, at its usual place in packed_b.
+  const bool in_place = a_in_place(x, nc);
   for (int64_t ic = rows.first; ic < rows.second; ic += MC) {
     const int64_t mc = std::min(MC, rows.second - ic);
     // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
@@ -422,14 +457,24 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
         float* c_block = x.C + (ic + ir) * x.ldc + (jc + jr);
         const float* b_panel = packed_b + jr * kc;
         const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, cols.second - jr);
-        if (!in_place)
-          block_kernel<ALayout::packed>(kc, packed_a.data() + ir * kc, 0, b_panel, c_block, x.ldc, mr, nr, acc,
-                                        x.prefetch_c);
-        else if (x.trans_a)
-          block_kernel<ALayout::columns>(kc, a_block + ir, x.a_k, b_panel, c_block, x.ldc, mr, nr, acc, x.prefetch_c);
-        else
-          block_kernel<ALayout::rows>(kc, a_block + ir * x.a_row, x.a_row, b_panel, c_block, x.ldc, mr, nr, acc,
-                                      x.prefetch_c);
+        if (b_in_place && (nr == NR || columns_read(nr) == nr)) {
+          const float* b = x.B + pc * x.b_k + jc + jr;
+          if (x.trans_a)
+            block_kernel<ALayout::columns, true>(kc, a_block + ir, x.a_k, b, x.b_k, c_block, x.ldc, mr, nr, acc,
+                                                 x.prefetch_c);
+          else
+            block_kernel<ALayout::rows, true>(kc, a_block + ir * x.a_row, x.a_row, b, x.b_k, c_block, x.ldc, mr, nr,
+                                              acc, x.prefetch_c);
+        } else if (!in_place) {
+          block_kernel<ALayout::packed, false>(kc, packed_a.data() + ir * kc, 0, b_panel, NR, c_block, x.ldc, mr, nr,
+                                               acc, x.prefetch_c);
+        } else if (x.trans_a) {
+          block_kernel<ALayout::columns, false>(kc, a_block + ir, x.a_k, b_panel, NR, c_block, x.ldc, mr, nr, acc,
+                                                x.prefetch_c);
+        } else {
+          block_kernel<ALayout::rows, false>(kc, a_block + ir * x.a_row, x.a_row, b_panel, NR, c_block, x.ldc, mr, nr,
+                                             acc, x.prefetch_c);
+        }
       }
     }
   }
@@ -464,6 +509,9 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
     if (row_parts < 2 * threads) col_parts = (2 * threads + row_parts - 1) / row_parts;
   }
 
+  // B is read in place when small and not transposed (B_IN_PLACE_FLOATS),
+  // for blocks that read A in place: no kernel reads packed A and B in place.
+  const bool b_small = x.b_col == 1 && K * N <= B_IN_PLACE_FLOATS && x.b_k <= B_IN_PLACE_LDB;
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t nc = std::min(NC, N - jc);
     const int64_t col_panels = (nc + NR - 1) / NR, cparts = std::min(col_parts, col_panels);
@@ -475,14 +523,22 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
       // B block: rows pc..pc+kc of op(B), columns jc..jc+nc, as panels of NR
       // columns, packed in pieces of whole panels (64K floats or more each).
       const float* b_block = x.B + pc * x.b_k + jc * x.b_col;
-      const int64_t pack_parts = parallel ? std::min(col_panels, tasks_for(nc * kc, 1 << 16)) : 1;
-      parallel_for(pack_parts, [&](int64_t p) {
-        auto [j0, j1] = part(nc, NR, pack_parts, p);
-        pack_panels<NR>(j1 - j0, kc, b_block + j0 * x.b_col, x.b_col, x.b_k, packed + j0 * kc);
-      });
+      const bool b_in_place = b_small && a_in_place(x, nc);
+      if (b_in_place) {
+        // Only the edge panel, if its kernels would read past its columns.
+        const int64_t whole = nc / NR * NR;
+        if (whole < nc && columns_read(nc - whole) != nc - whole)
+          pack_panels<NR>(nc - whole, kc, b_block + whole, 1, x.b_k, packed + whole * kc);
+      } else {
+        const int64_t pack_parts = parallel ? std::min(col_panels, tasks_for(nc * kc, 1 << 16)) : 1;
+        parallel_for(pack_parts, [&](int64_t p) {
+          auto [j0, j1] = part(nc, NR, pack_parts, p);
+          pack_panels<NR>(j1 - j0, kc, b_block + j0 * x.b_col, x.b_col, x.b_k, packed + j0 * kc);
+        });
+      }
       parallel_for(row_parts * cparts, [&](int64_t t) {
         multiply_block(x, part(M, MR, row_parts, t / cparts), part(nc, NR, cparts, t % cparts), jc, nc, pc, kc, packed,
-                       acc);
+                       b_in_place, acc);
       });
     }
   }
