@@ -88,6 +88,18 @@ constexpr int64_t MR = W >= 16 ? 8 : 6, NR = 2 * W;
 constexpr bool HAS_HALF_BATCH = W >= 8;
 using half_batch = std::conditional_t<HAS_HALF_BATCH, xsimd::make_sized_batch_t<float, W / 2>, batch>;
 
+// The low half of a register (free: the same register, read narrower).
+template <class V>
+half_batch low_half(V x) {
+#if defined(__AVX512F__)
+  if constexpr (W == 16) return half_batch(_mm512_castps512_ps256(x));
+#endif
+#if defined(__AVX__)
+  if constexpr (W == 8) return half_batch(_mm256_castps256_ps128(x));
+#endif
+  return half_batch(x.get(0));  // unused: a build without half batches has no tail kernels
+}
+
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
 // it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
 // of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR. KC = 128,
@@ -225,20 +237,25 @@ enum class ALayout { packed, rows, columns };
 // C[0:ROWS, 0:nr] (+)= Apanel(ROWS × kc) · Bpanel(kc × BATCHES·W)
 //
 // b holds kc rows of NR floats, of which the kernel reads the first
-// BATCHES·W. Inside C blocks are MR × NR (ROWS = MR, BATCHES = NR / W); at
-// C's bottom and right edges, see block_kernel. lda is only read by the
-// in-place layouts.
-template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, bool B_IN_PLACE, class V = batch>
+// BATCHES·W, and with HALF_TAIL half a batch more (columns read on a
+// half_batch: see block_kernel). Inside C blocks are MR × NR (ROWS = MR,
+// BATCHES = NR / W); at C's bottom and right edges, see block_kernel. lda
+// is only read by the in-place layouts.
+template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, bool B_IN_PLACE, class V = batch, bool HALF_TAIL = false>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C, int64_t ldc,
                   int64_t nr, bool accumulate, bool prefetch_c) {
   constexpr int64_t VW = V::size;  // W, or W / 2 for a half_batch
-  constexpr int64_t COLS = BATCHES * VW;
+  using H = half_batch;
+  constexpr int64_t HW = HALF_TAIL ? H::size : 0, TAILS = HALF_TAIL ? ROWS : 1;
+  constexpr int64_t COLS = BATCHES * VW + HW;
   // A(r, k) = a[r·a_rs + k·a_cs]
   const int64_t a_rs = LAYOUT == ALayout::rows ? lda : 1;
   const int64_t a_cs = LAYOUT == ALayout::packed ? MR : LAYOUT == ALayout::rows ? 1 : lda;
   V acc[ROWS][BATCHES];
+  H tail[TAILS];  // the half batch past the whole ones, with HALF_TAIL
   for (int64_t r = 0; r < ROWS; ++r)
     for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = V(0.0f);
+  for (int64_t r = 0; r < TAILS; ++r) tail[r] = H(0.0f);
 
   // Ask for the C block now, so that its lines arrive while the k loop runs
   // instead of stalling the write-back. C's rows are ldc apart, too far for
@@ -255,22 +272,25 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
 
   // The whole of GEMM's arithmetic happens in this step: an outer product of
   // one A column (ROWS values) and one B row (COLS values) added into sum.
-  auto step = [&](V(&sum)[ROWS][BATCHES]) {
+  auto step = [&](V(&sum)[ROWS][BATCHES], H(&tail_sum)[TAILS]) {
     V b_row[BATCHES];
     for (int64_t c = 0; c < BATCHES; ++c)
       b_row[c] = B_IN_PLACE ? V::load_unaligned(b + c * VW) : V::load_aligned(b + c * VW);
+    H b_tail = HALF_TAIL ? H::load_unaligned(b + BATCHES * VW) : H(0.0f);
     for (int64_t r = 0; r < ROWS; ++r) {
       V a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
       for (int64_t c = 0; c < BATCHES; ++c) sum[r][c] = xsimd::fma(a_rk, b_row[c], sum[r][c]);
+      if constexpr (HALF_TAIL)
+        tail_sum[r] = xsimd::fma(BATCHES > 1 ? low_half(a_rk) : H(a[r * a_rs]), b_tail, tail_sum[r]);
     }
     a += a_cs;
     b += B_IN_PLACE ? ldb : NR;
   };
-  if (ROWS * BATCHES >= 8 || kc < 32) {
+  if (ROWS * (BATCHES + HALF_TAIL) >= 8 || kc < 32) {
     // Unrolled by 4: the loop's own counting then takes less of the ports
     // the FMAs and loads need (3-5 % on the whole GEMM).
 #pragma GCC unroll 4
-    for (int64_t k = 0; k < kc; ++k) step(acc);
+    for (int64_t k = 0; k < kc; ++k) step(acc, tail);
   } else {
     // An edge kernel with fewer than 8 accumulators would wait on the FMA
     // latency (each accumulator takes one FMA per k, 4 cycles apart), so it
@@ -278,17 +298,20 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
     // faster, 100³ (whose last 4 columns took 12 % of the time) 2 %. Not for
     // a short k loop, where the extra sums cost more (10×8×10 14 % slower).
     V odd[ROWS][BATCHES];
+    H odd_tail[TAILS];
     for (int64_t r = 0; r < ROWS; ++r)
       for (int64_t c = 0; c < BATCHES; ++c) odd[r][c] = V(0.0f);
+    for (int64_t r = 0; r < TAILS; ++r) odd_tail[r] = H(0.0f);
     int64_t k = 0;
 #pragma GCC unroll 2
     for (; k + 2 <= kc; k += 2) {
-      step(acc);
-      step(odd);
+      step(acc, tail);
+      step(odd, odd_tail);
     }
-    if (k < kc) step(acc);
+    if (k < kc) step(acc, tail);
     for (int64_t r = 0; r < ROWS; ++r)
       for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] += odd[r][c];
+    for (int64_t r = 0; r < TAILS; ++r) tail[r] += odd_tail[r];
   }
 
   // Write back. Whole batches go straight to C; a block whose last batch is
@@ -302,11 +325,18 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
         if (accumulate) v += V::load_unaligned(c_row + c * VW);
         v.store_unaligned(c_row + c * VW);
       }
+      if constexpr (HALF_TAIL) {
+        H v = tail[r];
+        if (accumulate) v += H::load_unaligned(c_row + BATCHES * VW);
+        v.store_unaligned(c_row + BATCHES * VW);
+      }
     }
   } else {
     alignas(64) float tile[ROWS * COLS];
-    for (int64_t r = 0; r < ROWS; ++r)
-      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_aligned(tile + r * COLS + c * VW);
+    for (int64_t r = 0; r < ROWS; ++r) {
+      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_unaligned(tile + r * COLS + c * VW);
+      if constexpr (HALF_TAIL) tail[r].store_unaligned(tile + r * COLS + BATCHES * VW);
+    }
     for (int64_t r = 0; r < ROWS; ++r) {
       for (int64_t j = 0; j < nr; ++j) {
         float v = tile[r * COLS + j];
@@ -346,6 +376,23 @@ constexpr std::array<MicroKernel, MR> half_kernels(std::integer_sequence<int64_t
 template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1]
 constexpr auto kHalfKernels = half_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
 
+// After whole batches, that half batch runs in the same kernel as they do
+// (HALF_TAIL), which shares the loop and, after 2 or 3 batches, the A
+// broadcasts (the low half of the full one; after 1 batch a broadcast of
+// its own was 3 % faster at 88³). 100³ (36 columns past a 64-wide panel:
+// 2 batches and 4 columns) had spent 10 % of its time on the 4 columns in
+// a kernel of their own.
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t ROWS, int64_t... B>
+constexpr std::array<MicroKernel, NB - 1> row_of_tail_kernels(std::integer_sequence<int64_t, B...>) {
+  return {micro_kernel<ROWS, B + 1, LAYOUT, B_IN_PLACE, batch, true>...};
+}
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
+constexpr std::array<std::array<MicroKernel, NB - 1>, MR> tail_kernels(std::integer_sequence<int64_t, R...>) {
+  return {row_of_tail_kernels<LAYOUT, B_IN_PLACE, R + 1>(std::make_integer_sequence<int64_t, NB - 1>{})...};
+}
+template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1][whole batches - 1]
+constexpr auto kTailKernels = tail_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
+
 // The columns the kernels of a block nr columns wide read from each row of
 // its B panel: whole batches, and a last part of at most half a batch on a
 // half batch (see block_kernel).
@@ -366,7 +413,7 @@ void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
     return kMicroKernels<LAYOUT, B_IN_PLACE>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate,
                                                                            prefetch_c);
   if (whole > 0)
-    kMicroKernels<LAYOUT, B_IN_PLACE>[mr - 1][whole - 1](kc, a, lda, b, ldb, C, ldc, whole * W, accumulate, prefetch_c);
+    return kTailKernels<LAYOUT, B_IN_PLACE>[mr - 1][whole - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
   kHalfKernels<LAYOUT, B_IN_PLACE>[mr - 1](kc, a, lda, b + whole * W, ldb, C + whole * W, ldc, rest, accumulate,
                                            prefetch_c);
 }
