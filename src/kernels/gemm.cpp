@@ -223,6 +223,35 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
   }
 }
 
+// C[0:n] (+)= the first n lanes of v, or all of them when n is more: a
+// block cut by C's right edge writes only its valid columns. With AVX-512
+// through a masked load and store; a copy of the lanes through memory was
+// a call to memmove for each row of the block (1.4 % of the time at 100³).
+template <class V>
+void store_c(float* c, V v, int64_t n, bool accumulate) {
+  if (n >= static_cast<int64_t>(V::size)) {
+    if (accumulate) v += V::load_unaligned(c);
+    v.store_unaligned(c);
+    return;
+  }
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+  if constexpr (V::size == 16) {
+    const auto mask = static_cast<__mmask16>((1u << n) - 1);
+    __m512 x = v;
+    if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, c));
+    return _mm512_mask_storeu_ps(c, mask, x);
+  } else if constexpr (V::size == 8) {
+    const auto mask = static_cast<__mmask8>((1u << n) - 1);
+    __m256 x = v;
+    if (accumulate) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mask, c));
+    return _mm256_mask_storeu_ps(c, mask, x);
+  }
+#endif
+  alignas(64) float lanes[V::size];
+  v.store_aligned(lanes);
+  for (int64_t j = 0; j < n; ++j) c[j] = accumulate ? c[j] + lanes[j] : lanes[j];
+}
+
 // Where the micro-kernel finds A(r, k), the element of its A panel in row r
 // (of C's block) and at depth k:
 //   packed:  a packed panel, a[k·MR + r]: the MR values of one k side by side
@@ -314,12 +343,11 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
     for (int64_t r = 0; r < TAILS; ++r) tail[r] += odd_tail[r];
   }
 
-  // Write back. Whole batches go straight to C; a block whose last batch is
-  // cut by C's right edge goes through a small buffer so that nothing past
-  // C's nr valid columns is touched.
-  if (nr == COLS) {
-    for (int64_t r = 0; r < ROWS; ++r) {
-      float* c_row = C + r * ldc;
+  // Write back: whole batches straight to C, and a block cut by C's right
+  // edge touching nothing past C's nr valid columns (see store_c).
+  for (int64_t r = 0; r < ROWS; ++r) {
+    float* c_row = C + r * ldc;
+    if (nr == COLS) {
       for (int64_t c = 0; c < BATCHES; ++c) {
         V v = acc[r][c];
         if (accumulate) v += V::load_unaligned(c_row + c * VW);
@@ -330,18 +358,11 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
         if (accumulate) v += H::load_unaligned(c_row + BATCHES * VW);
         v.store_unaligned(c_row + BATCHES * VW);
       }
-    }
-  } else {
-    alignas(64) float tile[ROWS * COLS];
-    for (int64_t r = 0; r < ROWS; ++r) {
-      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_unaligned(tile + r * COLS + c * VW);
-      if constexpr (HALF_TAIL) tail[r].store_unaligned(tile + r * COLS + BATCHES * VW);
-    }
-    for (int64_t r = 0; r < ROWS; ++r) {
-      for (int64_t j = 0; j < nr; ++j) {
-        float v = tile[r * COLS + j];
-        C[r * ldc + j] = accumulate ? C[r * ldc + j] + v : v;
-      }
+    } else {
+      for (int64_t c = 0; c < BATCHES; ++c)
+        if (c * VW < nr) store_c(c_row + c * VW, acc[r][c], nr - c * VW, accumulate);
+      if (HALF_TAIL && BATCHES * VW < nr)
+        store_c(c_row + BATCHES * VW, tail[HALF_TAIL ? r : 0], nr - BATCHES * VW, accumulate);
     }
   }
 }
