@@ -213,6 +213,22 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
     // zeroing all of it first was 4 times what a 10-column edge reads, and
     // the copy of each k's few floats a call to memmove (a 10×8×10 product
     // 4 % faster without both).
+    // With AVX-512 each k is whole batches and one masked load that zeros
+    // the lanes past `valid`: the loop below compiled to a generic
+    // vectorized copy with blends, 3.5 % of the time at 100³.
+#if defined(__AVX512F__)
+    if constexpr (W == 16 && R % W == 0) {
+      const int64_t full = valid / W;
+      const auto mask = static_cast<__mmask16>((1u << (valid % W)) - 1);
+      for (int64_t k = 0; k < depth; ++k) {
+        const float* from = x + k * k_stride;
+        float* to = panel + k * R;
+        for (int64_t c = 0; c < full; ++c) batch::load_unaligned(from + c * W).store_unaligned(to + c * W);
+        if (mask != 0) _mm512_storeu_ps(to + full * W, _mm512_maskz_loadu_ps(mask, from + full * W));
+      }
+      return;
+    }
+#endif
     const int64_t used = std::min(R, (valid + W - 1) / W * W);
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t r = 0; r < used; ++r) panel[k * R + r] = r < valid ? x[k * k_stride + r] : 0.0f;
