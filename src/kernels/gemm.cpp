@@ -8,7 +8,8 @@
 //      the micro-kernel reads it: B into panels of NR columns, A into panels
 //      of MR rows. Packing is also where transposes vanish and where edges are
 //      zero-padded, so the micro-kernel never sees either. (Against a narrow
-//      block of B, A is read in place instead: see A_IN_PLACE_N.)
+//      block of B, A is read in place instead: see A_IN_PLACE_N; and a small
+//      B as well: see B_IN_PLACE_FLOATS.)
 //   3. A micro-kernel computes one MR×NR block of C in registers: for each k it
 //      loads one row of the B panel (NR floats = NR/W SIMD batches),
 //      broadcasts MR values of the A panel, and does MR·NR/W fused
@@ -20,7 +21,8 @@
 //
 // Left out on purpose: prefetching the operands (only C's block is
 // prefetched, see micro_kernel), hand-written assembly, and separate kernels
-// for small or skinny shapes (small shapes only skip packing A). Those buy
+// for small or skinny shapes (small shapes only skip packing: A, and B when
+// not transposed). Those buy
 // the last 20-40 % in a real BLAS; here they would bury the idea.
 #include "kernels/gemm.hpp"
 
@@ -85,6 +87,18 @@ constexpr int64_t MR = W >= 16 ? 8 : 6, NR = 2 * W;
 // an SSE build (4 floats) has none.
 constexpr bool HAS_HALF_BATCH = W >= 8;
 using half_batch = std::conditional_t<HAS_HALF_BATCH, xsimd::make_sized_batch_t<float, W / 2>, batch>;
+
+// The low half of a register (free: the same register, read narrower).
+template <class V>
+half_batch low_half(V x) {
+#if defined(__AVX512F__)
+  if constexpr (W == 16) return half_batch(_mm512_castps512_ps256(x));
+#endif
+#if defined(__AVX__)
+  if constexpr (W == 8) return half_batch(_mm256_castps256_ps128(x));
+#endif
+  return half_batch(x.get(0));  // unused: a build without half batches has no tail kernels
+}
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
 // it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
@@ -199,6 +213,22 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
     // zeroing all of it first was 4 times what a 10-column edge reads, and
     // the copy of each k's few floats a call to memmove (a 10×8×10 product
     // 4 % faster without both).
+    // With AVX-512 each k is whole batches and one masked load that zeros
+    // the lanes past `valid`: the loop below compiled to a generic
+    // vectorized copy with blends, 3.5 % of the time at 100³.
+#if defined(__AVX512F__)
+    if constexpr (W == 16 && R % W == 0) {
+      const int64_t full = valid / W;
+      const auto mask = static_cast<__mmask16>((1u << (valid % W)) - 1);
+      for (int64_t k = 0; k < depth; ++k) {
+        const float* from = x + k * k_stride;
+        float* to = panel + k * R;
+        for (int64_t c = 0; c < full; ++c) batch::load_unaligned(from + c * W).store_unaligned(to + c * W);
+        if (mask != 0) _mm512_storeu_ps(to + full * W, _mm512_maskz_loadu_ps(mask, from + full * W));
+      }
+      return;
+    }
+#endif
     const int64_t used = std::min(R, (valid + W - 1) / W * W);
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t r = 0; r < used; ++r) panel[k * R + r] = r < valid ? x[k * k_stride + r] : 0.0f;
@@ -207,6 +237,35 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
     for (int64_t r = 0; r < valid; ++r)
       for (int64_t k = 0; k < depth; ++k) panel[k * R + r] = x[r * row_stride + k * k_stride];
   }
+}
+
+// C[0:n] (+)= the first n lanes of v, or all of them when n is more: a
+// block cut by C's right edge writes only its valid columns. With AVX-512
+// through a masked load and store; a copy of the lanes through memory was
+// a call to memmove for each row of the block (1.4 % of the time at 100³).
+template <class V>
+void store_c(float* c, V v, int64_t n, bool accumulate) {
+  if (n >= static_cast<int64_t>(V::size)) {
+    if (accumulate) v += V::load_unaligned(c);
+    v.store_unaligned(c);
+    return;
+  }
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+  if constexpr (V::size == 16) {
+    const auto mask = static_cast<__mmask16>((1u << n) - 1);
+    __m512 x = v;
+    if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, c));
+    return _mm512_mask_storeu_ps(c, mask, x);
+  } else if constexpr (V::size == 8) {
+    const auto mask = static_cast<__mmask8>((1u << n) - 1);
+    __m256 x = v;
+    if (accumulate) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mask, c));
+    return _mm256_mask_storeu_ps(c, mask, x);
+  }
+#endif
+  alignas(64) float lanes[V::size];
+  v.store_aligned(lanes);
+  for (int64_t j = 0; j < n; ++j) c[j] = accumulate ? c[j] + lanes[j] : lanes[j];
 }
 
 // Where the micro-kernel finds A(r, k), the element of its A panel in row r
@@ -223,20 +282,25 @@ enum class ALayout { packed, rows, columns };
 // C[0:ROWS, 0:nr] (+)= Apanel(ROWS × kc) · Bpanel(kc × BATCHES·W)
 //
 // b holds kc rows of NR floats, of which the kernel reads the first
-// BATCHES·W. Inside C blocks are MR × NR (ROWS = MR, BATCHES = NR / W); at
-// C's bottom and right edges, see block_kernel. lda is only read by the
-// in-place layouts.
-template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, class V = batch>
-void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t nr,
-                  bool accumulate, bool prefetch_c) {
+// BATCHES·W, and with HALF_TAIL half a batch more (columns read on a
+// half_batch: see block_kernel). Inside C blocks are MR × NR (ROWS = MR,
+// BATCHES = NR / W); at C's bottom and right edges, see block_kernel. lda
+// is only read by the in-place layouts.
+template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, bool B_IN_PLACE, class V = batch, bool HALF_TAIL = false>
+void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C, int64_t ldc,
+                  int64_t nr, bool accumulate, bool prefetch_c) {
   constexpr int64_t VW = V::size;  // W, or W / 2 for a half_batch
-  constexpr int64_t COLS = BATCHES * VW;
+  using H = half_batch;
+  constexpr int64_t HW = HALF_TAIL ? H::size : 0, TAILS = HALF_TAIL ? ROWS : 1;
+  constexpr int64_t COLS = BATCHES * VW + HW;
   // A(r, k) = a[r·a_rs + k·a_cs]
   const int64_t a_rs = LAYOUT == ALayout::rows ? lda : 1;
   const int64_t a_cs = LAYOUT == ALayout::packed ? MR : LAYOUT == ALayout::rows ? 1 : lda;
   V acc[ROWS][BATCHES];
+  H tail[TAILS];  // the half batch past the whole ones, with HALF_TAIL
   for (int64_t r = 0; r < ROWS; ++r)
     for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = V(0.0f);
+  for (int64_t r = 0; r < TAILS; ++r) tail[r] = H(0.0f);
 
   // Ask for the C block now, so that its lines arrive while the k loop runs
   // instead of stalling the write-back. C's rows are ldc apart, too far for
@@ -253,21 +317,25 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
 
   // The whole of GEMM's arithmetic happens in this step: an outer product of
   // one A column (ROWS values) and one B row (COLS values) added into sum.
-  auto step = [&](V(&sum)[ROWS][BATCHES]) {
+  auto step = [&](V(&sum)[ROWS][BATCHES], H(&tail_sum)[TAILS]) {
     V b_row[BATCHES];
-    for (int64_t c = 0; c < BATCHES; ++c) b_row[c] = V::load_aligned(b + c * VW);
+    for (int64_t c = 0; c < BATCHES; ++c)
+      b_row[c] = B_IN_PLACE ? V::load_unaligned(b + c * VW) : V::load_aligned(b + c * VW);
+    H b_tail = HALF_TAIL ? H::load_unaligned(b + BATCHES * VW) : H(0.0f);
     for (int64_t r = 0; r < ROWS; ++r) {
       V a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
       for (int64_t c = 0; c < BATCHES; ++c) sum[r][c] = xsimd::fma(a_rk, b_row[c], sum[r][c]);
+      if constexpr (HALF_TAIL)
+        tail_sum[r] = xsimd::fma(BATCHES > 1 ? low_half(a_rk) : H(a[r * a_rs]), b_tail, tail_sum[r]);
     }
     a += a_cs;
-    b += NR;
+    b += B_IN_PLACE ? ldb : NR;
   };
-  if (ROWS * BATCHES >= 8 || kc < 32) {
+  if (ROWS * (BATCHES + HALF_TAIL) >= 8 || kc < 32) {
     // Unrolled by 4: the loop's own counting then takes less of the ports
     // the FMAs and loads need (3-5 % on the whole GEMM).
 #pragma GCC unroll 4
-    for (int64_t k = 0; k < kc; ++k) step(acc);
+    for (int64_t k = 0; k < kc; ++k) step(acc, tail);
   } else {
     // An edge kernel with fewer than 8 accumulators would wait on the FMA
     // latency (each accumulator takes one FMA per k, 4 cycles apart), so it
@@ -275,40 +343,42 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     // faster, 100³ (whose last 4 columns took 12 % of the time) 2 %. Not for
     // a short k loop, where the extra sums cost more (10×8×10 14 % slower).
     V odd[ROWS][BATCHES];
+    H odd_tail[TAILS];
     for (int64_t r = 0; r < ROWS; ++r)
       for (int64_t c = 0; c < BATCHES; ++c) odd[r][c] = V(0.0f);
+    for (int64_t r = 0; r < TAILS; ++r) odd_tail[r] = H(0.0f);
     int64_t k = 0;
 #pragma GCC unroll 2
     for (; k + 2 <= kc; k += 2) {
-      step(acc);
-      step(odd);
+      step(acc, tail);
+      step(odd, odd_tail);
     }
-    if (k < kc) step(acc);
+    if (k < kc) step(acc, tail);
     for (int64_t r = 0; r < ROWS; ++r)
       for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] += odd[r][c];
+    for (int64_t r = 0; r < TAILS; ++r) tail[r] += odd_tail[r];
   }
 
-  // Write back. Whole batches go straight to C; a block whose last batch is
-  // cut by C's right edge goes through a small buffer so that nothing past
-  // C's nr valid columns is touched.
-  if (nr == COLS) {
-    for (int64_t r = 0; r < ROWS; ++r) {
-      float* c_row = C + r * ldc;
+  // Write back: whole batches straight to C, and a block cut by C's right
+  // edge touching nothing past C's nr valid columns (see store_c).
+  for (int64_t r = 0; r < ROWS; ++r) {
+    float* c_row = C + r * ldc;
+    if (nr == COLS) {
       for (int64_t c = 0; c < BATCHES; ++c) {
         V v = acc[r][c];
         if (accumulate) v += V::load_unaligned(c_row + c * VW);
         v.store_unaligned(c_row + c * VW);
       }
-    }
-  } else {
-    alignas(64) float tile[ROWS * COLS];
-    for (int64_t r = 0; r < ROWS; ++r)
-      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c].store_aligned(tile + r * COLS + c * VW);
-    for (int64_t r = 0; r < ROWS; ++r) {
-      for (int64_t j = 0; j < nr; ++j) {
-        float v = tile[r * COLS + j];
-        C[r * ldc + j] = accumulate ? C[r * ldc + j] + v : v;
+      if constexpr (HALF_TAIL) {
+        H v = tail[r];
+        if (accumulate) v += H::load_unaligned(c_row + BATCHES * VW);
+        v.store_unaligned(c_row + BATCHES * VW);
       }
+    } else {
+      for (int64_t c = 0; c < BATCHES; ++c)
+        if (c * VW < nr) store_c(c_row + c * VW, acc[r][c], nr - c * VW, accumulate);
+      if (HALF_TAIL && BATCHES * VW < nr)
+        store_c(c_row + BATCHES * VW, tail[HALF_TAIL ? r : 0], nr - BATCHES * VW, accumulate);
     }
   }
 }
@@ -318,42 +388,86 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
 // edge block runs the micro-kernel built for exactly mr rows and just enough
 // batches for nr columns, so that it does only the work it keeps: at n = 61
 // a full-size kernel on the last row of C would do MR rows' arithmetic for it.
-using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool, bool);
+using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, bool,
+                             bool);
 constexpr int64_t NB = NR / W;  // SIMD batches in a row of the block
-template <ALayout LAYOUT, int64_t ROWS, int64_t... B>
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t ROWS, int64_t... B>
 constexpr std::array<MicroKernel, NB> row_of_kernels(std::integer_sequence<int64_t, B...>) {
-  return {micro_kernel<ROWS, B + 1, LAYOUT>...};
+  return {micro_kernel<ROWS, B + 1, LAYOUT, B_IN_PLACE>...};
 }
-template <ALayout LAYOUT, int64_t... R>
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
 constexpr std::array<std::array<MicroKernel, NB>, MR> micro_kernels(std::integer_sequence<int64_t, R...>) {
-  return {row_of_kernels<LAYOUT, R + 1>(std::make_integer_sequence<int64_t, NB>{})...};
+  return {row_of_kernels<LAYOUT, B_IN_PLACE, R + 1>(std::make_integer_sequence<int64_t, NB>{})...};
 }
-template <ALayout LAYOUT>  // [rows - 1][batches - 1]
-constexpr auto kMicroKernels = micro_kernels<LAYOUT>(std::make_integer_sequence<int64_t, MR>{});
+template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1][batches - 1]
+constexpr auto kMicroKernels = micro_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
 
 // The last few columns of an edge block, at most half a batch, run on
 // registers half as wide (8 floats of AVX-512, 4 of AVX2): a full batch
 // would do twice the arithmetic they keep (at n = 72 the last 8 columns
 // took a fifth of the FMAs for a ninth of C).
-template <ALayout LAYOUT, int64_t... R>
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
 constexpr std::array<MicroKernel, MR> half_kernels(std::integer_sequence<int64_t, R...>) {
-  return {micro_kernel<R + 1, 1, LAYOUT, half_batch>...};
+  return {micro_kernel<R + 1, 1, LAYOUT, B_IN_PLACE, half_batch>...};
 }
-template <ALayout LAYOUT>  // [rows - 1]
-constexpr auto kHalfKernels = half_kernels<LAYOUT>(std::make_integer_sequence<int64_t, MR>{});
+template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1]
+constexpr auto kHalfKernels = half_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
 
-template <ALayout LAYOUT>
-void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* C, int64_t ldc, int64_t mr,
-                  int64_t nr, bool accumulate, bool prefetch_c) {
-  if (mr == MR && nr == NR) return micro_kernel<MR, NR / W, LAYOUT>(kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
+// After whole batches, that half batch runs in the same kernel as they do
+// (HALF_TAIL), which shares the loop and, after 2 or 3 batches, the A
+// broadcasts (the low half of the full one; after 1 batch a broadcast of
+// its own was 3 % faster at 88³). 100³ (36 columns past a 64-wide panel:
+// 2 batches and 4 columns) had spent 10 % of its time on the 4 columns in
+// a kernel of their own.
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t ROWS, int64_t... B>
+constexpr std::array<MicroKernel, NB - 1> row_of_tail_kernels(std::integer_sequence<int64_t, B...>) {
+  return {micro_kernel<ROWS, B + 1, LAYOUT, B_IN_PLACE, batch, true>...};
+}
+template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
+constexpr std::array<std::array<MicroKernel, NB - 1>, MR> tail_kernels(std::integer_sequence<int64_t, R...>) {
+  return {row_of_tail_kernels<LAYOUT, B_IN_PLACE, R + 1>(std::make_integer_sequence<int64_t, NB - 1>{})...};
+}
+template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1][whole batches - 1]
+constexpr auto kTailKernels = tail_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
+
+// The columns the kernels of a block nr columns wide read from each row of
+// its B panel: whole batches, and a last part of at most half a batch on a
+// half batch (see block_kernel).
+int64_t columns_read(int64_t nr) {
+  const int64_t rest = nr % W;
+  if (rest == 0 || rest > W / 2 || !HAS_HALF_BATCH) return (nr + W - 1) / W * W;
+  return nr / W * W + W / 2;
+}
+
+// b is a packed panel (B_IN_PLACE false) or B itself, rows ldb apart.
+template <ALayout LAYOUT, bool B_IN_PLACE>
+void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C, int64_t ldc,
+                  int64_t mr, int64_t nr, bool accumulate, bool prefetch_c) {
+  if (mr == MR && nr == NR)
+    return micro_kernel<MR, NR / W, LAYOUT, B_IN_PLACE>(kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
   const int64_t whole = nr / W, rest = nr % W;  // whole batches, and the columns past them
   if (rest == 0 || rest > W / 2 || !HAS_HALF_BATCH)
-    return kMicroKernels<LAYOUT>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, C, ldc, nr, accumulate, prefetch_c);
-  if (whole > 0) kMicroKernels<LAYOUT>[mr - 1][whole - 1](kc, a, lda, b, C, ldc, whole * W, accumulate, prefetch_c);
-  kHalfKernels<LAYOUT>[mr - 1](kc, a, lda, b + whole * W, C + whole * W, ldc, rest, accumulate, prefetch_c);
+    return kMicroKernels<LAYOUT, B_IN_PLACE>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate,
+                                                                           prefetch_c);
+  if (whole > 0)
+    return kTailKernels<LAYOUT, B_IN_PLACE>[mr - 1][whole - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
+  kHalfKernels<LAYOUT, B_IN_PLACE>[mr - 1](kc, a, lda, b + whole * W, ldb, C + whole * W, ldc, rest, accumulate,
+                                           prefetch_c);
 }
 
 // ---- the driver -------------------------------------------------------------------
+
+// B as stored (not transposed) holds each k's NR columns of a panel side by
+// side, so the micro-kernel can read its panels in place too (rows ldb
+// apart, unaligned loads) while A is read in place. For a small product
+// packing B is a pass over all of it against only 2·M flops per element: at
+// n = 80 it took 5 % of the time, and OpenBLAS, which skips it there, was
+// 4-11 % ahead from n = 64 to 100. Only an edge panel whose kernels would
+// read past its last column (see columns_read) is still packed. Up to
+// 64K floats of B (256²) with rows up to 256 floats apart: 160³ to 256³
+// gained 1-2 %, while 384³, 512³ and 512×512×64 (rows 1.5-2 KB apart, the
+// kc rows of a panel crowding a few L1 sets) were 1-4 % slower in place.
+constexpr int64_t B_IN_PLACE_FLOATS = 256 * 256, B_IN_PLACE_LDB = 256;
 
 // Below this many flops (2·M·N·K) a product stays on one thread: waking the
 // pool's workers costs tens of microseconds, a 128³ product about 30.
@@ -394,11 +508,13 @@ std::pair<int64_t, int64_t> part(int64_t n, int64_t unit, int64_t parts, int64_t
   return {units * p / parts * unit, std::min(n, units * (p + 1) / parts * unit)};
 }
 
+bool a_in_place(const Operands& x, int64_t nc) { return nc <= (x.trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N); }
+
 // C[rows, cols] (+)= op(A)[rows, pc : pc+kc] · (the packed B block)[:, cols]:
 // one task's share of one K slice. cols are counted from the block's first
 // column jc and start at a panel boundary (a multiple of NR).
 void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pair<int64_t, int64_t> cols, int64_t jc,
-                    int64_t nc, int64_t pc, int64_t kc, const float* packed_b, bool acc) {
+                    int64_t nc, int64_t pc, int64_t kc, const float* packed_b, bool b_in_place, bool acc) {
   // NOTE: thread_local and only ever growing, so the many small products of
   // attention (one per head) don't each allocate, and every thread of the
   // pool packs its A blocks into its own buffer.
@@ -408,8 +524,11 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
 
   // A is read in place while the block of B is narrow (see A_IN_PLACE_N and
   // A_T_IN_PLACE_N): the micro-kernel takes any strides for A, and an edge
-  // kernel reads only the rows it has, so no padding is needed.
-  const bool in_place = nc <= (x.trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N);
+  // kernel reads only the rows it has, so no padding is needed. B may be
+  // read in place as well (b_in_place, see B_IN_PLACE_FLOATS), all but an
+  // edge panel whose kernels would read past C's last column: that one the
+  // driver packed, at its usual place in packed_b.
+  const bool in_place = a_in_place(x, nc);
   for (int64_t ic = rows.first; ic < rows.second; ic += MC) {
     const int64_t mc = std::min(MC, rows.second - ic);
     // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
@@ -422,14 +541,24 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
         float* c_block = x.C + (ic + ir) * x.ldc + (jc + jr);
         const float* b_panel = packed_b + jr * kc;
         const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, cols.second - jr);
-        if (!in_place)
-          block_kernel<ALayout::packed>(kc, packed_a.data() + ir * kc, 0, b_panel, c_block, x.ldc, mr, nr, acc,
-                                        x.prefetch_c);
-        else if (x.trans_a)
-          block_kernel<ALayout::columns>(kc, a_block + ir, x.a_k, b_panel, c_block, x.ldc, mr, nr, acc, x.prefetch_c);
-        else
-          block_kernel<ALayout::rows>(kc, a_block + ir * x.a_row, x.a_row, b_panel, c_block, x.ldc, mr, nr, acc,
-                                      x.prefetch_c);
+        if (b_in_place && (nr == NR || columns_read(nr) == nr)) {
+          const float* b = x.B + pc * x.b_k + jc + jr;
+          if (x.trans_a)
+            block_kernel<ALayout::columns, true>(kc, a_block + ir, x.a_k, b, x.b_k, c_block, x.ldc, mr, nr, acc,
+                                                 x.prefetch_c);
+          else
+            block_kernel<ALayout::rows, true>(kc, a_block + ir * x.a_row, x.a_row, b, x.b_k, c_block, x.ldc, mr, nr,
+                                              acc, x.prefetch_c);
+        } else if (!in_place) {
+          block_kernel<ALayout::packed, false>(kc, packed_a.data() + ir * kc, 0, b_panel, NR, c_block, x.ldc, mr, nr,
+                                               acc, x.prefetch_c);
+        } else if (x.trans_a) {
+          block_kernel<ALayout::columns, false>(kc, a_block + ir, x.a_k, b_panel, NR, c_block, x.ldc, mr, nr, acc,
+                                                x.prefetch_c);
+        } else {
+          block_kernel<ALayout::rows, false>(kc, a_block + ir * x.a_row, x.a_row, b_panel, NR, c_block, x.ldc, mr, nr,
+                                             acc, x.prefetch_c);
+        }
       }
     }
   }
@@ -464,6 +593,9 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
     if (row_parts < 2 * threads) col_parts = (2 * threads + row_parts - 1) / row_parts;
   }
 
+  // B is read in place when small and not transposed (B_IN_PLACE_FLOATS),
+  // for blocks that read A in place: no kernel reads packed A and B in place.
+  const bool b_small = x.b_col == 1 && K * N <= B_IN_PLACE_FLOATS && x.b_k <= B_IN_PLACE_LDB;
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t nc = std::min(NC, N - jc);
     const int64_t col_panels = (nc + NR - 1) / NR, cparts = std::min(col_parts, col_panels);
@@ -475,14 +607,22 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
       // B block: rows pc..pc+kc of op(B), columns jc..jc+nc, as panels of NR
       // columns, packed in pieces of whole panels (64K floats or more each).
       const float* b_block = x.B + pc * x.b_k + jc * x.b_col;
-      const int64_t pack_parts = parallel ? std::min(col_panels, tasks_for(nc * kc, 1 << 16)) : 1;
-      parallel_for(pack_parts, [&](int64_t p) {
-        auto [j0, j1] = part(nc, NR, pack_parts, p);
-        pack_panels<NR>(j1 - j0, kc, b_block + j0 * x.b_col, x.b_col, x.b_k, packed + j0 * kc);
-      });
+      const bool b_in_place = b_small && a_in_place(x, nc);
+      if (b_in_place) {
+        // Only the edge panel, if its kernels would read past its columns.
+        const int64_t whole = nc / NR * NR;
+        if (whole < nc && columns_read(nc - whole) != nc - whole)
+          pack_panels<NR>(nc - whole, kc, b_block + whole, 1, x.b_k, packed + whole * kc);
+      } else {
+        const int64_t pack_parts = parallel ? std::min(col_panels, tasks_for(nc * kc, 1 << 16)) : 1;
+        parallel_for(pack_parts, [&](int64_t p) {
+          auto [j0, j1] = part(nc, NR, pack_parts, p);
+          pack_panels<NR>(j1 - j0, kc, b_block + j0 * x.b_col, x.b_col, x.b_k, packed + j0 * kc);
+        });
+      }
       parallel_for(row_parts * cparts, [&](int64_t t) {
         multiply_block(x, part(M, MR, row_parts, t / cparts), part(nc, NR, cparts, t % cparts), jc, nc, pc, kc, packed,
-                       acc);
+                       b_in_place, acc);
       });
     }
   }

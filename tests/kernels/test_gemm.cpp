@@ -4,7 +4,10 @@
 // register block, so every edge path of the packed kernel runs. Strides are
 // larger than the rows they hold, and C's padding is checked to stay untouched.
 #include <doctest/doctest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -104,17 +107,18 @@ TEST_CASE("kernels/gemm") {
   // SIMD batches of columns (NR is 2 batches, 4 on AMD's AVX-512: 32, 64 or
   // 16 columns), and each kernel exists once per way of reading A (packed,
   // or in place as stored or transposed; see the next comment). A last
-  // part of at most half a batch runs on half-width registers, after the
-  // whole batches before it, if any. M = 7 to 15 reaches every edge row
-  // count for each MR; the N below leave 8, 20, 28, 48 and 63 columns past
-  // whole 64-column panels (so 1, 2, 3 and 4 batches, half a batch alone
-  // and after a whole one; mod 32 and mod 16 they reach as much), at widths
-  // read in place (< 128) and packed (> 512). K = 9 and 37: edge kernels
-  // with few accumulators sum even and odd k apart when K is 32 or more.
+  // part of at most half a batch runs on half-width registers, alone or in
+  // the kernel of the whole batches before it. M = 7 to 15 reaches every
+  // edge row count for each MR; the N below leave 8, 20, 28, 36, 48, 56 and
+  // 63 columns past whole 64-column panels (so 1, 2, 3 and 4 batches, half
+  // a batch alone and after 1, 2 or 3 whole ones; mod 32 and mod 16 they
+  // reach as much), at widths read in place (< 128) and packed (> 512).
+  // K = 9 and 37: edge kernels with few accumulators sum even and odd k
+  // apart when K is 32 or more.
   SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }
-  SUBCASE("7 to 15 x 72, 84, 92, 112, 127, 520, 532, 540, 560, 575 x 9, 37") {
+  SUBCASE("7 to 15 x 72 to 127, 520 to 575 x 9, 37") {
     for (int64_t M = 7; M <= 15; ++M)
-      for (int64_t N : {72, 84, 92, 112, 127, 520, 532, 540, 560, 575})
+      for (int64_t N : {72, 84, 92, 100, 112, 120, 127, 520, 532, 540, 548, 560, 568, 575})
         for (int64_t K : {9, 37}) check_all_modes(M, N, K);
   }
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
@@ -127,6 +131,42 @@ TEST_CASE("kernels/gemm") {
   SUBCASE("101x520x37") { check_all_modes(101, 520, 37); }
   SUBCASE("45x128x131") { check_all_modes(45, 128, 131); }
   SUBCASE("45x130x131") { check_all_modes(45, 130, 131); }
+  // B, when not transposed, is read in place up to 64K floats and rows 256
+  // floats apart (B_IN_PLACE_FLOATS, _LDB) while A is too (101x500x37
+  // above packs it), but for an edge panel whose kernels would read past
+  // C's last column: sizes on each side (K = 520 with N = 127 packs B), the
+  // edge panel read in place (N = 80, 72: a whole batch, half a batch) or
+  // packed (N = 100, 127), and in place over K slices (K = 300 > KC).
+  SUBCASE("13 x 72, 80, 100, 127 x 300, 520") {
+    for (int64_t N : {72, 80, 100, 127})
+      for (int64_t K : {300, 520}) check_all_modes(13, N, K);
+  }
+  SUBCASE("B in place ends where its memory does") {
+    // B stored with no padding (ldb = N), its last float the last one
+    // before a page that may not be read: a kernel reading B in place past
+    // C's last column (the edge panels above must be packed) crashes here
+    // instead of adding garbage into lanes it then drops.
+    const int64_t page = sysconf(_SC_PAGESIZE) / int64_t(sizeof(float));
+    for (int64_t N : {72, 80, 100, 127}) {
+      CAPTURE(N);
+      const int64_t M = 13, K = 41, pages = (K * N + page - 1) / page;
+      const size_t bytes = static_cast<size_t>((pages + 1) * page) * sizeof(float);
+      void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      REQUIRE(memory != MAP_FAILED);
+      float* guard = static_cast<float*>(memory) + pages * page;
+      REQUIRE(mprotect(guard, static_cast<size_t>(page) * sizeof(float), PROT_NONE) == 0);
+      float* B = guard - K * N;
+      std::vector<float> b = random_vector(K * N, 2), A = random_vector(M * K, 1);
+      std::copy(b.begin(), b.end(), B);
+      std::vector<float> C(M * N), C_ref(M * N);
+      gemm(false, false, M, N, K, A.data(), K, B, N, C.data(), N, false);
+      gemm_reference(false, false, M, N, K, A.data(), K, B, N, C_ref.data(), N, false);
+      munmap(memory, bytes);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < M * N; ++i) bad += std::abs(C[i] - C_ref[i]) > 1e-4f * (1.0f + std::abs(C_ref[i]));
+      CHECK(bad == 0);
+    }
+  }
   // Large and odd: several blocks of M and of K at once, A packed, every
   // edge, as an n ≈ 1000 product meets them.
   SUBCASE("131x1031x263") { check_all_modes(131, 1031, 263); }
