@@ -63,11 +63,17 @@ using json = nlohmann::ordered_json;
 // --- timing ------------------------------------------------------------------------
 
 struct Timing {
-  int warmup;       // untimed runs first (caches, the allocator, lazy state)
+  int warmup;       // untimed runs first (caches, the allocator, lazy state),
   int min_reps;     // then at least this many timed runs,
   int max_reps;     // at most this many,
   double budget_s;  // and past min_reps, stop once this much time is spent
 };
+// The warm-up also lasts at least this long. A fresh process on an idle
+// machine runs its first ~100 ms up to 25 % slower (measured on a 2-core VM:
+// the same case's median varied 3.6-4.6 ms between processes with 3 warm-up
+// steps, 3.6-3.8 ms with this): a case whose warm-up is only a few
+// milliseconds would time that instead of the steady state.
+constexpr double kWarmupSeconds = 0.25;
 constexpr Timing kShort{3, 10, 500, 0.5};  // GEMM, per-op overhead
 constexpr Timing kLong{1, 5, 50, 2.0};     // attention
 constexpr Timing steps(int reps) { return {3, reps, reps, 0.0}; }
@@ -83,7 +89,8 @@ double seconds(F&& f) {
 // so a case can leave its setup (drawing the next batch) off the clock.
 // Returns the timed repetitions, sorted.
 std::vector<double> repeat(const std::function<double()>& once, Timing timing) {
-  for (int i = 0; i < timing.warmup; ++i) once();
+  double warm = 0;
+  for (int i = 0; i < timing.warmup || warm < kWarmupSeconds; ++i) warm += once();
   std::vector<double> times;
   double total = 0;
   while (static_cast<int>(times.size()) < timing.min_reps ||
@@ -355,12 +362,11 @@ Row train(const TrainSpec& s) {
     return t;
   };
   Row row;
-  const Timing timing = steps(s.reps);
-  row.times = repeat(once, timing);
+  row.times = repeat(once, steps(s.reps));
   row.tokens = static_cast<double>(B * T);
   // Flat memory: once the warm-up has filled the allocator's cache, a step
   // should reuse it, not grow the heap (a leak, or a cache that never fits).
-  row.rss_growth_mb = rss_mb.back() - rss_mb[static_cast<size_t>(timing.warmup - 1)];
+  row.rss_growth_mb = rss_mb.back() - rss_mb[rss_mb.size() - row.times.size() - 1];  // after the last warm-up step
   return row;
 }
 

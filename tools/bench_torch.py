@@ -44,6 +44,7 @@ torch = None  # imported in main(), after the OpenBLAS environment is set
 
 
 # --- timing (bench.cpp's rules) -------------------------------------------------------
+WARMUP_SECONDS = 0.25  # the warm-up also lasts at least this long (bench.cpp's kWarmupSeconds)
 SHORT = (3, 10, 500, 0.5)  # warm-up, min reps, max reps, time budget (s): GEMM, per-op overhead
 LONG = (1, 5, 50, 2.0)     # attention
 
@@ -62,8 +63,10 @@ def repeat(once, timing):
     """once() does one repetition and returns the seconds it timed itself.
     Returns the timed repetitions, sorted."""
     warmup, min_reps, max_reps, budget = timing
-    for _ in range(warmup):
-        once()
+    runs, warm = 0, 0.0
+    while runs < warmup or warm < WARMUP_SECONDS:
+        warm += once()
+        runs += 1
     times, total = [], 0.0
     while len(times) < min_reps or (total < budget and len(times) < max_reps):
         times.append(once())
