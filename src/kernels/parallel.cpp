@@ -167,10 +167,10 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  Loop* current_ = nullptr;                // the loop being run, if any (under the mutex)
-  std::atomic<int64_t> generation_ = 0;    // counts loops, so a worker joins each at most once
-  int sleepers_ = 0;                       // workers asleep on wake_ (under the mutex)
-  bool stop_ = false;                      // (under the mutex)
+  Loop* current_ = nullptr;              // the loop being run, if any (under the mutex)
+  std::atomic<int64_t> generation_ = 0;  // counts loops, so a worker joins each at most once
+  int sleepers_ = 0;                     // workers asleep on wake_ (under the mutex)
+  bool stop_ = false;                    // (under the mutex)
 };
 
 // The pool and its size. `pool_mutex` is held for a whole loop: a second
