@@ -8,11 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "kernels/dropout.hpp"
@@ -71,6 +73,26 @@ TEST_CASE("kernels/parallel_for: every task runs exactly once") {
       int64_t wrong = 0;
       for (auto& r : runs) wrong += r.load() != 1;
       CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("kernels/parallel_for: loops right after each other, and after the workers fell asleep") {
+  // Waiting workers spin for a while, then sleep: both ways of being handed
+  // the next loop must run every task once. 2 ms is past the spin.
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    ThreadsFor threads(n);
+    for (int round = 0; round < 6; ++round) {
+      CAPTURE(round);
+      if (round % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      for (int loop = 0; loop < 50; ++loop) {
+        std::vector<std::atomic<int>> runs(64);
+        parallel_for(64, [&](int64_t t) { runs[static_cast<size_t>(t)]++; });
+        int64_t wrong = 0;
+        for (auto& r : runs) wrong += r.load() != 1;
+        REQUIRE(wrong == 0);
+      }
     }
   }
 }
