@@ -330,6 +330,25 @@ std::shared_ptr<nn::EncoderDecoder> make_model(const TrainSpec& s) {
       std::make_shared<nn::Seq2SeqAttentionDecoder>(s.tgt_vocab, s.hiddens, s.hiddens, s.layers, dropout));
 }
 
+// The floating-point work of one Transformer step's matrix products,
+// counted from the model's shapes: the arithmetic the step cannot go below.
+// Forward, each Linear weight (in, out) costs 2·in·out per token it reads
+// (all B·T of them: source and target are both T long here), and each
+// attention layer's scores Q·Kᵀ and weighted sum A·V cost 2·B·T·T·d_model
+// each (encoder self-attention, decoder self- and cross-attention per
+// block). Backward computes two products the size of each forward one (the
+// gradients of both operands: every input needs one, down to the
+// embeddings), so the step is 3× the forward.
+double transformer_step_flops(const nn::Module& model, const TrainSpec& s) {
+  double weights = 0;  // Σ in·out over the Linear layers: every 2-D parameter but the embeddings
+  for (const auto& [name, p] : model.named_parameters())
+    if (p.dim() == 2 && name.find("embedding") == std::string::npos) weights += static_cast<double>(p.numel());
+  const double B = static_cast<double>(s.batch), T = static_cast<double>(s.steps);
+  const double attention_layers = 3.0 * static_cast<double>(s.layers);
+  const double forward = 2 * B * T * weights + attention_layers * 2 * (2 * B * T * T * static_cast<double>(s.hiddens));
+  return 3 * forward;
+}
+
 // One step on a random batch: source ids (B, T) with lengths in [3, T],
 // target ids Y (B, T); the decoder reads Y shifted right behind bos (id 1),
 // teacher forcing; the loss is the cross-entropy averaged over all B·T
@@ -364,6 +383,7 @@ Row train(const TrainSpec& s) {
   Row row;
   row.times = repeat(once, steps(s.reps));
   row.tokens = static_cast<double>(B * T);
+  if (s.transformer) row.flops = transformer_step_flops(*model, s);
   // Flat memory: once the warm-up has filled the allocator's cache, a step
   // should reuse it, not grow the heap (a leak, or a cache that never fits).
   row.rss_growth_mb = rss_mb.back() - rss_mb[rss_mb.size() - row.times.size() - 1];  // after the last warm-up step
@@ -422,11 +442,12 @@ void print_table_header(int processes) {
 
 void print_table_row(const json& row) {
   std::string rate;
-  if (row.contains("gflops")) {
+  if (row.contains("tokens_per_s")) {  // a training step: its matrix products' share of the peak, if counted
+    rate = fmt::format("{:.0f} tokens/s", row["tokens_per_s"].get<double>());
+    if (row.contains("peak_share")) rate += fmt::format(", {:.0f}% of peak", 100 * row["peak_share"].get<double>());
+  } else if (row.contains("gflops")) {
     rate = fmt::format("{:.1f} GFLOP/s", row["gflops"].get<double>());
     if (row.contains("peak_share")) rate += fmt::format(" ({:.0f}% of peak)", 100 * row["peak_share"].get<double>());
-  } else if (row.contains("tokens_per_s")) {
-    rate = fmt::format("{:.0f} tokens/s", row["tokens_per_s"].get<double>());
   } else if (row.contains("us_per_op")) {
     rate = fmt::format("{:.2f} µs/op", row["us_per_op"].get<double>());
   }
@@ -561,7 +582,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (name == "peak/fma") peak_gflops = row["gflops"].get<double>();
-    if (is_gemm(name) && peak_gflops > 0) row["peak_share"] = row["gflops"].get<double>() / peak_gflops;
+    if (name != "peak/fma" && row.contains("gflops") && peak_gflops > 0) row["peak_share"] = row["gflops"].get<double>() / peak_gflops;
     if (as_json) {
       fmt::print("{}\n", row.dump());
       std::fflush(stdout);

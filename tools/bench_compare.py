@@ -47,10 +47,10 @@ def describe(meta):
 
 
 def rate(row):
+    if "tokens_per_s" in row:  # a training step (qkv's may count its GFLOP/s too)
+        return f"{row['tokens_per_s']:.0f} tok/s"
     if "gflops" in row:
         return f"{row['gflops']:.1f} GFLOP/s"
-    if "tokens_per_s" in row:
-        return f"{row['tokens_per_s']:.0f} tok/s"
     if "us_per_op" in row:
         return f"{row['us_per_op']:.2f} µs/op"
     return ""
