@@ -582,7 +582,8 @@ int main(int argc, char** argv) {
       continue;
     }
     if (name == "peak/fma") peak_gflops = row["gflops"].get<double>();
-    if (name != "peak/fma" && row.contains("gflops") && peak_gflops > 0) row["peak_share"] = row["gflops"].get<double>() / peak_gflops;
+    if (name != "peak/fma" && row.contains("gflops") && peak_gflops > 0)
+      row["peak_share"] = row["gflops"].get<double>() / peak_gflops;
     if (as_json) {
       fmt::print("{}\n", row.dump());
       std::fflush(stdout);

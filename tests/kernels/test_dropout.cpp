@@ -17,9 +17,10 @@ using namespace qkv::kernels::test;
 TEST_CASE("kernels/dropout") {
   SUBCASE("the mask of gen.uniform() >= p, drawn element by element") {
     // Exact, not close: both draw the same integers and compare the same floats.
-    // 40,009 is cut into pieces (one task each, whatever the thread count),
-    // each starting mid-stream.
-    for (int64_t n : {1, 7, 37, 1000, 40'009}) {
+    // The AVX-512 build draws 16 at a time, then the rest one by one: lengths
+    // below, at and past 16. 100,003 is cut into pieces (one task each,
+    // whatever the thread count), each starting mid-stream.
+    for (int64_t n : {1, 7, 16, 17, 37, 1000, 100'003}) {
       for (float p : {0.1f, 0.5f, 0.9f, 1.0f / 3}) {
         for (uint64_t seed : {uint64_t{0}, uint64_t{12345}, ~uint64_t{0}}) {
           CAPTURE(n);

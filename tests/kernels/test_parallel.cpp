@@ -305,7 +305,7 @@ TEST_CASE("kernels/adam, sgd, sum_squares: the same on 1, 2, 3 and 4 threads") {
 }
 
 TEST_CASE("kernels/dropout: the same mask on 1, 2, 3 and 4 threads") {
-  // 100,003 elements: a dozen pieces, each drawing from its own offset of the stream.
+  // 100,003 elements: three pieces, each drawing from its own offset of the stream.
   const int64_t n = 100'003;
   const std::vector<float> x = random_vector(n, 14);
   check_same_at_every_thread_count([&] {
