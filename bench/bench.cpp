@@ -420,6 +420,20 @@ std::vector<Case> all_cases() {
   return cases;
 }
 
+// --gemm-sweep: square GEMMs at every n from 64 to 128, then every 8 to 256
+// and every 32 to 1024, for a claim about "every n" (the small sizes, where
+// edges and call overhead weigh most, one by one).
+std::vector<Case> gemm_sweep_cases() {
+  std::vector<Case> cases;
+  auto add = [&](int64_t n) {
+    cases.push_back({fmt::format("gemm/{}x{}x{}", n, n, n), [n] { return gemm(n, n, n); }});
+  };
+  for (int64_t n = 64; n <= 128; ++n) add(n);
+  for (int64_t n = 136; n <= 256; n += 8) add(n);
+  for (int64_t n = 288; n <= 1024; n += 32) add(n);
+  return cases;
+}
+
 // --- printing ----------------------------------------------------------------------------
 
 bool is_gemm(const std::string& name) { return name.rfind("gemm/", 0) == 0 || name.rfind("bmm/", 0) == 0; }
@@ -498,7 +512,7 @@ json run_in_processes(const std::string& name, int threads, int processes) {
 
 int main(int argc, char** argv) {
   CLI::App app{"qkv's benchmark: one row per case (tools/bench_torch.py prints the same for PyTorch)"};
-  bool as_json = false, list = false;
+  bool as_json = false, list = false, gemm_sweep = false;
   std::vector<std::string> filters;
   std::string one_case;
   int threads = 1, processes = 1;
@@ -510,13 +524,16 @@ int main(int argc, char** argv) {
                  "run each case in this many processes, one after another: the row is the middle one, with the "
                  "spread of their medians")
       ->check(CLI::Range(1, 100));
+  app.add_flag("--gemm-sweep", gemm_sweep,
+               "instead of the cases: square GEMMs at every n from 64 to 128, every 8 to 256, every 32 to 1024");
   app.add_flag("--list", list, "print the case names and exit");
   app.add_option("--case", one_case, "run this one case here and print its JSON row (each case runs so)");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
 
-  std::vector<Case> cases = all_cases();
+  std::vector<Case> cases = gemm_sweep ? gemm_sweep_cases() : all_cases();
   if (!one_case.empty()) {  // a case in its own process: its one row, with its own peak memory
+    for (Case& c : gemm_sweep ? all_cases() : gemm_sweep_cases()) cases.push_back(std::move(c));
     auto it = std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.name == one_case; });
     if (it == cases.end()) {
       fmt::print(stderr, "bench: no case named '{}' (--list names them)\n", one_case);
@@ -549,9 +566,11 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bench: no case matches the filter (--list names them)\n");
     return 2;
   }
-  // GEMM rows give their share of the FMA peak, so the peak is measured first.
-  bool any_gemm = std::any_of(selected.begin(), selected.end(), is_gemm);
-  if (any_gemm && std::find(selected.begin(), selected.end(), "peak/fma") == selected.end())
+  // GEMM rows and the Transformer steps give their share of the FMA peak, so
+  // the peak is measured first.
+  bool any_flops = std::any_of(selected.begin(), selected.end(),
+                               [](const std::string& n) { return is_gemm(n) || n.rfind("train/transformer", 0) == 0; });
+  if (any_flops && std::find(selected.begin(), selected.end(), "peak/fma") == selected.end())
     selected.insert(selected.begin(), "peak/fma");
 
   json meta = {{"impl", "qkv"},

@@ -286,6 +286,13 @@ def train(transformer, src_vocab, tgt_vocab, hiddens, ffn_hiddens, heads, layers
 
 
 # --- the cases (bench.cpp's all_cases) ---------------------------------------------------
+def gemm_sweep_cases():
+    """--gemm-sweep: bench.cpp's gemm_sweep_cases, square GEMMs at every n from 64 to 128, every 8
+    to 256, every 32 to 1024."""
+    sizes = list(range(64, 129)) + list(range(136, 257, 8)) + list(range(288, 1025, 32))
+    return {f"gemm/{n}x{n}x{n}": (lambda n=n: gemm(n, n, n)) for n in sizes}
+
+
 def all_cases():
     cases = {}
     for n in [64, 128, 256, 512, 1024]:
@@ -359,6 +366,9 @@ def main():
                         help="run only the cases whose name contains this (may repeat: any of them)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch's and OpenBLAS's threads (default 1, as qkv's bench)")
+    parser.add_argument("--gemm-sweep", action="store_true",
+                        help="instead of the cases: square GEMMs at every n from 64 to 128, every 8 to 256, "
+                             "every 32 to 1024")
     parser.add_argument("--list", action="store_true", help="print the case names and exit")
     parser.add_argument("--case", help="run this one case here and print its JSON row (each case runs so)")
     parser.add_argument("--qkv-bench", default=str(TOOLS.parent / "build/release/bench"),
@@ -367,8 +377,9 @@ def main():
     if args.threads < 1:
         parser.error("--threads must be at least 1")
 
+    names = list(gemm_sweep_cases()) if args.gemm_sweep else CASE_NAMES
     if args.list:
-        print("\n".join(CASE_NAMES))
+        print("\n".join(names))
         return 0
     coretype = openblas_environment(args.threads)
     import torch as torch_module
@@ -376,7 +387,7 @@ def main():
     set_threads(args.threads)
 
     if args.case:  # a case in its own process: its one row, with its own peak memory
-        cases = all_cases()
+        cases = {**gemm_sweep_cases(), **all_cases()}
         if args.case not in cases:
             print(f"bench_torch: no case named '{args.case}' (--list names them)", file=sys.stderr)
             return 2
@@ -389,7 +400,7 @@ def main():
         print(json.dumps(row))
         return 0
 
-    selected = [n for n in CASE_NAMES if not args.filter or any(f in n for f in args.filter)]
+    selected = [n for n in names if not args.filter or any(f in n for f in args.filter)]
     if not selected:
         print("bench_torch: no case matches the filter (--list names them)", file=sys.stderr)
         return 2
