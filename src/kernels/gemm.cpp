@@ -405,7 +405,11 @@ constexpr auto kMicroKernels = micro_kernels<LAYOUT, B_IN_PLACE>(std::make_integ
 // The last few columns of an edge block, at most half a batch, run on
 // registers half as wide (8 floats of AVX-512, 4 of AVX2): a full batch
 // would do twice the arithmetic they keep (at n = 72 the last 8 columns
-// took a fifth of the FMAs for a ninth of C).
+// took a fifth of the FMAs for a ninth of C). Tried and not kept: the last
+// 1 to 4 columns as dot products along k (A's rows in place, B's columns
+// copied out, a horizontal add per element of C): 3-11 % faster with one
+// column (65³, 81³, 97³, 129³), even with two, 7-13 % slower with three or
+// four (84³, 99³, 100³).
 template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
 constexpr std::array<MicroKernel, MR> half_kernels(std::integer_sequence<int64_t, R...>) {
   return {micro_kernel<R + 1, 1, LAYOUT, B_IN_PLACE, half_batch>...};
