@@ -202,16 +202,19 @@ void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 // --- peak/fma: what one core can compute --------------------------------------------
 
-// 16 independent chains acc = acc·x + y keep both FMA units busy through
+// Independent chains acc = acc·x + y keep both FMA units busy through
 // their latency (2 units × 4 cycles needs 8 in flight) without leaving the
-// registers: no loads, no stores, only fused multiply-adds. x < 1 keeps the
-// values finite and away from denormals.
+// registers: no loads, no stores, only fused multiply-adds. 16 chains with
+// AVX-512's 32 registers; 12 with AVX2's 16, where 16 chains plus x and y
+// did not fit and GCC kept three of them on the stack (on Zen 4 the AVX2
+// build then measured 67 GFLOP/s against its own GEMM's 113). x < 1 keeps
+// the values finite and away from denormals.
 // NOTE: a peak is a best case, and other work on the machine only ever slows
 // the loop down, so this row's GFLOP/s comes from its fastest repetition
 // (every other row's from its median).
 Row fma_peak() {
   using kernels::batch;
-  constexpr int kChains = 16;
+  constexpr int kChains = kernels::W >= 16 ? 16 : 12;
   constexpr int64_t kIters = 2'000'000;
   volatile float seed = 0.999f;  // unknown to the compiler, so nothing folds
   auto once = [&] {
