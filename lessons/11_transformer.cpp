@@ -283,7 +283,9 @@ int main(int argc, char** argv) {
     const Tensor& enc_grid = grids.encoder;  // (blocks, h, L, L)
     const Tensor& dec_grid = grids.decoder;  // (blocks, h, steps, L)
     std::vector<std::string> outputs = t.tokens;
-    outputs.push_back("<eos>");
+    // A row for <eos> only if the decoder said it: a translation that ran to
+    // num_steps tokens has no such row.
+    if (t.attention.size(0) > static_cast<int64_t>(outputs.size())) outputs.push_back("<eos>");
     std::vector<std::string> block_titles, head_titles;
     for (int64_t b = 0; b < num_blks; ++b) block_titles.push_back(fmt::format("block {}", b));
     for (int64_t i = 0; i < num_heads; ++i) head_titles.push_back(fmt::format("head {}", i));
@@ -326,6 +328,7 @@ int main(int argc, char** argv) {
   lesson.result("test_pairs", static_cast<int64_t>(scores.size()));
   lesson.result("exact_translations", exact);
   lesson.result("num_blocks", num_blks);
+  lesson.result("num_steps", num_steps);
   lesson.result("num_heads", num_heads);
   lesson.result("train_seconds", train_seconds);
   lesson.result("test_seconds", test_seconds);

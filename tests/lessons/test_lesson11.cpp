@@ -122,11 +122,13 @@ TEST_CASE("lessons/11_transformer") {
     }
 
     // The attention grids of "i'm home .": its 4 source positions (3 words and <eos>); the decoder has
-    // one row per output word and one for the step that said <eos>. Rows are softmaxes over the
-    // source's valid positions only, so after cutting the padding away each still sums to 1.
+    // one row per output word and, unless the translation ran to num_steps words, one for the step
+    // that said <eos>. Rows are softmaxes over the source's valid positions only, so after cutting
+    // the padding away each still sums to 1.
     const int64_t blocks = res.at("num_blocks").get<int64_t>(), heads = res.at("num_heads").get<int64_t>();
     CHECK(res.at("attention_sentence").get<std::string>() == engs[3]);
-    const auto steps = static_cast<int64_t>(count_words(res.at("attention_translation").get<std::string>()) + 1);
+    const auto words = static_cast<int64_t>(count_words(res.at("attention_translation").get<std::string>()));
+    const int64_t steps = words < res.at("num_steps").get<int64_t>() ? words + 1 : words;
     const nlohmann::json& enc = res.at("encoder_attention");
     std::vector<int64_t> enc_shape = enc.at("shape").get<std::vector<int64_t>>();
     CHECK(enc_shape == std::vector<int64_t>{blocks, heads, 4, 4});
@@ -136,4 +138,21 @@ TEST_CASE("lessons/11_transformer") {
     CHECK(dec_shape == std::vector<int64_t>{blocks, heads, steps, 4});
     check_softmax_rows(dec.at("values").get<std::vector<float>>(), dec_shape);
   }
+}
+
+TEST_CASE("lessons/11_transformer: a translation that runs to num_steps words has no <eos> row") {
+  // A model that has barely moved from its initialisation (one epoch at lr 1e-9) repeats words and
+  // never says <eos>, so "i'm home ." translates to num_steps = 10 words: the decoder's grid has 10
+  // rows, and the picture gets one label per row (the lesson used to add an <eos> label anyway and
+  // stop on the mismatch).
+  qkv::lesson_test::LessonRun r("11_transformer", "--epochs 1 --lr 1e-9");
+  INFO(r.run.output);
+  REQUIRE(r.run.status == 0);
+  const nlohmann::json& res = r.json.at("results");
+  const int64_t num_steps = res.at("num_steps").get<int64_t>();
+  REQUIRE(num_steps == 10);
+  CHECK(static_cast<int64_t>(count_words(res.at("attention_translation").get<std::string>())) == num_steps);
+  const std::vector<int64_t> dec_shape = res.at("decoder_attention").at("shape").get<std::vector<int64_t>>();
+  CHECK(dec_shape ==
+        std::vector<int64_t>{res.at("num_blocks").get<int64_t>(), res.at("num_heads").get<int64_t>(), num_steps, 4});
 }
