@@ -70,9 +70,9 @@ struct Timing {
 };
 // The warm-up also lasts at least this long. A fresh process on an idle
 // machine runs its first ~100 ms up to 25 % slower (measured on a 2-core VM:
-// the same case's median varied 3.6-4.6 ms between processes with 3 warm-up
-// steps, 3.6-3.8 ms with this): a case whose warm-up is only a few
-// milliseconds would time that instead of the steady state.
+// bahdanau_gru's median varied 3.74-3.96 ms over ten processes with 3
+// warm-up steps, 3.57-3.85 ms with 0.3 s): a case whose warm-up is only a
+// few milliseconds would time that instead of the steady state.
 constexpr double kWarmupSeconds = 0.25;
 constexpr Timing kShort{3, 10, 500, 0.5};  // GEMM, per-op overhead
 constexpr Timing kLong{1, 5, 50, 2.0};     // attention

@@ -3,7 +3,6 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 
-#include <algorithm>
 #include <unordered_map>
 #include <utility>
 
@@ -167,19 +166,12 @@ Graph number_graph(Node* root) {
 // a += b, in place (both contiguous, same shape).
 void add_into(Tensor& a, const Tensor& b) { kernels::axpy(a.numel(), 1.0f, b.data(), a.data()); }
 
-// A copy of t's numbers in a tensor of its own.
-Tensor copy_of(const Tensor& t) {
-  Tensor copy = Tensor::empty(t.shape());
-  std::copy(t.data(), t.data() + t.numel(), copy.data());
-  return copy;
-}
-
 // `grad`, made backward()'s own to write in place: a copy unless nothing
 // else sees it (sole_owner). A gradient a backward function returned may
 // share storage with another tensor (add hands dout on as it is, to both
 // inputs; reshape's is dout seen with another shape; the seed is the caller's).
 Tensor& make_own(Tensor& grad) {
-  if (!sole_owner(grad)) grad = copy_of(grad);
+  if (!sole_owner(grad)) grad = grad.detach().clone();  // detached first: the copy records nothing
   return grad;
 }
 

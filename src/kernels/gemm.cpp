@@ -363,23 +363,10 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
   // edge touching nothing past C's nr valid columns (see store_c).
   for (int64_t r = 0; r < ROWS; ++r) {
     float* c_row = C + r * ldc;
-    if (nr == COLS) {
-      for (int64_t c = 0; c < BATCHES; ++c) {
-        V v = acc[r][c];
-        if (accumulate) v += V::load_unaligned(c_row + c * VW);
-        v.store_unaligned(c_row + c * VW);
-      }
-      if constexpr (HALF_TAIL) {
-        H v = tail[r];
-        if (accumulate) v += H::load_unaligned(c_row + BATCHES * VW);
-        v.store_unaligned(c_row + BATCHES * VW);
-      }
-    } else {
-      for (int64_t c = 0; c < BATCHES; ++c)
-        if (c * VW < nr) store_c(c_row + c * VW, acc[r][c], nr - c * VW, accumulate);
-      if (HALF_TAIL && BATCHES * VW < nr)
-        store_c(c_row + BATCHES * VW, tail[HALF_TAIL ? r : 0], nr - BATCHES * VW, accumulate);
-    }
+    for (int64_t c = 0; c < BATCHES; ++c)
+      if (c * VW < nr) store_c(c_row + c * VW, acc[r][c], nr - c * VW, accumulate);
+    if constexpr (HALF_TAIL)
+      if (BATCHES * VW < nr) store_c(c_row + BATCHES * VW, tail[r], nr - BATCHES * VW, accumulate);
   }
 }
 
@@ -455,8 +442,7 @@ void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
                                                                            prefetch_c);
   if (whole > 0)
     return kTailKernels<LAYOUT, B_IN_PLACE>[mr - 1][whole - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
-  kHalfKernels<LAYOUT, B_IN_PLACE>[mr - 1](kc, a, lda, b + whole * W, ldb, C + whole * W, ldc, rest, accumulate,
-                                           prefetch_c);
+  kHalfKernels<LAYOUT, B_IN_PLACE>[mr - 1](kc, a, lda, b, ldb, C, ldc, rest, accumulate, prefetch_c);  // whole == 0
 }
 
 // ---- the driver -------------------------------------------------------------------

@@ -15,7 +15,6 @@
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/elementwise.hpp>
 
-#include <algorithm>
 #include <vector>
 
 #include "kernels/elementwise.hpp"
@@ -415,13 +414,11 @@ Tensor masked_fill(const Tensor& x, const IntTensor& mask, float value) {
   detail::check_input(mask, "masked_fill", "mask");
   if (broadcast_shapes(x.shape(), mask.shape(), "masked_fill") != x.shape())
     fail("masked_fill: mask of shape {} does not broadcast to x's shape {}", mask.shape(), x.shape());
-  Tensor out = Tensor::empty(x.shape());
-  std::copy(x.data(), x.data() + x.numel(), out.data());
+  Tensor out = x.detach().clone();
   fill_where(out, mask, value);
   // dx: dout with zeros where the mask is set, over dout when the backward holds it alone.
   record(out, "MaskedFillBackward", {x}, [mask](Tensor dout) -> std::vector<Tensor> {
-    Tensor dx = reuse_or_empty(dout);
-    if (dx.impl() != dout.impl()) std::copy(dout.data(), dout.data() + dout.numel(), dx.data());
+    Tensor dx = sole_owner(dout) ? std::move(dout) : dout.detach().clone();
     fill_where(dx, mask, 0.0f);
     return {dx};
   });
