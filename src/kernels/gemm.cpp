@@ -14,7 +14,8 @@
 //      loads one row of the B panel (NR floats = NR/W SIMD batches),
 //      broadcasts MR values of the A panel, and does MR·NR/W fused
 //      multiply-adds. Blocks at
-//      C's bottom and right edges run the same kernel built for their size.
+//      C's bottom and right edges run the same kernel built for their size
+//      (but C's last 1 or 2 columns, often: see dot_kernel).
 //   4. Threads (kernels/parallel.hpp) split C into blocks of rows, or of rows
 //      and columns, never K, so that every element is summed in one order
 //      whatever the thread count; a batch of products is split by matrices.
@@ -392,11 +393,9 @@ constexpr auto kMicroKernels = micro_kernels<LAYOUT, B_IN_PLACE>(std::make_integ
 // The last few columns of an edge block, at most half a batch, run on
 // registers half as wide (8 floats of AVX-512, 4 of AVX2): a full batch
 // would do twice the arithmetic they keep (at n = 72 the last 8 columns
-// took a fifth of the FMAs for a ninth of C). Tried and not kept: the last
-// 1 to 4 columns as dot products along k (A's rows in place, B's columns
-// copied out, a horizontal add per element of C): 3-11 % faster with one
-// column (65³, 81³, 97³, 129³), even with two, 7-13 % slower with three or
-// four (84³, 99³, 100³).
+// took a fifth of the FMAs for a ninth of C). The last 1 or 2 columns,
+// when A is read in place as stored, are dot products instead (see
+// dot_kernel).
 template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
 constexpr std::array<MicroKernel, MR> half_kernels(std::integer_sequence<int64_t, R...>) {
   return {micro_kernel<R + 1, 1, LAYOUT, B_IN_PLACE, half_batch>...};
@@ -420,6 +419,112 @@ constexpr std::array<std::array<MicroKernel, NB - 1>, MR> tail_kernels(std::inte
 }
 template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1][whole batches - 1]
 constexpr auto kTailKernels = tail_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
+
+// The last 1 or 2 columns of C (n = 97: 1 past 6 whole batches) as dot
+// products along k instead: rows of A read in place, along their rows,
+// against those columns of B copied out as rows (bt), W values of k per
+// FMA, and one horizontal add per W sums (sums_of). A half-batch tail
+// costs a half-width FMA for every row and k (on Zen 4 half a cycle), this
+// COLS / W of a full one; at 97³ the tail had taken 7 % of the FMA cycles
+// for 1 % of C. Against the tail, on Zen 4, interleaved runs: 65³ 10 %
+// faster, 66³ 8 %, 81³, 82³, 97³ and 113³ 3-5 %, 98³ 2-3 %. Tried and not
+// kept for 3 or 4 columns: as 4 rows × 4 columns a kernel call, 1-4 %
+// slower (84³, 99³, 100³: their tail shares the whole batches' loop and A
+// broadcasts); as pairs of columns, no faster. Not for A packed or stored
+// transposed, whose rows are not contiguous along k; and not without half
+// batches (SSE), which has no tails either.
+constexpr int64_t DOT_COLS = HAS_HALF_BATCH ? 2 : 0;
+
+// The first n < W floats at p and zeros after them, reading nothing past
+// p[n - 1] (A's last row may end at the end of its memory). (A template,
+// so that the branch for the other register width is not compiled.)
+template <class V = batch>
+V load_first(const float* p, int64_t n) {
+#if defined(__AVX512F__)
+  if constexpr (V::size == 16) return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+#endif
+#if defined(__AVX2__)
+  if constexpr (V::size == 8) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane));
+  }
+#endif
+  alignas(64) float lanes[W] = {};
+  std::copy(p, p + n, lanes);
+  return V::load_aligned(lanes);
+}
+
+// Lane i of the result = the sum of v[i]'s lanes, for i < W: a tree of
+// adds that folds every register in half, and pairs the halves, until one
+// lane is left of each. xsimd::haddp does this, but for AVX-512 xsimd 8.1's
+// returns the sums out of order (lanes 4-7 and 8-11 swapped).
+[[gnu::always_inline]] inline batch sums_of(const batch* v) {
+#if defined(__AVX512F__)
+  if constexpr (W == 16) {
+    // t[i] = [v[i] folded to 8 lanes, v[i + 4] folded], t[i + 4] the same of v[i + 8] and v[i + 12]
+    __m512 t[8], u[4];
+    for (int i = 0; i < 4; ++i) {
+      for (int h = 0; h < 2; ++h) {
+        const __m512 x = v[i + 8 * h], y = v[i + 4 + 8 * h];
+        t[i + 4 * h] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+      }
+    }
+    // u[i] = [v[i], v[i + 4], v[i + 8], v[i + 12]], each folded to 4 lanes
+    for (int i = 0; i < 4; ++i)
+      u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(t[i], t[i + 4], _MM_SHUFFLE(3, 1, 3, 1)));
+    // In each 4 lanes, pairs of u folded twice: lane 4b + i is all of v[4b + i]
+    const __m512d p01 = _mm512_castps_pd(_mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1])));
+    const __m512d p23 = _mm512_castps_pd(_mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3])));
+    return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
+  }
+#endif
+  return xsimd::haddp(v);
+}
+
+// C[0:rows, 0:COLS] (+)= A(rows × kc, rows lda apart) · bt(COLS × kc)ᵀ,
+// bt's rows ldbt apart and zero from kc to ldbt (a multiple of W).
+//
+// W / COLS rows at a time, so that their W sums fill one sums_of (per MR
+// rows, 1 column's 4 sums took a whole reduction, and the dot products 6
+// times their share of the time at 97³). A last group past `rows` reads
+// the last row again for the rows it lacks and drops their sums. Where a
+// row falls in its group (threads cut C's rows at multiples of MR) changes
+// nothing in its sums: every lane of sums_of adds in the same order.
+template <int64_t COLS>
+void dot_kernel(int64_t rows, int64_t kc, const float* a, int64_t lda, const float* bt, int64_t ldbt, float* C,
+                int64_t ldc, bool accumulate) {
+  constexpr int64_t ROWS = W / COLS;
+  static_assert(ROWS * COLS == W);
+  for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
+    const float* a_r[ROWS];
+    for (int64_t r = 0; r < ROWS; ++r) a_r[r] = a + std::min(r0 + r, rows - 1) * lda;
+    batch sum[W];  // C(r0 + r, j) in sum[r·COLS + j]
+    for (batch& x : sum) x = batch(0.0f);
+    auto step = [&](int64_t k, auto load_a) {
+      batch b[COLS];
+      for (int64_t j = 0; j < COLS; ++j) b[j] = batch::load_aligned(bt + j * ldbt + k);
+      for (int64_t r = 0; r < ROWS; ++r) {
+        const batch a_rk = load_a(a_r[r] + k);  // A(r0 + r, k : k + W)
+        for (int64_t j = 0; j < COLS; ++j) sum[r * COLS + j] = xsimd::fma(a_rk, b[j], sum[r * COLS + j]);
+      }
+    };
+    int64_t k = 0;
+    for (; k + W <= kc; k += W) step(k, [](const float* p) { return batch::load_unaligned(p); });
+    if (k < kc) step(k, [n = kc - k](const float* p) { return load_first(p, n); });
+    alignas(64) float total[W];
+    sums_of(sum).store_aligned(total);
+    for (int64_t r = 0; r < std::min(ROWS, rows - r0); ++r) {
+      float* c = C + (r0 + r) * ldc;
+      for (int64_t j = 0; j < COLS; ++j) c[j] = accumulate ? c[j] + total[r * COLS + j] : total[r * COLS + j];
+    }
+  }
+}
+
+using DotKernel = void (*)(int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool);
+constexpr std::array<DotKernel, 2> kDotKernels = {dot_kernel<1>, dot_kernel<2>};  // [columns - 1]
 
 // The columns the kernels of a block nr columns wide read from each row of
 // its B panel: whole batches, and a last part of at most half a batch on a
@@ -502,9 +607,28 @@ std::pair<int64_t, int64_t> part(int64_t n, int64_t unit, int64_t parts, int64_t
 
 bool a_in_place(const Operands& x, int64_t nc) { return nc <= (x.trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N); }
 
+// How many of a block's last columns run as dot products (see dot_kernel):
+// the 1 to DOT_COLS past its whole batches, while A is read in place as
+// stored; else 0.
+int64_t dot_columns(const Operands& x, int64_t nc) {
+  const int64_t rest = nc % W;
+  return !x.trans_a && a_in_place(x, nc) && rest <= DOT_COLS ? rest : 0;
+}
+
+// Those columns of a block of op(B), kc deep, as rows for dot_kernel:
+// bt[j·ldbt + k] = op(B)(k, j), zeros from kc to ldbt.
+void pack_dot_columns(int64_t cols, int64_t kc, const float* b, int64_t b_k, int64_t b_col, float* bt, int64_t ldbt) {
+  for (int64_t j = 0; j < cols; ++j) {
+    for (int64_t k = 0; k < kc; ++k) bt[j * ldbt + k] = b[k * b_k + j * b_col];
+    std::fill(bt + j * ldbt + kc, bt + (j + 1) * ldbt, 0.0f);
+  }
+}
+
 // C[rows, cols] (+)= op(A)[rows, pc : pc+kc] · (the packed B block)[:, cols]:
 // one task's share of one K slice. cols are counted from the block's first
-// column jc and start at a panel boundary (a multiple of NR).
+// column jc and start at a panel boundary (a multiple of NR). The block's
+// last dot_columns(x, nc) columns, if any, the driver copied out as rows
+// right after packed_b's panels.
 void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pair<int64_t, int64_t> cols, int64_t jc,
                     int64_t nc, int64_t pc, int64_t kc, const float* packed_b, bool b_in_place, bool acc) {
   // NOTE: thread_local and only ever growing, so the many small products of
@@ -521,6 +645,8 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
   // edge panel whose kernels would read past C's last column: that one the
   // driver packed, at its usual place in packed_b.
   const bool in_place = a_in_place(x, nc);
+  const int64_t dot = dot_columns(x, nc), ldbt = round_up(kc, W);
+  const float* bt = packed_b + round_up(nc, NR) * kc;
   for (int64_t ic = rows.first; ic < rows.second; ic += MC) {
     const int64_t mc = std::min(MC, rows.second - ic);
     // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
@@ -532,7 +658,10 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
       for (int64_t ir = 0; ir < mc; ir += MR) {
         float* c_block = x.C + (ic + ir) * x.ldc + (jc + jr);
         const float* b_panel = packed_b + jr * kc;
-        const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, cols.second - jr);
+        const int64_t mr = std::min(MR, mc - ir);
+        int64_t nr = std::min(NR, cols.second - jr);
+        if (jr + nr == nc) nr -= dot;  // the block's last columns, as dot products below
+        if (nr == 0) continue;
         if (b_in_place && (nr == NR || columns_read(nr) == nr)) {
           const float* b = x.B + pc * x.b_k + jc + jr;
           if (x.trans_a)
@@ -553,6 +682,8 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
         }
       }
     }
+    if (dot > 0 && cols.second == nc)
+      kDotKernels[dot - 1](mc, kc, a_block, x.a_row, bt, ldbt, x.C + ic * x.ldc + jc + nc - dot, x.ldc, acc);
   }
 }
 
@@ -569,7 +700,9 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
   // NOTE: a task must reach it through `packed`: the name packed_b, inside a
   // task on a worker thread, would be that worker's own (thread_local) buffer.
   thread_local aligned_floats packed_b;
-  const size_t b_size = static_cast<size_t>(round_up(std::min(N, NC), NR) * std::min(K, KC));  // (KC, NC) at most
+  // (KC, NC) at most, and dot_kernel's columns (see dot_columns) after it
+  const size_t b_size =
+      static_cast<size_t>(round_up(std::min(N, NC), NR) * std::min(K, KC) + DOT_COLS * round_up(std::min(K, KC), W));
   if (packed_b.size() < b_size) packed_b.resize(b_size);
   float* const packed = packed_b.data();
 
@@ -600,10 +733,14 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
       // columns, packed in pieces of whole panels (64K floats or more each).
       const float* b_block = x.B + pc * x.b_k + jc * x.b_col;
       const bool b_in_place = b_small && a_in_place(x, nc);
+      const int64_t dot = dot_columns(x, nc);
+      if (dot > 0)
+        pack_dot_columns(dot, kc, b_block + (nc - dot) * x.b_col, x.b_k, x.b_col, packed + round_up(nc, NR) * kc,
+                         round_up(kc, W));
       if (b_in_place) {
         // Only the edge panel, if its kernels would read past its columns.
         const int64_t whole = nc / NR * NR;
-        if (whole < nc && columns_read(nc - whole) != nc - whole)
+        if (whole < nc && dot == 0 && columns_read(nc - whole) != nc - whole)
           pack_panels<NR>(nc - whole, kc, b_block + whole, 1, x.b_k, packed + whole * kc);
       } else {
         const int64_t pack_parts = parallel ? std::min(col_panels, tasks_for(nc * kc, 1 << 16)) : 1;

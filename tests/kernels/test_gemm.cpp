@@ -88,6 +88,33 @@ void check_gemm(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, boo
   CHECK(bad == 0);
 }
 
+// n floats whose last one is the last before a page that may not be read:
+// a kernel that reads past the end crashes here instead of adding garbage
+// into lanes it then drops.
+class FloatsBeforeGuardPage {
+ public:
+  explicit FloatsBeforeGuardPage(const std::vector<float>& values) {
+    const int64_t page = sysconf(_SC_PAGESIZE) / int64_t(sizeof(float)), n = int64_t(values.size());
+    const int64_t pages = (n + page - 1) / page;
+    bytes_ = static_cast<size_t>((pages + 1) * page) * sizeof(float);
+    memory_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(memory_ != MAP_FAILED);
+    float* guard = static_cast<float*>(memory_) + pages * page;
+    REQUIRE(mprotect(guard, static_cast<size_t>(page) * sizeof(float), PROT_NONE) == 0);
+    data_ = guard - n;
+    std::copy(values.begin(), values.end(), data_);
+  }
+  ~FloatsBeforeGuardPage() { munmap(memory_, bytes_); }
+  FloatsBeforeGuardPage(const FloatsBeforeGuardPage&) = delete;
+  FloatsBeforeGuardPage& operator=(const FloatsBeforeGuardPage&) = delete;
+  const float* data() const { return data_; }
+
+ private:
+  void* memory_ = nullptr;
+  size_t bytes_ = 0;
+  float* data_ = nullptr;
+};
+
 // Every combination of transposes, overwriting and accumulating.
 void check_all_modes(int64_t M, int64_t N, int64_t K) {
   for (bool trans_a : {false, true})
@@ -142,26 +169,41 @@ TEST_CASE("kernels/gemm") {
       for (int64_t K : {300, 520}) check_all_modes(13, N, K);
   }
   SUBCASE("B in place ends where its memory does") {
-    // B stored with no padding (ldb = N), its last float the last one
-    // before a page that may not be read: a kernel reading B in place past
-    // C's last column (the edge panels above must be packed) crashes here
-    // instead of adding garbage into lanes it then drops.
-    const int64_t page = sysconf(_SC_PAGESIZE) / int64_t(sizeof(float));
+    // B stored with no padding (ldb = N) right before an unreadable page: a
+    // kernel reading B in place past C's last column (the edge panels
+    // above must be packed) crashes.
     for (int64_t N : {72, 80, 100, 127}) {
       CAPTURE(N);
-      const int64_t M = 13, K = 41, pages = (K * N + page - 1) / page;
-      const size_t bytes = static_cast<size_t>((pages + 1) * page) * sizeof(float);
-      void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      REQUIRE(memory != MAP_FAILED);
-      float* guard = static_cast<float*>(memory) + pages * page;
-      REQUIRE(mprotect(guard, static_cast<size_t>(page) * sizeof(float), PROT_NONE) == 0);
-      float* B = guard - K * N;
-      std::vector<float> b = random_vector(K * N, 2), A = random_vector(M * K, 1);
-      std::copy(b.begin(), b.end(), B);
-      std::vector<float> C(M * N), C_ref(M * N);
-      gemm(false, false, M, N, K, A.data(), K, B, N, C.data(), N, false);
-      gemm_reference(false, false, M, N, K, A.data(), K, B, N, C_ref.data(), N, false);
-      munmap(memory, bytes);
+      const int64_t M = 13, K = 41;
+      const FloatsBeforeGuardPage B(random_vector(K * N, 2));
+      std::vector<float> A = random_vector(M * K, 1), C(M * N), C_ref(M * N);
+      gemm(false, false, M, N, K, A.data(), K, B.data(), N, C.data(), N, false);
+      gemm_reference(false, false, M, N, K, A.data(), K, B.data(), N, C_ref.data(), N, false);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < M * N; ++i) bad += std::abs(C[i] - C_ref[i]) > 1e-4f * (1.0f + std::abs(C_ref[i]));
+      CHECK(bad == 0);
+    }
+  }
+  // With A read in place as stored, the last 1 or 2 columns past whole
+  // SIMD batches (N mod 16, and mod 8, is 1 or 2 here) are dot products
+  // along k, in groups of 16 or 8 rows (a last group short of rows reads
+  // the last row again), K in SIMD-wide steps and a masked last step (K =
+  // 5: only that one; 300: two K slices).
+  SUBCASE("1 to 33 x 65, 98 x 5, 37, 300: the last columns as dot products") {
+    for (int64_t M : {1, 9, 17, 33})
+      for (int64_t N : {65, 98})
+        for (int64_t K : {5, 37, 300}) check_all_modes(M, N, K);
+  }
+  SUBCASE("A in place ends where its memory does") {
+    // A stored with no padding (lda = K) right before an unreadable page:
+    // the dot products' last step along k of A's last row must stop at K.
+    for (int64_t K : {5, 37}) {
+      CAPTURE(K);
+      const int64_t M = 17, N = 66;
+      const FloatsBeforeGuardPage A(random_vector(M * K, 1));
+      std::vector<float> B = random_vector(K * N, 2), C(M * N), C_ref(M * N);
+      gemm(false, false, M, N, K, A.data(), K, B.data(), N, C.data(), N, false);
+      gemm_reference(false, false, M, N, K, A.data(), K, B.data(), N, C_ref.data(), N, false);
       int64_t bad = 0;
       for (int64_t i = 0; i < M * N; ++i) bad += std::abs(C[i] - C_ref[i]) > 1e-4f * (1.0f + std::abs(C_ref[i]));
       CHECK(bad == 0);

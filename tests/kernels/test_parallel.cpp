@@ -147,11 +147,14 @@ TEST_CASE("kernels/gemm: the same on 1, 2, 3 and 4 threads") {
   // Shapes past the size where gemm goes parallel: many row blocks (M = 301,
   // not a multiple of 6 or 96), few rows and many columns (M = 7: the columns
   // are split), K over one slice of 256 (so later slices accumulate), and
-  // N = 2100 over one block of 2048 columns.
+  // N = 2100 over one block of 2048 columns; N = 98 ends in 2 columns of
+  // dot products (see gemm.cpp's dot_kernel), in row groups of 8 that a
+  // split of the rows may cut.
   struct Case {
     int64_t M, N, K;
   };
-  for (Case c : {Case{301, 157, 263}, Case{7, 2100, 300}, Case{130, 1031, 61}, Case{97, 333, 520}}) {
+  for (Case c :
+       {Case{301, 157, 263}, Case{7, 2100, 300}, Case{130, 1031, 61}, Case{97, 333, 520}, Case{150, 98, 300}}) {
     for (bool trans_a : {false, true}) {
       for (bool trans_b : {false, true}) {
         for (bool accumulate : {false, true}) {
