@@ -127,6 +127,19 @@ double notes_markup(std::string& out, const std::vector<std::string>& lines, dou
   return widest;
 }
 
+// The whole file: the title centred over the body, and the body (drawn
+// from x = 0, `width` wide) centred under a title wider than it, instead
+// of left at the left edge.
+std::string picture(const std::string& title, std::string body, double width, double height) {
+  const double total_width = std::max(width, detail::text_extent(title, 16) + 2 * MARGIN);
+  if (total_width > width)
+    body =
+        fmt::format("<g class=\"body\" transform=\"translate({:.1f},0)\">\n{}</g>\n", (total_width - width) / 2, body);
+  std::string svg = detail::svg_begin(total_width, height);
+  if (!title.empty()) svg += detail::svg_text(total_width / 2, MARGIN + 16, title, {.size = 16, .cls = "title"});
+  return svg + body + detail::svg_end();
+}
+
 double cell_size(int64_t rows, int64_t cols, double room, double largest) {
   return std::clamp(std::floor(room / static_cast<double>(std::max(rows, cols))), 2.0, largest);
 }
@@ -162,12 +175,8 @@ void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const 
   double widest_note = notes_markup(body, lines, y);
   y += 16 * static_cast<double>(lines.size());
 
-  double total_width = std::max({x0 + width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN,
-                                 detail::text_extent(opt.title, 16) + 2 * MARGIN});
-  std::string svg = detail::svg_begin(total_width, y + MARGIN);
-  if (!opt.title.empty())
-    svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
-  detail::write_file(file, svg + body + detail::svg_end(), op);
+  const double body_width = std::max(x0 + width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN);
+  detail::write_file(file, picture(opt.title, body, body_width, y + MARGIN), op);
 }
 
 void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, const GridOptions& opt) {
@@ -232,12 +241,8 @@ void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, c
   double widest_note = notes_markup(body, lines, y);
   y += 16 * static_cast<double>(lines.size());
 
-  double total_width = std::max({x0 + grid_width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN,
-                                 detail::text_extent(opt.title, 16) + 2 * MARGIN});
-  std::string svg = detail::svg_begin(total_width, y + MARGIN);
-  if (!opt.title.empty())
-    svg += detail::svg_text(total_width / 2, MARGIN + 16, opt.title, {.size = 16, .cls = "title"});
-  detail::write_file(file, svg + body + detail::svg_end(), op);
+  const double body_width = std::max(x0 + grid_width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN);
+  detail::write_file(file, picture(opt.title, body, body_width, y + MARGIN), op);
 }
 
 }  // namespace qkv::viz

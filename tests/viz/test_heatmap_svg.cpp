@@ -6,9 +6,12 @@
 #include <qkv/qkv.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "viz/viz_test_util.hpp"
 
@@ -218,4 +221,34 @@ TEST_CASE("viz/save_heatmap_grid_svg") {
                        doctest::Contains("1 col_titles for a tensor of shape (2, 3, 4, 5), which needs 3"), Error);
   CHECK_THROWS_WITH_AS(save_heatmap_grid_svg(dir / "x.svg", m, {.cell = {.row_labels = {"a"}}}),
                        doctest::Contains("1 cell.row_labels for a tensor of shape (2, 3, 4, 5), which needs 4"), Error);
+}
+
+TEST_CASE("viz/heatmap svg: a title wider than the picture has it centred under the title") {
+  // The same picture with a short and a long title: the long one widens the
+  // file, and the body moves right by half of what it widened (so the
+  // margins either side of it are equal), nothing else.
+  test::TempDir dir("viz_wide_title");
+  auto width_and_shift = [&](const std::string& name) {
+    pugi::xml_document doc = test::load_svg(dir / name);
+    double width = doc.document_element().attribute("width").as_double(), shift = 0;
+    std::vector<pugi::xml_node> body = test::with_class(doc, "body");
+    if (!body.empty()) REQUIRE(std::sscanf(body.at(0).attribute("transform").value(), "translate(%lf,0)", &shift) == 1);
+    return std::pair{width, shift};
+  };
+  const std::string long_title(120, 'w');
+  Tensor m = reshape(arange(12), {3, 4});
+  save_heatmap_svg(dir / "short.svg", m, {.title = "w"});
+  save_heatmap_svg(dir / "long.svg", m, {.title = long_title});
+  Tensor g = reshape(arange(24), {1, 2, 3, 4});
+  save_heatmap_grid_svg(dir / "grid_short.svg", g, {.title = "w"});
+  save_heatmap_grid_svg(dir / "grid_long.svg", g, {.title = long_title});
+  for (auto [short_file, long_file] :
+       {std::pair{"short.svg", "long.svg"}, std::pair{"grid_short.svg", "grid_long.svg"}}) {
+    CAPTURE(long_file);
+    auto [short_width, no_shift] = width_and_shift(short_file);
+    auto [long_width, shift] = width_and_shift(long_file);
+    CHECK(no_shift == 0);
+    CHECK(long_width > short_width + 100);
+    CHECK(shift == doctest::Approx((long_width - short_width) / 2).epsilon(0.01));
+  }
 }
