@@ -115,6 +115,17 @@ class FloatsBeforeGuardPage {
   float* data_ = nullptr;
 };
 
+// C = A·B with A (M, K) and B (K, N) stored without padding (lda = K, ldb =
+// N), as from FloatsBeforeGuardPage, against the reference.
+void check_unpadded(int64_t M, int64_t N, int64_t K, const float* A, const float* B) {
+  std::vector<float> C(M * N), C_ref(M * N);
+  gemm(false, false, M, N, K, A, K, B, N, C.data(), N, false);
+  gemm_reference(false, false, M, N, K, A, K, B, N, C_ref.data(), N, false);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < M * N; ++i) bad += std::abs(C[i] - C_ref[i]) > 1e-4f * (1.0f + std::abs(C_ref[i]));
+  CHECK(bad == 0);
+}
+
 // Every combination of transposes, overwriting and accumulating.
 void check_all_modes(int64_t M, int64_t N, int64_t K) {
   for (bool trans_a : {false, true})
@@ -176,12 +187,7 @@ TEST_CASE("kernels/gemm") {
       CAPTURE(N);
       const int64_t M = 13, K = 41;
       const FloatsBeforeGuardPage B(random_vector(K * N, 2));
-      std::vector<float> A = random_vector(M * K, 1), C(M * N), C_ref(M * N);
-      gemm(false, false, M, N, K, A.data(), K, B.data(), N, C.data(), N, false);
-      gemm_reference(false, false, M, N, K, A.data(), K, B.data(), N, C_ref.data(), N, false);
-      int64_t bad = 0;
-      for (int64_t i = 0; i < M * N; ++i) bad += std::abs(C[i] - C_ref[i]) > 1e-4f * (1.0f + std::abs(C_ref[i]));
-      CHECK(bad == 0);
+      check_unpadded(M, N, K, random_vector(M * K, 1).data(), B.data());
     }
   }
   // With A read in place as stored, the last 1 or 2 columns past whole
@@ -201,12 +207,7 @@ TEST_CASE("kernels/gemm") {
       CAPTURE(K);
       const int64_t M = 17, N = 66;
       const FloatsBeforeGuardPage A(random_vector(M * K, 1));
-      std::vector<float> B = random_vector(K * N, 2), C(M * N), C_ref(M * N);
-      gemm(false, false, M, N, K, A.data(), K, B.data(), N, C.data(), N, false);
-      gemm_reference(false, false, M, N, K, A.data(), K, B.data(), N, C_ref.data(), N, false);
-      int64_t bad = 0;
-      for (int64_t i = 0; i < M * N; ++i) bad += std::abs(C[i] - C_ref[i]) > 1e-4f * (1.0f + std::abs(C_ref[i]));
-      CHECK(bad == 0);
+      check_unpadded(M, N, K, A.data(), random_vector(K * N, 2).data());
     }
   }
   // Large and odd: several blocks of M and of K at once, A packed, every
