@@ -560,9 +560,10 @@ void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
 // 4-11 % ahead from n = 64 to 100. Only an edge panel whose kernels would
 // read past its last column (see columns_read) is still packed (reading it
 // in place too, the last batch of each of its rows through an AVX-512
-// masked load, made every in-place kernel 2-2.6x slower on Zen 4; its
-// whole batches in place and only the half-batch tail copied out was no
-// faster than packing it, 84³ to 120³ within 1 %). Up to
+// masked load, made every in-place kernel 2-2.6x slower on Zen 4, and
+// just its half-batch tail through a 256-bit masked load 1.4-1.75x slower
+// at 84³ to 120³; its whole batches in place and only that tail copied out
+// was no faster than packing it, within 1 %). Up to
 // 64K floats of B (256²) with rows up to 256 floats apart: 160³ to 256³
 // gained 1-2 %, while 384³, 512³ and 512×512×64 (rows 1.5-2 KB apart, the
 // kc rows of a panel crowding a few L1 sets) were 1-4 % slower in place.
