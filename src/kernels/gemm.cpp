@@ -101,6 +101,26 @@ half_batch low_half(V x) {
   return half_batch(x.get(0));  // unused: a build without half batches has no tail kernels
 }
 
+// The first n < V::size floats at p and zeros after them, reading nothing
+// past p[n - 1]: the edge of a row of B when packing it, and of a row of A
+// in dot_kernel (A's last row may end where its memory does). (A template,
+// so that the branch for the other register width is not compiled.)
+template <class V = batch>
+V load_first(const float* p, int64_t n) {
+#if defined(__AVX512F__)
+  if constexpr (V::size == 16) return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+#endif
+#if defined(__AVX2__)
+  if constexpr (V::size == 8) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane));
+  }
+#endif
+  alignas(64) float lanes[V::size] = {};
+  std::copy(p, p + n, lanes);
+  return V::load_aligned(lanes);
+}
+
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
 // it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
 // of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR. KC = 128,
@@ -219,13 +239,12 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
     // vectorized copy with blends, 3.5 % of the time at 100³.
 #if defined(__AVX512F__)
     if constexpr (W == 16 && R % W == 0) {
-      const int64_t full = valid / W;
-      const auto mask = static_cast<__mmask16>((1u << (valid % W)) - 1);
+      const int64_t full = valid / W, rest = valid % W;
       for (int64_t k = 0; k < depth; ++k) {
         const float* from = x + k * k_stride;
         float* to = panel + k * R;
         for (int64_t c = 0; c < full; ++c) batch::load_unaligned(from + c * W).store_unaligned(to + c * W);
-        if (mask != 0) _mm512_storeu_ps(to + full * W, _mm512_maskz_loadu_ps(mask, from + full * W));
+        if (rest != 0) load_first(from + full * W, rest).store_unaligned(to + full * W);
       }
       return;
     }
@@ -435,25 +454,6 @@ constexpr auto kTailKernels = tail_kernels<LAYOUT, B_IN_PLACE>(std::make_integer
 // batches (SSE), which has no tails either.
 constexpr int64_t DOT_COLS = HAS_HALF_BATCH ? 2 : 0;
 
-// The first n < W floats at p and zeros after them, reading nothing past
-// p[n - 1] (A's last row may end at the end of its memory). (A template,
-// so that the branch for the other register width is not compiled.)
-template <class V = batch>
-V load_first(const float* p, int64_t n) {
-#if defined(__AVX512F__)
-  if constexpr (V::size == 16) return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
-#endif
-#if defined(__AVX2__)
-  if constexpr (V::size == 8) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane));
-  }
-#endif
-  alignas(64) float lanes[W] = {};
-  std::copy(p, p + n, lanes);
-  return V::load_aligned(lanes);
-}
-
 // Lane i of the result = the sum of v[i]'s lanes, for i < W: a tree of
 // adds that folds every register in half, and pairs the halves, until one
 // lane is left of each. xsimd::haddp does this, but for AVX-512 xsimd 8.1's
@@ -618,6 +618,11 @@ int64_t dot_columns(const Operands& x, int64_t nc) {
   return !x.trans_a && a_in_place(x, nc) && rest <= DOT_COLS ? rest : 0;
 }
 
+// Where the driver copies those columns, after the block's panels in
+// packed_b, and the stride of their rows: dot_kernel's bt and ldbt.
+int64_t dot_columns_at(int64_t nc, int64_t kc) { return round_up(nc, NR) * kc; }
+int64_t dot_columns_ld(int64_t kc) { return round_up(kc, W); }
+
 // Those columns of a block of op(B), kc deep, as rows for dot_kernel:
 // bt[j·ldbt + k] = op(B)(k, j), zeros from kc to ldbt.
 void pack_dot_columns(int64_t cols, int64_t kc, const float* b, int64_t b_k, int64_t b_col, float* bt, int64_t ldbt) {
@@ -648,8 +653,8 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
   // edge panel whose kernels would read past C's last column: that one the
   // driver packed, at its usual place in packed_b.
   const bool in_place = a_in_place(x, nc);
-  const int64_t dot = dot_columns(x, nc), ldbt = round_up(kc, W);
-  const float* bt = packed_b + round_up(nc, NR) * kc;
+  const int64_t dot = dot_columns(x, nc), ldbt = dot_columns_ld(kc);
+  const float* bt = packed_b + dot_columns_at(nc, kc);
   for (int64_t ic = rows.first; ic < rows.second; ic += MC) {
     const int64_t mc = std::min(MC, rows.second - ic);
     // A block: rows ic..ic+mc of op(A), columns pc..pc+kc, as panels of MR rows.
@@ -704,8 +709,9 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
   // task on a worker thread, would be that worker's own (thread_local) buffer.
   thread_local aligned_floats packed_b;
   // (KC, NC) at most, and dot_kernel's columns (see dot_columns) after it
+  const int64_t kc_max = std::min(K, KC);
   const size_t b_size =
-      static_cast<size_t>(round_up(std::min(N, NC), NR) * std::min(K, KC) + DOT_COLS * round_up(std::min(K, KC), W));
+      static_cast<size_t>(dot_columns_at(std::min(N, NC), kc_max) + DOT_COLS * dot_columns_ld(kc_max));
   if (packed_b.size() < b_size) packed_b.resize(b_size);
   float* const packed = packed_b.data();
 
@@ -738,8 +744,8 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
       const bool b_in_place = b_small && a_in_place(x, nc);
       const int64_t dot = dot_columns(x, nc);
       if (dot > 0)
-        pack_dot_columns(dot, kc, b_block + (nc - dot) * x.b_col, x.b_k, x.b_col, packed + round_up(nc, NR) * kc,
-                         round_up(kc, W));
+        pack_dot_columns(dot, kc, b_block + (nc - dot) * x.b_col, x.b_k, x.b_col, packed + dot_columns_at(nc, kc),
+                         dot_columns_ld(kc));
       if (b_in_place) {
         // Only the edge panel, if its kernels would read past its columns.
         const int64_t whole = nc / NR * NR;
