@@ -1,4 +1,4 @@
-// Reader for tests/data/*.txt; the format is described in tools/reference/common.py.
+// Reader for tests/reference/*.txt; the format is described in tools/reference/common.py.
 #include "reference.hpp"
 
 #include <doctest/doctest.h>
@@ -23,7 +23,7 @@ Shape read_shape(std::istringstream& header) {
 }
 
 Cases load(const std::string& group) {
-  std::string path = std::string(QKV_TEST_DATA) + "/" + group + ".txt";
+  std::string path = std::string(QKV_REFERENCE_DIR) + "/" + group + ".txt";
   std::ifstream in(path);
   if (!in) fail("reference: cannot open {}", path);
   Cases cases;
@@ -67,7 +67,7 @@ Cases load(const std::string& group) {
   return cases;
 }
 
-// The cases of tests/data/<group>.txt, read on first use.
+// The cases of tests/reference/<group>.txt, read on first use.
 const Cases& cases_of(const std::string& group) {
   static std::map<std::string, Cases> files;
   auto file = files.find(group);
@@ -98,7 +98,7 @@ std::vector<Tensor> RefCase::inputs() const {
 const RefCase& reference(const std::string& group, const std::string& name) {
   const Cases& cases = cases_of(group);
   auto it = cases.find(name);
-  if (it == cases.end()) fail("reference: tests/data/{}.txt has no case '{}'", group, name);
+  if (it == cases.end()) fail("reference: tests/reference/{}.txt has no case '{}'", group, name);
   return it->second;
 }
 
@@ -106,7 +106,7 @@ std::vector<std::string> reference_cases(const std::string& group, const std::st
   std::vector<std::string> names;
   for (const auto& entry : cases_of(group))
     if (entry.first.compare(0, prefix.size(), prefix) == 0) names.push_back(entry.first);
-  if (names.empty()) fail("reference: tests/data/{}.txt has no case whose name begins with '{}'", group, prefix);
+  if (names.empty()) fail("reference: tests/reference/{}.txt has no case whose name begins with '{}'", group, prefix);
   return names;
 }
 

@@ -1,4 +1,4 @@
-// Reading the PyTorch reference values (tests/data/*.txt, written by
+// Reading the PyTorch reference values (tests/reference/*.txt, written by
 // tools/make_reference.py) and comparing qkv against them.
 //
 // The one call most op tests make, tinygrad-style:
@@ -28,10 +28,10 @@ struct RefCase {
   std::vector<Tensor> inputs() const;  // x0, x1, … (fresh copies)
 };
 
-// The case `name` of tests/data/<group>.txt (files are read once and cached).
+// The case `name` of tests/reference/<group>.txt (files are read once and cached).
 const RefCase& reference(const std::string& group, const std::string& name);
 
-// The names of the cases of tests/data/<group>.txt that begin with `prefix`
+// The names of the cases of tests/reference/<group>.txt that begin with `prefix`
 // (an op's cases: "mul/"), in name order. A test loops over them, so a case
 // added to the generator is tested without naming it twice:
 //   for (const std::string& name : reference_cases("elementwise", "mul/"))

@@ -5,7 +5,7 @@
     /usr/bin/python3 tools/make_reference.py softmax    # one group
 
 Each group is a module tools/reference/<group>.py with a function
-build(w: Writer); its cases go to tests/data/<group>.txt. Run with Debian's
+build(w: Writer); its cases go to tests/reference/<group>.txt. Run with Debian's
 python3-torch; the data files are committed, so building and testing qkv
 needs no torch.
 """
@@ -22,7 +22,7 @@ GROUPS = sorted(p.stem for p in (HERE / "reference").glob("*.py") if p.stem not 
 
 def main(argv):
     groups = argv[1:] or GROUPS
-    out_dir = HERE.parent / "tests" / "data"
+    out_dir = HERE.parent / "tests" / "reference"
     out_dir.mkdir(parents=True, exist_ok=True)
     for group in groups:
         if group not in GROUPS:

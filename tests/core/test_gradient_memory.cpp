@@ -3,7 +3,7 @@
 // by value), sole_owner / reuse_or_empty, gradients written over dout,
 // leaf gradients taken without a copy, retain_graph.
 //
-// The gradients themselves are checked against PyTorch (tests/data, by the
+// The gradients themselves are checked against PyTorch (tests/reference, by the
 // same helper the op tests use) and against mathematics; the memory against
 // a count of the buffers that must be alive at the peak, read from the
 // caching allocator's statistics (allocator.hpp).

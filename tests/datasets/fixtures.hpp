@@ -1,6 +1,6 @@
 // Helpers for the qkv::data tests: where the fixture files are, temporary
 // files for malformed input, and strings stored as UTF-8 bytes in
-// tests/data/data_d2l.txt (written by tools/reference/data_d2l.py).
+// tests/reference/data_d2l.txt (written by tools/reference/data_d2l.py).
 #pragma once
 #include <qkv/qkv.hpp>
 
@@ -10,7 +10,7 @@
 
 namespace qkv::test {
 
-inline std::string fixture(const std::string& name) { return std::string(QKV_TEST_DATA) + "/fixtures/" + name; }
+inline std::string fixture(const std::string& name) { return std::string(QKV_REFERENCE_DIR) + "/fixtures/" + name; }
 
 // A file with `content` in the temp directory; `name` must be unique to the
 // test (ctest may run tests at the same time).

@@ -1,5 +1,5 @@
 // data::bleu: d2l's BLEU, by hand, against d2l's printed outputs, and
-// against d2l's Python on tests/data/fixtures/bleu_pairs.txt.
+// against d2l's Python on tests/reference/fixtures/bleu_pairs.txt.
 #include <doctest/doctest.h>
 
 #include <qkv/data/bleu.hpp>

@@ -1,6 +1,6 @@
 // The translation data pipeline (d2l §10.5): preprocess_nmt, tokenize_nmt,
 // truncate_pad, build_array(_nmt), load_data_nmt; expected values by hand
-// and from d2l's Python on tests/data/fixtures/eng-fra.txt.
+// and from d2l's Python on tests/reference/fixtures/eng-fra.txt.
 #include <doctest/doctest.h>
 
 #include <qkv/data/nmt.hpp>
@@ -154,8 +154,8 @@ TEST_CASE("data/load_data_nmt: by hand, num_examples, dataset()") {
 TEST_CASE("data/load_data_nmt: errors") {
   CHECK_THROWS_WITH_AS(data::load_data_nmt("/no/such/corpus.txt", 8),
                        "read_data_nmt: cannot open '/no/such/corpus.txt'", Error);
-  CHECK_THROWS_WITH_AS(data::read_data_nmt(QKV_TEST_DATA),
-                       fmt::format("read_data_nmt: '{}' is a directory, not a text file", QKV_TEST_DATA).c_str(),
+  CHECK_THROWS_WITH_AS(data::read_data_nmt(QKV_REFERENCE_DIR),
+                       fmt::format("read_data_nmt: '{}' is a directory, not a text file", QKV_REFERENCE_DIR).c_str(),
                        Error);
   std::string bad = test::temp_file("load_data_nmt_bad.txt", "Go.\tVa !\nHi.\tSalut !\nRun!\n");
   CHECK_THROWS_WITH_AS(

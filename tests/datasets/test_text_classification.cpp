@@ -1,4 +1,4 @@
-// data::read_text_classification on tests/data/fixtures/sentiment.txt, and
+// data::read_text_classification on tests/reference/fixtures/sentiment.txt, and
 // its errors.
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // io::save_safetensors / load_safetensors: round trips, the exact layout of
-// the reference writer, a file written from Python (tests/data/tiny.safetensors,
+// the reference writer, a file written from Python (tests/reference/tiny.safetensors,
 // made by tools/reference/io.py), and every kind of damaged file.
 #include <doctest/doctest.h>
 
@@ -102,7 +102,7 @@ TEST_CASE("io/safetensors: the reference writer's exact bytes") {
 }
 
 TEST_CASE("io/safetensors: reads a file laid out by Python (tools/reference/io.py)") {
-  const std::string data = QKV_TEST_DATA;
+  const std::string data = QKV_REFERENCE_DIR;
   io::Metadata metadata;
   StateDict got = io::load_safetensors(data + "/tiny.safetensors", &metadata);
   CHECK(metadata == io::Metadata{{"format", "pt"}, {"written_by", "tools/reference/io.py"}});

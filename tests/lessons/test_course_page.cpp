@@ -208,8 +208,8 @@ TEST_CASE("course page/lessons all writes it; a lesson that fails shows as faile
     CHECK(section.select_nodes(".//img").size() == svgs);
     pugi::xml_node source = section.select_node(".//a[@class='source']").node();
     REQUIRE(source);
-    // (the lessons' sources are in the repository's lessons/, beside tests/data)
-    fs::path original = fs::path(QKV_TEST_DATA) / ".." / ".." / "lessons" / (std::string(e.program) + ".cpp");
+    // (the lessons' sources are in the repository's lessons/, beside tests/reference)
+    fs::path original = fs::path(QKV_REFERENCE_DIR) / ".." / ".." / "lessons" / (std::string(e.program) + ".cpp");
     CHECK(read_text(out / source.attribute("href").value()) == read_text(original));
   }
   // Lesson 01 failed: marked so, with the runner's exit status and the lesson's own error message.

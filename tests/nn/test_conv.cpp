@@ -1,5 +1,5 @@
 // nn::Conv1d: against torch.nn.Conv1d with the same weights
-// (tools/reference/conv.py -> tests/data/conv.txt), PyTorch's initialisation
+// (tools/reference/conv.py -> tests/reference/conv.txt), PyTorch's initialisation
 // bounds (from its formula), printing, and errors.
 #include <doctest/doctest.h>
 #include <qkv/qkv.hpp>

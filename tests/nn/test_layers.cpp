@@ -1,5 +1,5 @@
 // nn::Embedding, nn::Dropout and nn::LayerNorm: against PyTorch
-// (tools/reference/nn_layers.py -> tests/data/nn_layers.txt), d2l's printed
+// (tools/reference/nn_layers.py -> tests/reference/nn_layers.txt), d2l's printed
 // check, dropout's behaviour, and errors.
 #include <doctest/doctest.h>
 

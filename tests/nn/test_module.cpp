@@ -185,12 +185,12 @@ TEST_CASE("nn/module: from_d2l_names") {
 }
 
 TEST_CASE("nn/module: d2l's own Transformer weights, saved by PyTorch, load and give torch's outputs") {
-  // tests/data/d2l_transformer.safetensors holds the state dict of d2l's
+  // tests/reference/d2l_transformer.safetensors holds the state dict of d2l's
   // TransformerEncoder and TransformerDecoder (d2l's classes and names,
   // tools/reference/d2l.py) under encoder. and decoder., written by
   // tools/reference/io.py; the case io/d2l_transformer holds torch's outputs.
   const test::RefCase& c = test::reference("io", "d2l_transformer");
-  const StateDict d2l_state = io::load_safetensors(std::string(QKV_TEST_DATA) + "/d2l_transformer.safetensors");
+  const StateDict d2l_state = io::load_safetensors(std::string(QKV_REFERENCE_DIR) + "/d2l_transformer.safetensors");
   CHECK(d2l_state.count("encoder.blks.block1.attention.W_q.weight") == 1);
 
   auto encoder = std::make_shared<nn::TransformerEncoder>(20, 16, 24, 4, 2, 0.1f);

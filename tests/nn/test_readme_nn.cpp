@@ -31,7 +31,7 @@ TEST_CASE("readme/layers") {
 }
 
 TEST_CASE("readme/d2l state dict") {
-  const std::string path = std::string(QKV_TEST_DATA) + "/d2l_transformer.safetensors";  // tools/reference/io.py
+  const std::string path = std::string(QKV_REFERENCE_DIR) + "/d2l_transformer.safetensors";  // tools/reference/io.py
   // In Python: safetensors.torch.save_file(net.state_dict(), path), net being d2l's
   // EncoderDecoder(TransformerEncoder(…), TransformerDecoder(…)) with these sizes.
   nn::EncoderDecoder model(std::make_shared<nn::TransformerEncoder>(/*vocab*/ 20, 16, 24, 4, /*blocks*/ 2, 0.1f),

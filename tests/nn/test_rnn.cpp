@@ -1,5 +1,5 @@
 // nn::RNN, nn::GRU and nn::LSTM: against PyTorch (tools/reference/nn_rnn.py
-// -> tests/data/nn_rnn.txt: outputs, final states and the gradients of every
+// -> tests/reference/nn_rnn.txt: outputs, final states and the gradients of every
 // parameter, of x and of the initial state), d2l's shapes, between-layer
 // dropout, and errors.
 #include <doctest/doctest.h>

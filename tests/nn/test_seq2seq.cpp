@@ -1,7 +1,7 @@
 // The seq2seq pieces of lesson 08: sequence_mask and the masked softmax
 // cross-entropy, the GRU encoder and the Bahdanau attention decoder, and
 // EncoderDecoder's teacher-forced forward and greedy predict.
-// Against PyTorch (tools/reference/nn_seq2seq.py -> tests/data/nn_seq2seq.txt,
+// Against PyTorch (tools/reference/nn_seq2seq.py -> tests/reference/nn_seq2seq.txt,
 // re-implementing d2l's classes), d2l's printed checks and shapes, and errors.
 #include <doctest/doctest.h>
 

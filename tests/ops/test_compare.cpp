@@ -1,6 +1,6 @@
 // Tests for src/ops/compare.cpp: the comparisons lt le gt ge eq ne (free
 // functions, operators and methods, on Tensor and IntTensor), where and
-// sequence_mask. Against PyTorch (tests/data/compare.txt, made by
+// sequence_mask. Against PyTorch (tests/reference/compare.txt, made by
 // tools/reference/compare.py: broadcasting, scalars, ties and NaN), by
 // gradcheck, from mathematics, and their errors.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // Tests for src/ops/conv.cpp: conv1d and its im2col. Against PyTorch
-// (tests/data/conv.txt, made by tools/reference/conv.py), by gradcheck for
+// (tests/reference/conv.txt, made by tools/reference/conv.py), by gradcheck for
 // several stride/padding/dilation settings, from mathematics (a hand-worked
 // convolution, col2im's overlap counts), and their errors.
 #include <doctest/doctest.h>

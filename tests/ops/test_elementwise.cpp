@@ -1,5 +1,5 @@
 // Tests of the elementwise ops: gradchecks, PyTorch's values
-// (tools/reference/elementwise.py -> tests/data/elementwise.txt), the
+// (tools/reference/elementwise.py -> tests/reference/elementwise.txt), the
 // values mathematics fixes (kinks, empty tensors, the operators), and errors.
 #include <doctest/doctest.h>
 

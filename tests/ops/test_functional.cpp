@@ -1,7 +1,7 @@
 // Tests for the functional ops (src/ops/functional.cpp): dropout, layer_norm,
 // cross_entropy, fused_gru_cell, mse_loss, cosine_similarity, normalize.
 //
-// Expected values come from PyTorch (tests/data/functional.txt, written by
+// Expected values come from PyTorch (tests/reference/functional.txt, written by
 // tools/reference/functional.py) or from mathematics, said in a comment at
 // each check. dropout draws from qkv's generator, so its checks are all
 // mathematical: which values can appear, how many, and that a seed repeats.

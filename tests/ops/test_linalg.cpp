@@ -1,6 +1,6 @@
 // Tests for src/ops/linalg.cpp: matmul, bmm (plain and with MatmulOptions'
 // transposes) and linear.
-// Against PyTorch (tests/data/linalg.txt, made by tools/reference/linalg.py:
+// Against PyTorch (tests/reference/linalg.txt, made by tools/reference/linalg.py:
 // every one of matmul's rules), by gradcheck, against a plain double-precision
 // triple loop on sizes that cross the GEMM kernel's cache blocks, from
 // mathematics (identity, a 2x2 product), and their errors.

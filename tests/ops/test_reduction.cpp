@@ -1,5 +1,5 @@
 // Tests for the reductions (src/ops/reduction.cpp): sum, mean, max, min,
-// argmax, argmin. Against PyTorch (tests/data/reduction.txt, made by
+// argmax, argmin. Against PyTorch (tests/reference/reduction.txt, made by
 // tools/reference/reduction.py), by gradcheck, from mathematics, and their errors.
 #include <doctest/doctest.h>
 #include <qkv/qkv.hpp>

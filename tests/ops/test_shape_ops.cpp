@@ -1,7 +1,7 @@
 // Tests for src/ops/shape_ops.cpp: reshape/view/flatten, squeeze/unsqueeze,
 // transpose/permute, expand/repeat, cat/stack, split/chunk, narrow/slice,
 // index_select and embedding.
-// Against PyTorch (tests/data/shape_ops.txt, made by tools/reference/shape_ops.py;
+// Against PyTorch (tests/reference/shape_ops.txt, made by tools/reference/shape_ops.py;
 // each case carries the op's arguments as ints), by gradcheck, from
 // mathematics (small hand-checked examples, views sharing storage), and errors.
 #include <doctest/doctest.h>

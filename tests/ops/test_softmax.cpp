@@ -1,5 +1,5 @@
 // Tests for src/ops/softmax.cpp: softmax, log_softmax and d2l's masked_softmax.
-// Against PyTorch (tests/data/softmax.txt, made by tools/reference/softmax.py),
+// Against PyTorch (tests/reference/softmax.txt, made by tools/reference/softmax.py),
 // by gradcheck, against the same function composed from primitive ops, from
 // mathematics (logits of ±1e4, d2l's printed example), and their errors.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// optim::SGD, Adam, AdamW against torch.optim (tests/data/optim.txt, written
+// optim::SGD, Adam, AdamW against torch.optim (tests/reference/optim.txt, written
 // by tools/reference/optim.py), their state dicts, their errors, and
 // clip_grad_norm_ against the mathematics.
 #include <doctest/doctest.h>

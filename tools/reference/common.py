@@ -1,4 +1,4 @@
-"""The format of tests/data/*.txt and the helper that fills it.
+"""The format of tests/reference/*.txt and the helper that fills it.
 
 A file is a list of cases; a case is named tensors:
 

@@ -1,6 +1,6 @@
 """d2l's text-data functions, re-implemented in plain Python, run on the
-fixtures under tests/data/fixtures/ to give qkv::data's tests their expected
-values (tests/datasets/*). No torch is needed to compute them; torch only
+fixtures under tests/reference/fixtures/ to give qkv::data's tests their expected
+values (tests/referencesets/*). No torch is needed to compute them; torch only
 carries the numbers into common.py's file format.
 
 The functions are d2l's (PyTorch edition, d2l/torch.py), copied in spirit
@@ -12,7 +12,7 @@ which qkv differs from d2l on purpose (see include/qkv/data/nmt.hpp).
 Strings are written as int tensors of their UTF-8 bytes (key "token<i>" for
 id i of a vocabulary, "text" for preprocessed text). Case names have no
 spaces (the reader takes the first word). The corpus cases use
-tests/data/fixtures/eng-fra.txt, the BLEU cases bleu_pairs.txt.
+tests/reference/fixtures/eng-fra.txt, the BLEU cases bleu_pairs.txt.
 """
 import collections
 import math
@@ -20,7 +20,7 @@ import pathlib
 
 import torch
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "fixtures"
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "reference" / "fixtures"
 
 
 # --- d2l ---------------------------------------------------------------------------

@@ -4,8 +4,8 @@ build(w) writes two files next to the reference data, as Python's
 safetensors.torch.save_file lays them out, and a case `tiny` (in io.txt) with
 the values qkv must read back:
 
-    tests/data/tiny.safetensors      four F32 tensors (one a 0-d scalar) and metadata
-    tests/data/tiny_f16.safetensors  one F16 tensor, which qkv must refuse by name
+    tests/reference/tiny.safetensors      four F32 tensors (one a 0-d scalar) and metadata
+    tests/reference/tiny_f16.safetensors  one F16 tensor, which qkv must refuse by name
 
 and the weights of d2l's own Transformer (tools/reference/d2l.py, d2l's
 classes with d2l's names, blks.block0.…), saved as a d2l user would save
@@ -13,7 +13,7 @@ them, with torch's outputs for fixed inputs in the case `d2l_transformer`
 (tests/nn/test_module.cpp loads them through io::load_safetensors,
 nn::from_d2l_names and load_state_dict):
 
-    tests/data/d2l_transformer.safetensors   encoder.… and decoder.… (the
+    tests/reference/d2l_transformer.safetensors   encoder.… and decoder.… (the
                                              keys of d2l's EncoderDecoder)
 
 Debian has no python3-safetensors, so the bytes are written here by hand,
@@ -35,7 +35,7 @@ import sys
 
 import torch
 
-DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "tests" / "data"
+DATA = pathlib.Path(__file__).resolve().parent.parent.parent / "tests" / "reference"
 DTYPES = {torch.float32: ("F32", 4, "f"), torch.float16: ("F16", 2, "e"), torch.float64: ("F64", 8, "d")}
 
 
