@@ -1,6 +1,6 @@
 """d2l's text-data functions, re-implemented in plain Python, run on the
 fixtures under tests/reference/fixtures/ to give qkv::data's tests their expected
-values (tests/referencesets/*). No torch is needed to compute them; torch only
+values (tests/datasets/*). No torch is needed to compute them; torch only
 carries the numbers into common.py's file format.
 
 The functions are d2l's (PyTorch edition, d2l/torch.py), copied in spirit
