@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Which public entry points have no row in the bad-input table?
 
-Issue 11 asks for a row in tests/hardening/ for every function declared under
-include/qkv/. This script lists those functions (with Universal Ctags, which
+Every function declared under include/qkv/ must have a row in tests/hardening/.
+This script lists those functions (with Universal Ctags, which
 reads the headers without compiling them) and looks for each one in the
 description strings of the table's rows, the first string of each
 `{"description", [] { call; }, "fragment"}`:

@@ -175,15 +175,15 @@ TEST_CASE("lessons/07_self_attention") {
   CHECK(asymmetry_projected > 1e-3);
 }
 
-TEST_CASE("lessons/the README's excerpt of lesson 07 is what lesson 07 prints") {
+TEST_CASE("lessons/the excerpt of lesson 07 in docs/course.md is what lesson 07 prints") {
   LessonRun r("07_self_attention");
   REQUIRE(r.run.status == 0);
   std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
-  std::string readme = qkv::lesson_test::read_text(std::filesystem::path(QKV_DATA_DIR) / ".." / "README.md");
-  size_t start = readme.find("```text\n== 3. Without projections");
+  std::string page = qkv::lesson_test::read_text(std::filesystem::path(QKV_SOURCE_DIR) / "docs" / "course.md");
+  size_t start = page.find("```text\n== 3. Without projections");
   REQUIRE(start != std::string::npos);
   start += 8;
-  std::string excerpt = readme.substr(start, readme.find("```", start) - start);
+  std::string excerpt = page.substr(start, page.find("```", start) - start);
   // Each run of lines between the "…" marks appears in the transcript as it stands.
   size_t from = 0;
   while (from < excerpt.size()) {

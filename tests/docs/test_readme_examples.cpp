@@ -1,5 +1,5 @@
-// The "adding an op" example from README.md, compiled and tested as written.
-// Keep the two in step: the README quotes `cube` and its test verbatim.
+// The examples of README.md, compiled and run as written there (only the
+// CHECKs are added); tests/docs/test_docs.cpp fails if the two part.
 #include <doctest/doctest.h>
 
 #include <qkv/qkv.hpp>
@@ -15,7 +15,7 @@ Tensor cube(const Tensor& x) {
   return out;
 }
 
-TEST_CASE("readme/cube") {
+TEST_CASE("docs/README: adding an op (cube)") {
   Generator gen(0);
   auto result = gradcheck([](const std::vector<Tensor>& x) { return cube(x[0]); }, {randn({3, 4}, gen)});
   CHECK_MESSAGE(result.ok, result.message);
@@ -25,8 +25,8 @@ TEST_CASE("readme/cube") {
   CHECK(x.grad().item() == 12.0f);
 }
 
-// README.md "A first look", as written there.
-TEST_CASE("readme/first look") {
+// README.md, "A first look".
+TEST_CASE("docs/README: a first look") {
   Generator gen(0);
   Tensor x = randn({2, 3}, gen);                   // 2 examples, 3 features
   Tensor w = randn({3, 4}, gen).requires_grad_();  // 4 classes

@@ -1,4 +1,4 @@
-// The nn, optim and io examples of README.md, compiled and run as written
+// The examples of docs/nn.md and docs/checkpoints.md (and the README's attention example), compiled and run as written
 // there (only the CHECKs are added). Keep the two in step.
 #include <doctest/doctest.h>
 
@@ -8,7 +8,32 @@
 
 using namespace qkv;
 
-TEST_CASE("readme/layers") {
+namespace {
+
+// docs/nn.md, "Modules", as written there.
+struct Block : nn::Module {
+  std::shared_ptr<nn::Linear> W_q;
+  Tensor scale;
+  Block() {
+    W_q = register_module("W_q", std::make_shared<nn::Linear>(4, 3));
+    register_parameter("scale", scale, ones({1}));
+  }
+  std::string type_name() const override { return "Block"; }
+};
+
+}  // namespace
+
+TEST_CASE("docs/nn: a module") {
+  Block block;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : block.named_parameters()) names.push_back(name);
+  // PyTorch's order: a module's own parameters first, then its submodules'.
+  CHECK(names == std::vector<std::string>{"scale", "W_q.weight", "W_q.bias"});
+  CHECK(block.W_q->weight.shape() == Shape{3, 4});
+  CHECK(block.scale.item() == 1.0f);
+}
+
+TEST_CASE("docs/nn: layers") {
   nn::Embedding embed(28, 32);  // a vocabulary of 28 ids, each a learned vector of 32
   nn::GRU gru(32, 64, /*num_layers=*/2, /*bias=*/true, /*batch_first=*/true, /*dropout=*/0.1f);
   nn::LayerNorm norm(64);
@@ -30,7 +55,7 @@ TEST_CASE("readme/layers") {
   CHECK(next.output.shape() == Shape{1, 4, 64});
 }
 
-TEST_CASE("readme/d2l state dict") {
+TEST_CASE("docs/checkpoints: d2l state dict") {
   const std::string path = std::string(QKV_REFERENCE_DIR) + "/d2l_transformer.safetensors";  // tools/reference/io.py
   // In Python: safetensors.torch.save_file(net.state_dict(), path), net being d2l's
   // EncoderDecoder(TransformerEncoder(…), TransformerDecoder(…)) with these sizes.
@@ -42,7 +67,7 @@ TEST_CASE("readme/d2l state dict") {
         io::load_safetensors(path).at("encoder.blks.block1.attention.W_q.weight").to_vector());
 }
 
-TEST_CASE("readme/attention") {
+TEST_CASE("docs/nn: attention and the Transformer") {
   // Multi-head attention with d2l's shapes: 5 heads over 100 features;
   // example 0 may look at its first 3 keys, example 1 at its first 2.
   nn::MultiHeadAttention attention(100, 5, /*dropout=*/0.5f);
@@ -65,7 +90,7 @@ TEST_CASE("readme/attention") {
   CHECK(w.at({1, 0, 0, 2}) == doctest::Approx(0.0));
 }
 
-TEST_CASE("readme/seq2seq") {
+TEST_CASE("docs/nn: seq2seq") {
   // Lesson 08's model: a GRU encoder and a decoder with Bahdanau attention.
   auto model = std::make_shared<nn::EncoderDecoder>(
       std::make_shared<nn::Seq2SeqEncoder>(/*vocab*/ 10, /*embed*/ 8, /*hiddens*/ 16, /*layers*/ 2),
@@ -93,7 +118,7 @@ TEST_CASE("readme/seq2seq") {
   CHECK(p.attention[0][0].shape() == Shape{1, 1, 4});
 }
 
-TEST_CASE("readme/checkpoint") {
+TEST_CASE("docs/checkpoints: a model and its optimizer") {
   std::filesystem::path path = std::filesystem::temp_directory_path() / "qkv_readme_checkpoint.safetensors";
   nn::Linear model(4, 2);
   optim::AdamW opt(model.parameters(), 1e-3f);

@@ -1,17 +1,19 @@
-// The qkv::viz example of README.md, compiled and run as written there
-// except for the folder (a scratch one here); only the CHECKs are added.
+// The example of docs/viz.md, compiled and run as written there, in a
+// scratch folder; only the CHECKs are added.
 #include <doctest/doctest.h>
 
 #include <qkv/qkv.hpp>
 
+#include "docs/in_directory.hpp"
 #include "viz/viz_test_util.hpp"
 
 using namespace qkv;
 
-TEST_CASE("viz/readme example") {
+TEST_CASE("docs/viz: example") {
   test::TempDir scratch("viz_readme");
-  const std::filesystem::path dir = scratch.path;  // README: "pictures"
-  // --- as in README.md ---
+  test::InDirectory here(scratch.path);  // the example writes into ./pictures
+  // --- as in docs/viz.md ---
+  std::filesystem::path dir = "pictures";
   // Attention of 3 queries over 4 keys, the last key padding (masked as d2l does, with -1e6).
   Tensor scores = tensor({2, 1, 0, -1e6f, 0, 3, 1, -1e6f, 1, 1, 1, -1e6f}, {3, 4});
   Tensor weights = softmax(scores, -1);  // (3, 4)
@@ -33,11 +35,11 @@ TEST_CASE("viz/readme example") {
   Tensor y = sum(relu(matmul(weights, w)));
   viz::GraphFiles files = viz::save_graph(dir / "graph", y);  // graph.dot, and graph.svg if Graphviz is installed
   // --- end ---
-  for (const char* svg : {"weights.svg", "scores.svg", "loss.svg"}) test::load_svg(dir / svg);
+  for (const char* svg : {"weights.svg", "scores.svg", "loss.svg"}) test::load_svg(scratch.path / dir / svg);
   CHECK(std::filesystem::exists(files.dot));
   CHECK(viz::heatmap_text(scores, opt, {.color = viz::Color::Never}).find("3 masked entries (<= -1e5)") !=
         std::string::npos);
-  // The plain text README.md shows. By hand: the rows are softmax(2, 1, 0) = (0.665, 0.245, 0.090),
+  // The plain text docs/viz.md shows. By hand: the rows are softmax(2, 1, 0) = (0.665, 0.245, 0.090),
   // softmax(0, 3, 1) = (0.042, 0.844, 0.114) and (1/3, 1/3, 1/3), each with 0 for the padding;
   // over [0, 0.844] their tenths are (7, 2, 1, 0), (0, 9, 1, 0) and (3, 3, 3, 0).
   CHECK(viz::heatmap_text(weights, opt, {.color = viz::Color::Never}) ==
