@@ -144,7 +144,8 @@ std::string RNNBase::extra_repr() const {
 
 // ---- the loop over layers and steps ------------------------------------------------------
 
-LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state, Cell cell) const {
+RNNBase::Output RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state,
+                             Cell cell) const {
   if (!x.defined()) fail("{}: input is an undefined tensor", name_);
   // Bring x to time-major (T, B, I); an unbatched (T, I) is a batch of one.
   if (x.dim() != 3 && x.dim() != 2)
@@ -198,7 +199,7 @@ LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, boo
   Tensor output = stack(inputs, 0);  // T × (B, H) -> (T, B, H)
 
   // Back to the caller's layout.
-  LSTMOutput out;
+  Output out;
   out.output = !batched      ? reshape(output, {T, H})                 // (T, 1, H) -> (T, H)
                : batch_first ? transpose(output, 0, 1)                 // (T, B, H) -> (B, T, H)
                              : output;                                 // (T, B, H)
@@ -214,7 +215,7 @@ RNN::RNN(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
     : RNNBase("RNN", 1, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 RNNOutput RNN::forward(const Tensor& x, const Tensor& h0) const {
-  LSTMOutput r = run(x, h0, Tensor(), false, rnn_tanh_cell);
+  Output r = run(x, h0, Tensor(), false, rnn_tanh_cell);
   return {r.output, r.h_n};
 }
 
@@ -223,7 +224,7 @@ GRU::GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
     : RNNBase("GRU", 3, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 RNNOutput GRU::forward(const Tensor& x, const Tensor& h0) const {
-  LSTMOutput r = run(x, h0, Tensor(), false, gru_cell);
+  Output r = run(x, h0, Tensor(), false, gru_cell);
   return {r.output, r.h_n};
 }
 
@@ -232,7 +233,8 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bia
     : RNNBase("LSTM", 4, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 LSTMOutput LSTM::forward(const Tensor& x, const Tensor& h0, const Tensor& c0) const {
-  return run(x, h0, c0, true, lstm_cell);
+  Output r = run(x, h0, c0, true, lstm_cell);
+  return {r.output, r.h_n, r.c_n};
 }
 
 }  // namespace qkv::nn
