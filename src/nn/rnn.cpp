@@ -7,13 +7,14 @@
 // L num_layers, G gates.
 //
 // NOTE (speed): the input projection W_ih·x_t + b_ih does not depend on the
-// recurrence, so it could be one GEMM over all T steps, (T, B, I) -> (T, B, G·H),
-// then sliced step by step. But a slice is a copy whose backward scatters into
-// zeros of the full (T, B, G·H) size, so T slices cost O(T²·B·G·H) in the
-// backward pass: for a 2-layer GRU(32, 256) on B = 32, forward + backward took
-// 1.8x as long at T = 35 and 3x at T = 100 as one small GEMM per step, which
-// is what run() does. (Slicing x itself costs only O(T²·B·I), and nothing when
-// x needs no gradient.)
+// recurrence, so it could be one GEMM over all T steps,
+// (T, B, I) -> (T, B, G·H), split into steps afterwards; the split's backward
+// would cost one (T, B, G·H) gradient buffer that every step adds into
+// (record_accumulate). run() does one small GEMM per step instead: the
+// all-steps form is no faster overall, since its extra passes over
+// (T, B, G·H) arrays (the projection, its per-step copies, that buffer) cost
+// about what the larger GEMM saves. It loses where I is small and wins where
+// I is as large as H (docs/kernel_notes.md has the measurements).
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 #include <qkv/nn/init.hpp>
