@@ -68,11 +68,9 @@ struct Timing {
   int max_reps;     // at most this many,
   double budget_s;  // and past min_reps, stop once this much time is spent
 };
-// The warm-up also lasts at least this long. A fresh process on an idle
-// machine runs its first ~100 ms up to 25 % slower (measured on a 2-core VM:
-// bahdanau_gru's median varied 3.74-3.96 ms over ten processes with 3
-// warm-up steps, 3.57-3.85 ms with 0.3 s): a case whose warm-up is only a
-// few milliseconds would time that instead of the steady state.
+// The warm-up also lasts at least this long: a fresh process runs its first
+// ~100 ms slower than the steady state, and a case whose warm-up is only a
+// few milliseconds would time that instead (docs/kernel_notes.md, bench.cpp).
 constexpr double kWarmupSeconds = 0.25;
 constexpr Timing kShort{3, 10, 500, 0.5};  // GEMM, per-op overhead
 constexpr Timing kLong{1, 5, 50, 2.0};     // attention
@@ -206,9 +204,8 @@ void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 // their latency (2 units × 4 cycles needs 8 in flight) without leaving the
 // registers: no loads, no stores, only fused multiply-adds. 16 chains with
 // AVX-512's 32 registers; 12 with AVX2's 16, where 16 chains plus x and y
-// did not fit and GCC kept three of them on the stack (on Zen 4 the AVX2
-// build then measured 67 GFLOP/s against its own GEMM's 113). x < 1 keeps
-// the values finite and away from denormals.
+// do not fit and chains spilled to the stack would time loads and stores.
+// x < 1 keeps the values finite and away from denormals.
 // NOTE: a peak is a best case, and other work on the machine only ever slows
 // the loop down, so this row's GFLOP/s comes from its fastest repetition
 // (every other row's from its median).

@@ -11,7 +11,7 @@
 //     lesson.print("weights {}\n", w.shape());
 //     lesson.result("test_mse", mse.item());
 //     viz::save_heatmap_svg(lesson.picture("attention_weights.svg", "…"), w, opt);
-//     return lesson.finish();                      // summary, results.json
+//     return lesson.finish("Nadaraya–Watson weighs each training value by …");  // the summary, results.json
 //   }
 //
 // Everything printed goes to the terminal and, without escape codes, into

@@ -1,9 +1,9 @@
 // safetensors: writing (the header, then the numbers, through
-// io/atomic_file.hpp) and reading (every check first, then the copies).
+// core/atomic_file.hpp) and reading (every check first, then the copies).
 #include <qkv/core/error.hpp>
 #include <qkv/io/safetensors.hpp>
 
-#include "io/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -70,7 +70,7 @@ void write_file(const std::filesystem::path& path, const std::string& header, co
   std::vector<std::string_view> parts{std::string_view(n, 8), header};
   for (const auto& [name, t] : tensors)
     parts.emplace_back(reinterpret_cast<const char*>(t.data()), sizeof(float) * static_cast<size_t>(t.numel()));
-  detail::write_file_atomically(path, parts, where);
+  core::detail::write_file_atomically(path, parts, where);
 }
 
 // --- reading -------------------------------------------------------------------

@@ -9,12 +9,11 @@
 // draws run side by side in two registers of eight 64-bit lanes; DQ's
 // 64-bit multiply (vpmullq) makes the mix 2 multiplies per eight draws.
 // The 24-bit k = z >> 40 of the sixteen draws is narrowed into one register
-// of 32-bit lanes and compared there; the lanes are never taken apart (an
-// earlier version that compared them one by one ran at 6 ns an element).
-// About 0.3 ns an element against 2.9 for the plain loop (one thread, Zen 4).
-// Elsewhere (AVX2 has no 64-bit multiply; a version built from 32-bit ones
-// has not been tried), and for the last n mod 16 elements, the plain loop,
+// of 32-bit lanes and compared there: taking the lanes apart to compare them
+// one by one costs more than the plain loop saves. Elsewhere (AVX2 has no
+// 64-bit multiply), and for the last n mod 16 elements, the plain loop,
 // which is also the reference the tests hold the SIMD one to.
+// Measurements, and what was tried: docs/kernel_notes.md.
 //
 // Threads: draw i depends on state and i alone, so a long array is cut into
 // pieces, each starting its state at state + begin·γ: every piece draws

@@ -47,6 +47,7 @@ inline batch fmadd(const batch& a, const batch& b, const batch& c) {
 // and a division: a quarter of a plain add's 64K.
 constexpr int64_t GRAIN_ADAM = 1 << 14;
 constexpr int64_t GRAIN_SGD = 1 << 15;
+constexpr int64_t GRAIN_SCALE = 1 << 16;  // one multiply: a plain add's grain
 
 // ---- Adam ------------------------------------------------------------------------
 
@@ -184,6 +185,27 @@ double sum_squares(int64_t n, const float* x) {
   double sum = 0;
   for (double piece : sums) sum += piece;
   return sum;
+}
+
+// ---- scale ----------------------------------------------------------------------
+
+void scale_reference(int64_t n, float c, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= c;
+}
+
+namespace {
+
+void scale_simd(int64_t n, float c, float* x) {
+  const batch vc(c);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) (batch::load_unaligned(x + i) * vc).store_unaligned(x + i);
+  for (; i < n; ++i) x[i] *= c;
+}
+
+}  // namespace
+
+void scale(int64_t n, float c, float* x) {
+  parallel_ranges(n, GRAIN_SCALE, W, [&](int64_t b, int64_t e) { scale_simd(e - b, c, x + b); });
 }
 
 }  // namespace qkv::kernels

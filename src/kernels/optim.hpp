@@ -1,5 +1,5 @@
-// The optimizers' elementwise updates and clip_grad_norm_'s sum of squares,
-// over one parameter's float arrays.
+// The optimizers' elementwise updates and clip_grad_norm_'s sum of squares
+// and scaling, over one parameter's float arrays.
 //
 // An optimizer step is a handful of multiply-adds per number, over every
 // parameter of a model: memory-bound, so the SIMD versions are one pass
@@ -52,5 +52,10 @@ void sgd_reference(const SgdStep& s, int64_t n, float* p, const float* g, float*
 // agree to double's rounding (a relative n·2⁻⁵³), not bit for bit.
 double sum_squares(int64_t n, const float* x);
 double sum_squares_reference(int64_t n, const float* x);
+
+// x ← c·x for n numbers, in place (clip_grad_norm_'s one scale for every
+// gradient). One IEEE multiply per element in both twins: equal bit for bit.
+void scale(int64_t n, float c, float* x);
+void scale_reference(int64_t n, float c, float* x);
 
 }  // namespace qkv::kernels

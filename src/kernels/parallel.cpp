@@ -12,13 +12,14 @@
 // loops a few hundred microseconds apart; a worker asleep on a condition
 // variable costs the caller a futex call and itself a wake-up of some
 // microseconds (tens on a virtual machine, whose idle CPU has to be woken by
-// the host), and the small Transformer's step was ~10 % slower on 2 threads
-// than on 1 for it. So a worker that finished a loop polls for the next one
-// for kSpin before it sleeps, and the caller polls for its workers' last
-// tasks the same way; an idle pool still sleeps and costs nothing (the
-// OpenMP runtimes' spin-then-block wait, GOMP_SPINCOUNT's).
+// the host), enough to make a small model's step slower on 2 threads than
+// on 1. So a worker that finished a loop polls for the next one for kSpin
+// before it sleeps, and the caller polls for its workers' last tasks the
+// same way; an idle pool still sleeps and costs nothing (the OpenMP
+// runtimes' spin-then-block wait, GOMP_SPINCOUNT's).
 //
 // Left out on purpose: per-thread queues, and work stealing.
+// Measurements: docs/kernel_notes.md.
 #include "kernels/parallel.hpp"
 
 #include <algorithm>

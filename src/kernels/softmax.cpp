@@ -17,9 +17,7 @@
 //
 // Left out on purpose: the one-pass "online" softmax that FlashAttention uses
 // (it rescales a running sum whenever the max grows), and SIMD for inner > 1.
-// Tried and not kept: a row's tail (all of a 10-key row) through AVX-512
-// masked loads and stores instead of the padded register below; the small
-// Transformer's training step was no faster on Zen 4.
+// What was measured and tried: docs/kernel_notes.md.
 #include "kernels/softmax.hpp"
 
 #include <cmath>

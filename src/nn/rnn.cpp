@@ -7,13 +7,14 @@
 // L num_layers, G gates.
 //
 // NOTE (speed): the input projection W_ih·x_t + b_ih does not depend on the
-// recurrence, so it could be one GEMM over all T steps, (T, B, I) -> (T, B, G·H),
-// then sliced step by step. But a slice is a copy whose backward scatters into
-// zeros of the full (T, B, G·H) size, so T slices cost O(T²·B·G·H) in the
-// backward pass: for a 2-layer GRU(32, 256) on B = 32, forward + backward took
-// 1.8x as long at T = 35 and 3x at T = 100 as one small GEMM per step, which
-// is what run() does. (Slicing x itself costs only O(T²·B·I), and nothing when
-// x needs no gradient.)
+// recurrence, so it could be one GEMM over all T steps,
+// (T, B, I) -> (T, B, G·H), split into steps afterwards; the split's backward
+// would cost one (T, B, G·H) gradient buffer that every step adds into
+// (record_accumulate). run() does one small GEMM per step instead: the
+// all-steps form is no faster overall, since its extra passes over
+// (T, B, G·H) arrays (the projection, its per-step copies, that buffer) cost
+// about what the larger GEMM saves. It loses where I is small and wins where
+// I is as large as H (docs/kernel_notes.md has the measurements).
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 #include <qkv/nn/init.hpp>
@@ -144,7 +145,8 @@ std::string RNNBase::extra_repr() const {
 
 // ---- the loop over layers and steps ------------------------------------------------------
 
-LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state, Cell cell) const {
+RNNBase::Output RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state,
+                             Cell cell) const {
   if (!x.defined()) fail("{}: input is an undefined tensor", name_);
   // Bring x to time-major (T, B, I); an unbatched (T, I) is a batch of one.
   if (x.dim() != 3 && x.dim() != 2)
@@ -198,7 +200,7 @@ LSTMOutput RNNBase::run(const Tensor& x, const Tensor& h0, const Tensor& c0, boo
   Tensor output = stack(inputs, 0);  // T × (B, H) -> (T, B, H)
 
   // Back to the caller's layout.
-  LSTMOutput out;
+  Output out;
   out.output = !batched      ? reshape(output, {T, H})                 // (T, 1, H) -> (T, H)
                : batch_first ? transpose(output, 0, 1)                 // (T, B, H) -> (B, T, H)
                              : output;                                 // (T, B, H)
@@ -214,7 +216,7 @@ RNN::RNN(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
     : RNNBase("RNN", 1, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 RNNOutput RNN::forward(const Tensor& x, const Tensor& h0) const {
-  LSTMOutput r = run(x, h0, Tensor(), false, rnn_tanh_cell);
+  Output r = run(x, h0, Tensor(), false, rnn_tanh_cell);
   return {r.output, r.h_n};
 }
 
@@ -223,7 +225,7 @@ GRU::GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
     : RNNBase("GRU", 3, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 RNNOutput GRU::forward(const Tensor& x, const Tensor& h0) const {
-  LSTMOutput r = run(x, h0, Tensor(), false, gru_cell);
+  Output r = run(x, h0, Tensor(), false, gru_cell);
   return {r.output, r.h_n};
 }
 
@@ -232,7 +234,8 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bia
     : RNNBase("LSTM", 4, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 LSTMOutput LSTM::forward(const Tensor& x, const Tensor& h0, const Tensor& c0) const {
-  return run(x, h0, c0, true, lstm_cell);
+  Output r = run(x, h0, c0, true, lstm_cell);
+  return {r.output, r.h_n, r.c_n};
 }
 
 }  // namespace qkv::nn

@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "kernels/elementwise.hpp"
 #include "kernels/optim.hpp"
 
 namespace qkv::optim {
@@ -28,7 +27,7 @@ float clip_grad_norm_(const std::vector<Tensor>& params, float max_norm) {
   for (const Tensor& p : params) {
     Tensor g = p.grad();  // a handle: scaling it scales p's gradient
     if (!g.defined()) continue;
-    kernels::binary(kernels::Binary::Mul, g.numel(), g.data(), 1, &coef, 0, g.data());  // g·coef, in place
+    kernels::scale(g.numel(), coef, g.data());  // g ← coef·g, in place
   }
   return norm;
 }

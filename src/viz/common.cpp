@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "io/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -242,7 +242,7 @@ void write_file(const std::filesystem::path& file, const std::string& contents, 
   // Through a temporary renamed into place: a picture being redrawn (say,
   // every epoch) is never seen half-written, and a failed write leaves the
   // old one.
-  io::detail::write_file_atomically(file, {contents}, fmt::format("{}: '{}'", op, file.string()));
+  core::detail::write_file_atomically(file, {contents}, fmt::format("{}: '{}'", op, file.string()));
 }
 
 }  // namespace qkv::viz::detail

@@ -89,7 +89,7 @@ TEST_CASE("io/safetensors: saving never writes through an existing file or symli
 
 TEST_CASE("io/safetensors: a folder that may be written but not read: the save succeeds") {
   // Syncing the folder needs it open for reading; without that the save is
-  // still whole and in place, so it is no error (atomic_file.cpp).
+  // still whole and in place, so it is no error (src/core/atomic_file.cpp).
   test::TempDir dir("atomic_save_write_only");
   auto path = dir / "w.safetensors";
   io::save_safetensors(path, filled(1.0f));

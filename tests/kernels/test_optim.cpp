@@ -1,7 +1,7 @@
 // The optimizer kernels (src/kernels/optim.cpp) against their scalar twins:
-// adam and sgd bit for bit (both twins fuse the same multiply-adds), and
-// sum_squares to double's rounding (it adds in another order); plus values
-// worked out by hand.
+// adam and sgd bit for bit (both twins fuse the same multiply-adds), scale
+// bit for bit (one multiply each), and sum_squares to double's rounding (it
+// adds in another order); plus values worked out by hand.
 //
 // Lengths 1, 3, 17 and 129 are never a multiple of the SIMD width, so both the
 // vector body and the scalar tail of every kernel run.
@@ -120,5 +120,25 @@ TEST_CASE("kernels/sum_squares") {
     x[0] = 3, x[17] = 4, x[36] = 12;
     CHECK(sum_squares(37, x.data()) == 169.0);
     CHECK(sum_squares_reference(37, x.data()) == 169.0);
+  }
+}
+
+TEST_CASE("kernels/scale") {
+  // 200,003 floats: more than two of the kernel's pieces, so the threads share it.
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{17}, int64_t{129}, int64_t{200003}}) {
+    SUBCASE(fmt::format("n = {}", n).c_str()) {
+      std::vector<float> x = random_vector(static_cast<size_t>(n), 71, -3.0f, 3.0f), x_ref = x;
+      scale(n, 0.37f, x.data());
+      scale_reference(n, 0.37f, x_ref.data());
+      CHECK(x == x_ref);  // bit for bit
+    }
+  }
+  SUBCASE("by hand") {  // powers of two scale exactly: 0.25·(4, -8, 3) = (1, -2, 0.75)
+    std::vector<float> x(19, 3.0f);
+    x[0] = 4, x[18] = -8;
+    scale(19, 0.25f, x.data());
+    CHECK(x[0] == 1.0f);
+    CHECK(x[18] == -2.0f);
+    for (size_t i = 1; i < 18; ++i) CHECK(x[i] == 0.75f);
   }
 }

@@ -5,9 +5,11 @@ that need it.
   sequence_mask clones before its in-place write, since here X may require
   grad (the book calls it on plain scores).
 - d2l's attention and Transformer classes as the edition with explicit sizes
-  has them (d2l 0.17: MultiHeadAttention(key_size, query_size, value_size,
-  num_hiddens, num_heads, dropout, bias), EncoderBlock, TransformerEncoder,
-  DecoderBlock, TransformerDecoder), unchanged, names included: the blocks
+  has them (d2l 0.17: AdditiveAttention(key_size, query_size, num_hiddens,
+  dropout), DotProductAttention(dropout), MultiHeadAttention(key_size,
+  query_size, value_size, num_hiddens, num_heads, dropout, bias),
+  EncoderBlock, TransformerEncoder, DecoderBlock, TransformerDecoder),
+  unchanged, names included: the blocks
   are nn.Sequential children "block0", "block1", …, so their state dicts are
   d2l's as a d2l user saves them (nn::from_d2l_names maps them onto qkv's).
   One change: PositionalEncoding computes P in the default dtype (float64
@@ -42,6 +44,25 @@ def masked_softmax(X, valid_lens):
 
 
 # --- d2l's classes (the edition with explicit sizes) -------------------------
+
+class AdditiveAttention(nn.Module):
+    """Additive attention."""
+
+    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):
+        super(AdditiveAttention, self).__init__(**kwargs)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens):
+        queries, keys = self.W_q(queries), self.W_k(keys)
+        features = queries.unsqueeze(2) + keys.unsqueeze(1)
+        features = torch.tanh(features)
+        scores = self.w_v(features).squeeze(-1)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
 
 class DotProductAttention(nn.Module):
     """Scaled dot product attention."""

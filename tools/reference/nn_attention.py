@@ -1,86 +1,23 @@
 """Reference values for the attention layers (tests/nn/test_attention.cpp).
 
-The classes below are d2l's (d2l.ai, "Attention Mechanisms and Transformers",
-PyTorch edition) with d2l's attribute names, so the parameter names written
-here (p.W_q.weight, …) load into qkv's layers. The one change: d2l's
-nn.LazyLinear becomes nn.Linear with its input size given, as qkv has no lazy
-layers. Dropout is 0 (the C++ side runs in eval mode). The test builds each
-layer from its case: sizes from the shapes of its p.* parameters, and a
-multi-head case's num_heads, written into it as an int.
+The layers are d2l's own classes from d2l.py (d2l.ai, "Attention Mechanisms
+and Transformers", PyTorch edition, the edition with explicit sizes), with
+d2l's attribute names, so the parameter names written here (p.W_q.weight, …)
+load into qkv's layers. Dropout is 0 (the C++ side runs in eval mode). The
+test builds each layer from its case: sizes from the shapes of its p.*
+parameters, and a multi-head case's num_heads, written into it as an int.
 """
-import math
-
 import torch
-from torch import nn
 
 from reference import d2l
-from reference.d2l import masked_softmax
+from reference.d2l import AdditiveAttention, DotProductAttention, transpose_output, transpose_qkv
 
 
-class AdditiveAttention(nn.Module):
-    """d2l's additive attention (d2l 11.3.3)."""
-
-    def __init__(self, key_size, query_size, num_hiddens, dropout):
-        super().__init__()
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
-        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
-        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, queries, keys, values, valid_lens):
-        queries, keys = self.W_q(queries), self.W_k(keys)
-        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
-        scores = self.w_v(features).squeeze(-1)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-class DotProductAttention(nn.Module):
-    """d2l's scaled dot-product attention (d2l 11.3.2)."""
-
-    def __init__(self, dropout):
-        super().__init__()
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, queries, keys, values, valid_lens=None):
-        d = queries.shape[-1]
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-def transpose_qkv(X, num_heads):
-    X = X.reshape(X.shape[0], X.shape[1], num_heads, -1)
-    X = X.permute(0, 2, 1, 3)
-    return X.reshape(-1, X.shape[2], X.shape[3])
-
-
-def transpose_output(X, num_heads):
-    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])
-    X = X.permute(0, 2, 1, 3)
-    return X.reshape(X.shape[0], X.shape[1], -1)
-
-
-class MultiHeadAttention(nn.Module):
-    """d2l's multi-head attention (d2l 11.5)."""
-
-    def __init__(self, num_hiddens, num_heads, dropout, bias=False):
-        super().__init__()
-        self.num_heads = num_heads
-        self.attention = DotProductAttention(dropout)
-        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=bias)
-        self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=bias)
-        self.W_v = nn.Linear(num_hiddens, num_hiddens, bias=bias)
-        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
-
-    def forward(self, queries, keys, values, valid_lens):
-        queries = transpose_qkv(self.W_q(queries), self.num_heads)
-        keys = transpose_qkv(self.W_k(keys), self.num_heads)
-        values = transpose_qkv(self.W_v(values), self.num_heads)
-        if valid_lens is not None:
-            valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)
-        output = self.attention(queries, keys, values, valid_lens)
-        return self.W_o(transpose_output(output, self.num_heads))
+def MultiHeadAttention(num_hiddens, num_heads, dropout, bias=False):
+    """d2l's multi-head attention as d2l 11.5 builds it, every projection
+    num_hiddens -> num_hiddens (its LazyLinear layers meet inputs of that
+    size): d2l.py's class with key, query and value sizes all num_hiddens."""
+    return d2l.MultiHeadAttention(num_hiddens, num_hiddens, num_hiddens, num_hiddens, num_heads, dropout, bias)
 
 
 def with_weights(m, out, weights):

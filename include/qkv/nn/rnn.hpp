@@ -64,10 +64,17 @@ class RNNBase : public Module {
   RNNBase(const char* name, int64_t gates, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
           bool batch_first, float dropout, Generator& gen);
 
+  // What run() gives every kind of layer; each forward returns its part.
+  struct Output {
+    Tensor output;  // (T, B, H): the last layer at every step
+    Tensor h_n;     // (L, B, H): every layer at the last step
+    Tensor c_n;     // (L, B, H): the LSTM's memory cells at the last step; undefined for RNN and GRU
+  };
+
   // Check x, h0 and c0 (undefined: zeros; c0 only for the LSTM), run every
   // layer over every step with `cell`, and shape the result as PyTorch does
   // (c_n is defined only when has_cell_state, i.e. for the LSTM).
-  LSTMOutput run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state, Cell cell) const;
+  Output run(const Tensor& x, const Tensor& h0, const Tensor& c0, bool has_cell_state, Cell cell) const;
 
  private:
   const char* name_;  // "GRU": for error messages

@@ -1,6 +1,6 @@
 // Writing a file so that it is never seen half-written: a fresh temporary
 // beside it, synced, then renamed over it (atomic_file.hpp).
-#include "io/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 #include <qkv/core/error.hpp>
 
@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace qkv::io::detail {
+namespace qkv::core::detail {
 
 namespace {
 
@@ -111,4 +111,4 @@ void write_file_atomically(const std::filesystem::path& path, const std::vector<
          std::strerror(errno));
 }
 
-}  // namespace qkv::io::detail
+}  // namespace qkv::core::detail

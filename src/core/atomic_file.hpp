@@ -3,7 +3,8 @@
 // target. rename() replaces a file in one step, so a reader (or another
 // process saving to the same path) sees the old file or the new one, never a
 // part; a failure before the rename removes the temporary and leaves the old
-// file as it was. Used by the safetensors writer and by viz's picture files.
+// file as it was. Core's, so that both writers above it share it: io's
+// safetensors files and viz's pictures.
 //
 // The temporary is "<path>.<pid>-<k>.tmp" for the first k = 0, 1, 2, … whose
 // name is free, created with O_CREAT | O_EXCL: an existing file or symlink
@@ -17,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace qkv::io::detail {
+namespace qkv::core::detail {
 
 // Write `parts`, one after another, as the new file at `path`. Throws
 // qkv::Error, starting with `where`, naming the file and the system's reason
@@ -26,4 +27,4 @@ namespace qkv::io::detail {
 void write_file_atomically(const std::filesystem::path& path, const std::vector<std::string_view>& parts,
                            const std::string& where);
 
-}  // namespace qkv::io::detail
+}  // namespace qkv::core::detail
