@@ -33,7 +33,7 @@ class MaskedSoftmaxCELoss(nn.CrossEntropyLoss):
         return weighted_loss
 
 
-# --- d2l: the models (AdditiveAttention is nn_attention.py's) -------------------------
+# --- d2l: the models (AdditiveAttention is d2l.py's, through nn_attention.py) -------------------------
 class Seq2SeqEncoder(nn.Module):
     def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0, **kwargs):
         super(Seq2SeqEncoder, self).__init__(**kwargs)
