@@ -237,8 +237,8 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   auto grad_of = [&](const Edge& e) -> Tensor& {
     return grads[graph.slot.at(e.node ? static_cast<const void*>(e.node.get()) : e.leaf.get())];
   };
-  for (auto it = graph.post_order.rbegin(); it != graph.post_order.rend(); ++it) {
-    auto [node_ptr, k] = *it;
+  for (size_t n = graph.post_order.size(); n-- > 0;) {  // the post-order backwards: the loss first
+    auto [node_ptr, k] = graph.post_order[n];
     if (!grads[k].defined()) continue;  // nothing flowed here
     // NOTE: moved out, so that once the node's backward function has it,
     // backward() holds no reference: the function may write over it, and it

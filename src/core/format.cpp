@@ -107,7 +107,7 @@ std::string layout(const Shape& shape, const std::vector<std::string>& elements,
   return items.at(0).str();
 }
 
-std::string with_suffix(std::string body, const Shape& shape, const std::string& suffix) {
+std::string with_suffix(const std::string& body, const Shape& shape, const std::string& suffix) {
   std::string s = "tensor(" + body;
   if (shape.numel() == 0 && shape.ndim() != 1) s += ", size=" + shape.str();
   return s + suffix + ")";
@@ -143,6 +143,7 @@ std::string to_string(const Tensor& x) {
   for (int64_t i : idx) width = std::max<int64_t>(width, static_cast<int64_t>(plain(v[i]).size()));
   if (shape.ndim() == 0) return with_suffix(plain(v[0]), shape, suffix);
   std::vector<std::string> elements;
+  elements.reserve(idx.size());
   for (int64_t i : idx) elements.push_back(fmt::format("{:>{}}", plain(v[i]), width));
   return with_suffix(layout(shape, elements, width, summarise), shape, suffix);
 }
@@ -157,6 +158,7 @@ std::string to_string(const IntTensor& x) {
   int64_t width = 0;
   for (int64_t i : idx) width = std::max<int64_t>(width, static_cast<int64_t>(std::to_string(x.data()[i]).size()));
   std::vector<std::string> elements;
+  elements.reserve(idx.size());
   for (int64_t i : idx) elements.push_back(fmt::format("{:>{}}", x.data()[i], width));
   return with_suffix(layout(shape, elements, width, summarise), shape, "");
 }

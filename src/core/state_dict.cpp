@@ -28,7 +28,7 @@ IncompatibleKeys validate_state_dict(const StateDict& state, const StateSpec& sp
                                     key.note.empty() ? "" : " (" + key.note + ")"));
   }
   for (const auto& [name, t] : state)
-    if (known.count(name) == 0) keys.unexpected_keys.push_back(name);
+    if (!known.contains(name)) keys.unexpected_keys.push_back(name);
 
   if (!misshaped.empty()) fail("{}: {}", where, fmt::join(misshaped, "; "));
   if (strict && !keys.empty())

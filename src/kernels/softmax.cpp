@@ -80,7 +80,7 @@ float row_max(int64_t n, const float* x) {
   alignas(64) float lanes[W];
   m.store_aligned(lanes);
   float r = -kInf;
-  for (int64_t l = 0; l < W; ++l) r = std::max(r, lanes[l]);
+  for (float lane : lanes) r = std::max(r, lane);
   for (; k < n; ++k) r = std::max(r, x[k]);
   return r;
 }

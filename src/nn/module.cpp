@@ -46,8 +46,8 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
 // `shape` is null for a parameter registered absent, which may take any shape.
 Tensor Module::checked(const std::string& full_name, const Tensor& member, const Shape* shape) const {
   if (!member.defined())
-    fail("{}: parameter '{}' holds an undefined tensor; assign it a tensor of shape {}", type_name(), full_name,
-         *shape);
+    fail("{}: parameter '{}' holds an undefined tensor; assign it a tensor{}", type_name(), full_name,
+         shape ? fmt::format(" of shape {}", *shape) : std::string());
   if (shape && member.shape() != *shape)
     fail("{}: parameter '{}' was registered with shape {} but holds a tensor of shape {}", type_name(), full_name,
          *shape, member.shape());
@@ -106,9 +106,10 @@ std::vector<std::pair<std::string, Tensor>> Module::all_named_parameters() const
 // to count, to clear and to update.
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (auto& [name, p] : all_named_parameters()) {
+  for (auto& named : all_named_parameters()) {
+    const Tensor& p = named.second;
     bool seen = std::any_of(out.begin(), out.end(), [&](const auto& kept) { return kept.second.same(p); });
-    if (!seen) out.emplace_back(name, p);
+    if (!seen) out.push_back(std::move(named));
   }
   return out;
 }

@@ -146,13 +146,13 @@ std::map<std::string, float> Optimizer::checked_hyperparameters(const StateDict&
     }
     std::vector<std::string> present, absent;
     for (const std::string& buffer : buffers)
-      (state.count(fmt::format("state.{}.{}", i, buffer)) != 0 ? present : absent).push_back(buffer);
+      (state.contains(fmt::format("state.{}.{}", i, buffer)) ? present : absent).push_back(buffer);
     // A parameter's first update makes its buffers, so a step count ≥ 1
     // without them is a damaged state: loading it would restart the moments
     // (or momentum) from zero and change every later step, silently.
     // NOTE: SGD without momentum keeps no buffer (momentum_buffer is made
     // only when momentum ≠ 0, as PyTorch's is None).
-    const bool keeps_buffers = !buffers.empty() && !(h.count("momentum") != 0 && h.at("momentum") == 0);
+    const bool keeps_buffers = !buffers.empty() && !(h.contains("momentum") && h.at("momentum") == 0);
     if (present.empty() && step != state.end() && step->second.data()[0] >= 1 && keeps_buffers)
       fail(
           "{}: parameter {} (shape {}) has '{}' = {} but no {}: its state is missing (a state dict of an "

@@ -23,7 +23,9 @@
 
 #include "viz/common.hpp"
 
-extern char** environ;  // POSIX: the environment the dot process inherits
+// The environment the dot process inherits. POSIX has the program declare it
+// (glibc also does, under _GNU_SOURCE; other C libraries do not).
+extern char** environ;  // NOLINT(readability-redundant-declaration)
 
 namespace qkv::viz {
 

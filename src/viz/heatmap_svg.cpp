@@ -109,7 +109,7 @@ std::string matrix_markup(const detail::Matrix& shown, const Labels& l, const de
 std::vector<std::string> notes(const detail::Scale& scale, const HeatmapOptions& opt, const std::string& pooling) {
   std::vector<std::string> out;
   if (scale.constant) out.push_back(detail::constant_note(scale.lo));
-  if (scale.empty) out.push_back("no colour scale: every entry is masked, NaN or Inf");
+  if (scale.empty) out.emplace_back("no colour scale: every entry is masked, NaN or Inf");
   if (!pooling.empty()) out.push_back(pooling);
   if (scale.masked > 0) out.push_back(detail::masked_note(scale.masked, opt.masked_below) + ", drawn grey");
   if (scale.nonfinite > 0) out.push_back(detail::nonfinite_note(scale.nonfinite) + ", drawn crossed");

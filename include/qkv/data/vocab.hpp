@@ -42,7 +42,7 @@ class Vocab {
 
   int64_t size() const { return static_cast<int64_t>(idx_to_token_.size()); }  // d2l's len(vocab)
   int64_t unk() const { return 0; }                                            // the id of <unk>
-  bool contains(const std::string& token) const { return token_to_idx_.count(token) != 0; }
+  bool contains(const std::string& token) const { return token_to_idx_.contains(token); }
 
   // token -> id (unknown tokens -> unk()), one or many: d2l's vocab[tokens].
   int64_t operator[](const std::string& token) const;
