@@ -15,6 +15,15 @@
 
 namespace qkv::kernels {
 
+// ---- strided_copy ------------------------------------------------------------------
+// The walk (walk.hpp) first drops size-1 dims and merges the dims src also
+// holds one after the other. Then each row of the last dim is
+//   - one contiguous run of src (stride 1: permute(0, 2, 1, 3), which leaves
+//     the last dim in place): a memcpy;
+//   - or, when the last two dims are src's last two swapped (transpose(-2, -1)),
+//     a column of a matrix: each such matrix is copied by transpose_matrix;
+//   - or else gathered element by element (stride 0 included: expand).
+
 namespace {
 
 // dst[r·cols + c] = src[c·ld + r] for r < rows, c < cols: a (cols, rows)
@@ -22,7 +31,8 @@ namespace {
 // square tiles, so that both the rows read and the rows written stay in
 // cache while a tile is copied; element by element, src would be read a
 // whole column apart at every step.
-void transpose_matrix(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
+template <class T>
+void transpose_matrix(const T* src, int64_t rows, int64_t cols, int64_t ld, T* dst) {
   constexpr int64_t kTile = 32;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
     const int64_t r1 = std::min(rows, r0 + kTile);
@@ -34,38 +44,8 @@ void transpose_matrix(const float* src, int64_t rows, int64_t cols, int64_t ld, 
   }
 }
 
-// Whether pos is p, p+1, p+2, …: then what gather takes from each outer row
-// of src is one contiguous run.
-bool is_run(int64_t m, const int64_t* pos) {
-  for (int64_t j = 1; j < m; ++j)
-    if (pos[j] != pos[0] + j) return false;
-  return true;
-}
-
 template <class T>
-void gather_impl(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const T* src, T* dst) {
-  if (outer * m * inner == 0) return;
-  if (is_run(m, pos)) {  // narrow, split, a slice of step 1: one memcpy per outer row
-    const size_t bytes = static_cast<size_t>(m * inner) * sizeof(T);
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * m * inner, src + (o * n + pos[0]) * inner, bytes);
-    return;
-  }
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < m; ++j) std::copy_n(src + (o * n + pos[j]) * inner, inner, dst + (o * m + j) * inner);
-}
-
-}  // namespace
-
-// ---- strided_copy ------------------------------------------------------------------
-// The walk (walk.hpp) first drops size-1 dims and merges the dims src also
-// holds one after the other. Then each row of the last dim is
-//   - one contiguous run of src (stride 1: permute(0, 2, 1, 3), which leaves
-//     the last dim in place): a memcpy;
-//   - or, when the last two dims are src's last two swapped (transpose(-2, -1)),
-//     a column of a matrix: each such matrix is copied by transpose_matrix;
-//   - or else gathered element by element (stride 0 included: expand).
-
-void strided_copy(std::span<const int64_t> sizes, std::span<const int64_t> strides, const float* src, float* dst) {
+void strided_copy_impl(std::span<const int64_t> sizes, std::span<const int64_t> strides, const T* src, T* dst) {
   const StridedWalk<1> walk(sizes, {strides});
   const auto& dims = walk.dims();
   const size_t nd = dims.size();
@@ -80,10 +60,19 @@ void strided_copy(std::span<const int64_t> sizes, std::span<const int64_t> strid
   const int64_t len = walk.row_length(), step = walk.row_step(0);
   walk.for_each_row([&](int64_t first, const StridedWalk<1>::Offsets& at) {
     if (step == 1)
-      std::memcpy(dst + first, src + at[0], static_cast<size_t>(len) * sizeof(float));
+      std::memcpy(dst + first, src + at[0], static_cast<size_t>(len) * sizeof(T));
     else
       for (int64_t j = 0; j < len; ++j) dst[first + j] = src[at[0] + j * step];
   });
+}
+
+}  // namespace
+
+void strided_copy(std::span<const int64_t> sizes, std::span<const int64_t> strides, const float* src, float* dst) {
+  strided_copy_impl(sizes, strides, src, dst);
+}
+void strided_copy(std::span<const int64_t> sizes, std::span<const int64_t> strides, const int64_t* src, int64_t* dst) {
+  strided_copy_impl(sizes, strides, src, dst);
 }
 
 // One element at a time: its flat index in dst, split into (i₀, i₁, …) from the last dim up.
@@ -118,8 +107,27 @@ void copy_rows_reference(int64_t rows, int64_t cols, const float* src, int64_t s
 // A run of positions is one memcpy per outer row; other positions copy
 // `inner` values each.
 
+namespace {
+
+// Whether pos is p, p+1, p+2, …: then what gather takes from each outer row
+// of src is one contiguous run.
+bool is_run(int64_t m, const int64_t* pos) {
+  for (int64_t j = 1; j < m; ++j)
+    if (pos[j] != pos[0] + j) return false;
+  return true;
+}
+
+}  // namespace
+
 void gather(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src, float* dst) {
-  gather_impl(outer, n, inner, m, pos, src, dst);
+  if (outer * m * inner == 0) return;
+  if (is_run(m, pos)) {  // narrow, split, a slice of step 1: one memcpy per outer row
+    const size_t bytes = static_cast<size_t>(m * inner) * sizeof(float);
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * m * inner, src + (o * n + pos[0]) * inner, bytes);
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < m; ++j) std::copy_n(src + (o * n + pos[j]) * inner, inner, dst + (o * m + j) * inner);
 }
 
 void gather_reference(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src,
@@ -134,8 +142,7 @@ void gather_reference(int64_t outer, int64_t n, int64_t inner, int64_t m, const 
 // values each. Adding 1·x with axpy's fused multiply-add rounds once, as +=
 // does, so both kernels give the same bits.
 
-void scatter_add(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src,
-                 float* dst) {
+void scatter_add(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src, float* dst) {
   if (outer * m * inner == 0) return;
   if (is_run(m, pos)) {
     for (int64_t o = 0; o < outer; ++o) axpy(m * inner, 1.0f, src + o * m * inner, dst + (o * n + pos[0]) * inner);

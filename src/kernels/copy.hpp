@@ -2,7 +2,8 @@
 // new ones. Each has a `_reference` twin, the plain loop of its definition,
 // that tests/kernels/test_copy.cpp holds it equal to.
 //
-//   strided_copy   permute, transpose, expand: dst[i…] = src[Σ iₖ·strides[k]]
+//   strided_copy   permute, transpose, expand, repeat_interleave:
+//                  dst[i…] = src[Σ iₖ·strides[k]]
 //   copy_rows      cat: a block of rows from one array into another
 //   gather         narrow, slice, split, index_select, embedding:
 //                  dst[o, j, i] = src[o, pos[j], i]
@@ -19,8 +20,10 @@ namespace qkv::kernels {
 
 // dst[i₀, i₁, …] = src[Σₖ iₖ·strides[k]] for every index of `sizes`, dst
 // row-major. A stride of 0 repeats one value along its dim (expand); strides
-// in another order than src's own permute it.
+// in another order than src's own permute it. Integers too (IntTensor's
+// repeat_interleave), by the same code.
 void strided_copy(std::span<const int64_t> sizes, std::span<const int64_t> strides, const float* src, float* dst);
+void strided_copy(std::span<const int64_t> sizes, std::span<const int64_t> strides, const int64_t* src, int64_t* dst);
 void strided_copy_reference(std::span<const int64_t> sizes, std::span<const int64_t> strides, const float* src,
                             float* dst);
 
@@ -38,8 +41,7 @@ void gather_reference(int64_t outer, int64_t n, int64_t inner, int64_t m, const 
 
 // dst[o, pos[j], i] += src[o, j, i]: gather's transpose, for its gradient.
 // A position listed twice gets both, added in the order of j.
-void scatter_add(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src,
-                 float* dst);
+void scatter_add(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src, float* dst);
 void scatter_add_reference(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src,
                            float* dst);
 

@@ -1,13 +1,14 @@
 // Shape ops: reshape/view, transpose/permute, squeeze/unsqueeze,
-// expand/repeat, cat/stack, split/chunk, narrow/slice, index_select and
-// embedding.
+// expand/repeat, repeat_interleave, cat/stack, split/chunk, narrow/slice,
+// index_select and embedding.
 //
 // They all come down to three kinds of move, each written once (the copies
 // are kernels, kernels/copy.hpp):
 //   - a view: the same storage with a new shape (reshape, view, flatten,
 //     squeeze, unsqueeze); its gradient is dout reshaped back;
 //   - a strided copy: out[i₀, i₁, …] = x[Σ iₖ·strideₖ] (permute, transpose,
-//     expand); its gradient is the inverse permutation, or a sum;
+//     expand, repeat_interleave); its gradient is the inverse permutation,
+//     or a sum over the copies;
 //   - a take along one dim: out[o, j, i] = x[o, pos[j], i] (narrow, slice,
 //     split, chunk, index_select); its gradient adds dout back at the same
 //     positions, in place into the input's gradient (one buffer however many
@@ -22,9 +23,11 @@
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/ops/broadcast.hpp>
+#include <qkv/ops/reduction.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
 #include <algorithm>
+#include <array>
 #include <span>
 
 #include "kernels/copy.hpp"
@@ -258,6 +261,66 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
   return reshape(expand(reshape(x, Shape(interleaved)), Shape(tiled)), Shape(out_dims));
 }
 
+// ---- repeat_interleave ----------------------------------------------------------------
+
+namespace {
+
+// repeat_interleave as a strided copy: x seen as (outer, n, 1, inner) around
+// dim is read r times along the size-1 dim (stride 0) into (outer, n, r,
+// inner), which is the output (…, n·r, …) seen in 4 dims:
+//   out[o, j·r + t, i] = x[o, j, i]      for t < r
+struct Interleave {
+  Shape out;                                // (…, n·r, …)
+  std::array<int64_t, 4> sizes, x_strides;  // (outer, n, r, inner); x's (n·inner, inner, 0, 1)
+};
+
+template <class T>
+Interleave interleave(const T& x, int64_t repeats, int64_t dim) {
+  if (repeats < 0) fail("repeat_interleave: repeats must be at least 0, got {}", repeats);
+  if (x.dim() == 0)
+    fail("repeat_interleave: dim {} given for a 0-d tensor, which has none (without a dim, x is flattened first)", dim);
+  const int64_t d = normalize_dim(dim, x.dim(), "repeat_interleave");
+  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  Shape out = x.shape();
+  out[d] = checked_mul(n, repeats, "repeat_interleave");
+  return {out, {outer, n, repeats, inner}, {n * inner, inner, 0, 1}};
+}
+
+}  // namespace
+
+// y[…, j·r + t, …] = x[…, j, …] for t < r     dx[…, j, …] = Σₜ dout[…, j·r + t, …]
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim) {
+  detail::check_input(x, "repeat_interleave", "x");
+  const Interleave plan = interleave(x, repeats, dim);
+  Tensor out = Tensor::empty(plan.out);
+  kernels::strided_copy(plan.sizes, plan.x_strides, x.data(), out.data());
+  record(out, "RepeatInterleaveBackward", {x},
+         [x_shape = x.shape(), grid = Shape(plan.sizes.data(), plan.sizes.data() + plan.sizes.size())](
+             const Tensor& dout) -> std::vector<Tensor> {
+           return {reshape(sum(reshape(dout, grid), 2), x_shape)};  // (outer, n, r, inner) -> (outer, n, inner)
+         });
+  return out;
+}
+
+// Without a dim, x is flattened first (as in PyTorch): the result is 1-d.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats) {
+  detail::check_input(x, "repeat_interleave", "x");
+  return repeat_interleave(flatten(x), repeats, 0);
+}
+
+IntTensor repeat_interleave(const IntTensor& x, int64_t repeats, int64_t dim) {
+  detail::check_input(x, "repeat_interleave", "x");
+  const Interleave plan = interleave(x, repeats, dim);
+  IntTensor out = IntTensor::empty(plan.out);
+  kernels::strided_copy(plan.sizes, plan.x_strides, x.data(), out.data());
+  return out;
+}
+
+IntTensor repeat_interleave(const IntTensor& x, int64_t repeats) {
+  detail::check_input(x, "repeat_interleave", "x");
+  return repeat_interleave(x.reshape(Shape{x.numel()}), repeats, 0);
+}
+
 // ---- cat and stack ----------------------------------------------------------------
 
 // y = [x₀ | x₁ | …] along dim: in the (outer, n, inner) view each xᵢ fills
@@ -430,6 +493,14 @@ Tensor Tensor::squeeze(int64_t dim) const { return qkv::squeeze(*this, dim); }
 Tensor Tensor::unsqueeze(int64_t dim) const { return qkv::unsqueeze(*this, dim); }
 Tensor Tensor::expand(Shape shape) const { return qkv::expand(*this, std::move(shape)); }
 Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const { return qkv::repeat(*this, repeats); }
+Tensor Tensor::repeat_interleave(int64_t repeats) const { return qkv::repeat_interleave(*this, repeats); }
+Tensor Tensor::repeat_interleave(int64_t repeats, int64_t dim) const {
+  return qkv::repeat_interleave(*this, repeats, dim);
+}
+IntTensor IntTensor::repeat_interleave(int64_t repeats) const { return qkv::repeat_interleave(*this, repeats); }
+IntTensor IntTensor::repeat_interleave(int64_t repeats, int64_t dim) const {
+  return qkv::repeat_interleave(*this, repeats, dim);
+}
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const { return qkv::split(*this, split_size, dim); }
 std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim) const {
   return qkv::split(*this, sizes, dim);

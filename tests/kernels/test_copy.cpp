@@ -143,6 +143,23 @@ TEST_CASE("kernels/strided_copy equals its reference") {
   }
 }
 
+TEST_CASE("kernels/strided_copy of integers moves what the float one moves") {
+  // repeat_interleave's (outer, n, r, inner) read of (outer, n, inner), and a transpose:
+  // each element's own index as its value, so the copies must agree number for number.
+  struct Case {
+    std::vector<int64_t> sizes, strides;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 3, 4, 5}, {15, 5, 0, 1}}, {{3, 7, 1}, {7, 1, 0}}, {{5, 37}, {1, 5}}}) {
+    const int64_t n = product(c.sizes);
+    std::vector<int64_t> src(200), got(static_cast<size_t>(n), -1);
+    std::iota(src.begin(), src.end(), 0);
+    std::vector<float> src_f(src.begin(), src.end()), want(static_cast<size_t>(n), kNaN);
+    strided_copy(c.sizes, c.strides, src.data(), got.data());
+    strided_copy_reference(c.sizes, c.strides, src_f.data(), want.data());
+    CHECK(std::vector<float>(got.begin(), got.end()) == want);
+  }
+}
+
 TEST_CASE("kernels/copy_rows equals its reference") {
   // A (5, 7) block into a (5, 19) array at column 3, from a (5, 11) one at column 2.
   std::vector<float> src = random_vector(55, 3), got(95, 0.5f), want(95, 0.5f);
@@ -169,7 +186,8 @@ TEST_CASE("kernels/gather and scatter_add equal their references") {
     CAPTURE(c.n);
     CAPTURE(c.inner);
     const int64_t m = static_cast<int64_t>(c.pos.size());
-    const size_t taken = static_cast<size_t>(c.outer * m * c.inner), whole = static_cast<size_t>(c.outer * c.n * c.inner);
+    const size_t taken = static_cast<size_t>(c.outer * m * c.inner),
+                 whole = static_cast<size_t>(c.outer * c.n * c.inner);
     std::vector<float> x = random_vector(whole, 5), got(taken, kNaN), want(taken, kNaN);
     gather(c.outer, c.n, c.inner, m, c.pos.data(), x.data(), got.data());
     gather_reference(c.outer, c.n, c.inner, m, c.pos.data(), x.data(), want.data());
