@@ -1,10 +1,24 @@
 // Elementwise ops: arithmetic with broadcasting, the unary maps, masked_fill.
 //
 // Each op computes its output with one of the map kernels (kernels/elementwise)
-// and records its backward right beneath it. The backwards are built from the
-// ops themselves (they run under NoGradGuard, so they record nothing): the
-// gradient of y = f(x) is dout · f'(x), and a broadcast input gets that summed
-// back to its own shape with sum_to.
+// and records its backward right beneath it: the gradient of y = f(x) is
+// dout · f'(x), and a broadcast input gets it summed back to its own shape
+// with sum_to.
+//
+// How a built-in backward is written, here and in every op file:
+//   - dx = dout ∘ g, for an op of one input with dx of dout's shape (the
+//     unary maps, ∘ a scalar, masked_fill, dropout): dx is written over dout
+//     in place (grad_binary and grad_neg below, which call the map kernel;
+//     dropout's mask product; masked_fill's fill). The backward owns dout
+//     (autograd.hpp), so when nothing else sees it, it allocates nothing.
+//     g, when it is not a saved tensor, is made with op calls (1 - y², p·aᵖ⁻¹).
+//   - a fused op (softmax, layer_norm, cross_entropy, the GRU cell, matmul,
+//     linear) or a copy (the shape ops' takes, im2col1d): its backward is
+//     the kernel or loop that mirrors its forward's (scatter_add for gather).
+//   - everything else is op calls, which record nothing (backward runs under
+//     NoGradGuard): two inputs that both read dout (mul, div, pow, where), an
+//     input broadcast to the output (sum_to), a gradient of another shape
+//     (sum, max, expand, repeat_interleave).
 //
 // Broadcasting is done here, not in the kernels: binary_op walks the output
 // row by row and tells the kernel, per input, whether it walks along the row
@@ -13,6 +27,7 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
+#include <qkv/ops/compare.hpp>
 #include <qkv/ops/elementwise.hpp>
 
 #include <vector>
@@ -173,16 +188,8 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   Tensor out = binary_op(kernels::Binary::Pow, a, b, "pow");
   record(out, "PowBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
-    if (a.requires_grad()) {
-      IntTensor b_is_zero = IntTensor::empty(b.shape());
-      for (int64_t i = 0; i < b.numel(); ++i) b_is_zero.data()[i] = b.data()[i] == 0.0f;
-      da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), b_is_zero, 0.0f), a.shape());
-    }
-    if (b.requires_grad()) {
-      IntTensor a_is_zero = IntTensor::empty(a.shape());
-      for (int64_t i = 0; i < a.numel(); ++i) a_is_zero.data()[i] = a.data()[i] == 0.0f;
-      db = sum_to(dout * y * masked_fill(log(a), a_is_zero, 0.0f), b.shape());
-    }
+    if (a.requires_grad()) da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), eq(b, 0.0f), 0.0f), a.shape());
+    if (b.requires_grad()) db = sum_to(dout * y * masked_fill(log(a), eq(a, 0.0f), 0.0f), b.shape());
     return {da, db};
   });
   return out;
