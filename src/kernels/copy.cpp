@@ -138,9 +138,12 @@ void gather_reference(int64_t outer, int64_t n, int64_t inner, int64_t m, const 
 }
 
 // ---- scatter_add ------------------------------------------------------------------------
-// A run of positions is one axpy per outer row; other positions add `inner`
-// values each. Adding 1·x with axpy's fused multiply-add rounds once, as +=
-// does, so both kernels give the same bits.
+// A run of positions is one axpy per outer row (long enough to share among
+// the threads); other positions add their `inner` values in a plain loop,
+// which the compiler vectorises: an embedding's rows are short, and a call
+// of axpy per row would cost more than the row. Adding 1·x with axpy's
+// fused multiply-add rounds once, as += does, so both ways give the same
+// bits as the reference.
 
 void scatter_add(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src, float* dst) {
   if (outer * m * inner == 0) return;
@@ -149,7 +152,11 @@ void scatter_add(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64
     return;
   }
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < m; ++j) axpy(inner, 1.0f, src + (o * m + j) * inner, dst + (o * n + pos[j]) * inner);
+    for (int64_t j = 0; j < m; ++j) {
+      const float* from = src + (o * m + j) * inner;
+      float* to = dst + (o * n + pos[j]) * inner;
+      for (int64_t i = 0; i < inner; ++i) to[i] += from[i];
+    }
 }
 
 void scatter_add_reference(int64_t outer, int64_t n, int64_t inner, int64_t m, const int64_t* pos, const float* src,
