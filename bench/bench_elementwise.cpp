@@ -1,6 +1,7 @@
 // bench_elementwise: the SIMD map kernels against their scalar reference
-// twins, on 1M floats. Prints the median time of several runs and the
-// throughput in floats per nanosecond. Run: build/release/bench_elementwise
+// twins, and the copy kernels against theirs, on 1M floats. Prints the
+// median time of several runs and the throughput in floats per nanosecond.
+// Run: build/release/bench_elementwise
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "kernels/copy.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/parallel.hpp"
 
@@ -61,4 +63,22 @@ int main() {
            median_seconds(
                [&, op = op] { qkv::kernels::binary_reference(op, kN, a.data(), 1, b.data(), 1, out.data()); }, runs));
   }
+
+  // Copies of 1M floats: a (1024, 1024) transpose; attention's heads,
+  // (B, T, H, D) -> (B, H, T, D) = (8, 128, 4, 256); 1024 rows of 1024 taken
+  // at scattered positions (index_select) and added back (its gradient).
+  namespace k = qkv::kernels;
+  const std::vector<int64_t> t_sizes{1024, 1024}, t_strides{1, 1024};
+  const std::vector<int64_t> h_sizes{8, 4, 128, 256}, h_strides{131072, 256, 1024, 1};
+  std::vector<int64_t> pos(1024);
+  for (size_t j = 0; j < pos.size(); ++j) pos[j] = static_cast<int64_t>((j * 617) % 1024);
+  report("transpose", median_seconds([&] { k::strided_copy(t_sizes, t_strides, a.data(), out.data()); }, runs),
+         median_seconds([&] { k::strided_copy_reference(t_sizes, t_strides, a.data(), out.data()); }, runs));
+  report("heads", median_seconds([&] { k::strided_copy(h_sizes, h_strides, a.data(), out.data()); }, runs),
+         median_seconds([&] { k::strided_copy_reference(h_sizes, h_strides, a.data(), out.data()); }, runs));
+  report("gather", median_seconds([&] { k::gather(1, 1024, 1024, 1024, pos.data(), a.data(), out.data()); }, runs),
+         median_seconds([&] { k::gather_reference(1, 1024, 1024, 1024, pos.data(), a.data(), out.data()); }, runs));
+  report(
+      "scatter", median_seconds([&] { k::scatter_add(1, 1024, 1024, 1024, pos.data(), a.data(), out.data()); }, runs),
+      median_seconds([&] { k::scatter_add_reference(1, 1024, 1024, 1024, pos.data(), a.data(), out.data()); }, runs));
 }

@@ -45,22 +45,6 @@ void check_last_dim(const char* layer, const char* what, const Tensor& x, int64_
   if (x.size(-1) != expected) fail("{}: {} {}: expected last dim {} ({})", layer, what, x.shape(), expected, size_name);
 }
 
-// torch.repeat_interleave(lens, h, dim=0): every row of lens h times in a
-// row, so that row b·h + i (head i of example b, as transpose_qkv lays the
-// heads out) gets example b's lengths. (B) -> (B·h), (B, Q) -> (B·h, Q).
-IntTensor repeat_interleave(const IntTensor& lens, int64_t h) {
-  Shape shape = lens.shape();
-  const int64_t rows = shape[0], row_size = rows > 0 ? lens.numel() / rows : 0;
-  shape[0] = rows * h;
-  IntTensor out = IntTensor::empty(shape);
-  const int64_t* src = lens.data();
-  int64_t* dst = out.data();
-  for (int64_t b = 0; b < rows; ++b)
-    for (int64_t i = 0; i < h; ++i)
-      for (int64_t j = 0; j < row_size; ++j) *dst++ = src[b * row_size + j];
-  return out;
-}
-
 }  // namespace
 
 // --- additive attention ---------------------------------------------------------
@@ -159,8 +143,10 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   Tensor q = transpose_qkv((*W_q)(queries), num_heads);  // (B, Q, Dq) -> (B, Q, H) -> (B·h, Q, H/h)
   Tensor k = transpose_qkv((*W_k)(keys), num_heads);     // (B, K, Dk) -> (B, K, H) -> (B·h, K, H/h)
   Tensor v = transpose_qkv((*W_v)(values), num_heads);   // (B, K, Dv) -> (B, K, H) -> (B·h, K, H/h)
-  // Every head of example b sees b's valid lengths: (B) -> (B·h), (B, Q) -> (B·h, Q).
-  IntTensor lens = valid_lens.defined() ? repeat_interleave(valid_lens, num_heads) : IntTensor();
+  // Every head of example b sees b's valid lengths: row b·h + i (head i of
+  // example b, as transpose_qkv lays the heads out) is row b repeated.
+  // (B) -> (B·h), (B, Q) -> (B·h, Q)
+  IntTensor lens = valid_lens.defined() ? repeat_interleave(valid_lens, num_heads, 0) : IntTensor();
   Tensor out = (*attention)(q, k, v, lens);         // (B·h, Q, H/h): all heads in one bmm
   return (*W_o)(transpose_output(out, num_heads));  // (B, Q, H) -> (B, Q, H)
 }

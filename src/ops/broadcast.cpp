@@ -7,6 +7,8 @@
 #include <qkv/ops/shape_ops.hpp>
 
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "kernels/reduce.hpp"
 #include "ops/util.hpp"
@@ -27,43 +29,44 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-// x has shape S, `shape` broadcasts to S. Align `shape` to S's last dims
-// (missing leading dims count as 1), then sum every dim where `shape` has 1
-// and S does not. Each such dim is reduced as the middle axis of an
-// (outer, n, inner) view; runs of adjacent reduced dims are merged first.
+// x has shape S, `shape` broadcasts to S. The result, seen broadcast to S,
+// has stride 0 along every dim that is summed (detail::broadcast_strides),
+// so the strided walk (kernels/walk.hpp) gives the dims to sum: it drops S's
+// size-1 dims and merges neighbours that are both summed or both kept.
+//   (B, T, D) -> (D):     (B·T, D), the first summed
+//   (B, H, T) -> (H, 1):  (B, H, T), the first and last summed
+// Each summed dim is then reduced in turn, as the middle axis of an
+// (outer, n, inner) view of what is left: the first pass reads x where it
+// lies, the last writes the output.
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   detail::check_input(x, "sum_to", "x");
   const Shape& from = x.shape();
   if (from == shape) return x;
   if (broadcast_shapes(from, shape, "sum_to") != from) fail("sum_to: {} does not broadcast to {}", shape, from);
+  if (shape.numel() == from.numel()) return reshape(x, shape);  // only size-1 dims differ: (1, 3) -> (3)
 
-  std::vector<int64_t> target(static_cast<size_t>(from.ndim()), 1);  // `shape` aligned to `from`
-  for (int64_t i = 0; i < shape.ndim(); ++i) target[static_cast<size_t>(from.ndim() - shape.ndim() + i)] = shape[i];
-
-  // The runs of adjacent reduced dims, each summed in turn: the first reads
-  // x where it lies, the last writes the output.
-  std::vector<int64_t> sizes = from.dims();
-  Tensor out = Tensor::empty(shape), partial = x;  // partial: what is summed so far
-  for (int64_t d = 0; d < from.ndim(); ++d) {
-    if (target[static_cast<size_t>(d)] == sizes[static_cast<size_t>(d)]) continue;
-    int64_t end = d + 1;  // merge the run of dims [d, end) that are all reduced
-    while (end < from.ndim() && target[static_cast<size_t>(end)] != sizes[static_cast<size_t>(end)]) ++end;
-    int64_t outer = 1, n = 1, inner = 1;
-    for (int64_t k = 0; k < from.ndim(); ++k) {
-      int64_t s = sizes[static_cast<size_t>(k)];
-      (k < d ? outer : k < end ? n : inner) *= s;
+  Tensor out = Tensor::empty(shape);
+  if (x.numel() == 0) {
+    std::fill_n(out.data(), out.numel(), 0.0f);  // a sum over a size-0 dim is 0
+  } else {
+    const kernels::StridedWalk<1> walk(std::span<const int64_t>(from.begin(), from.end()),
+                                       {detail::broadcast_strides(shape, from)});
+    std::vector<int64_t> sizes;  // of the merged dims; a summed one becomes 1 once it is summed
+    std::vector<size_t> summed;  // which of them are summed
+    for (const auto& dim : walk.dims()) {
+      if (dim.stride[0] == 0) summed.push_back(sizes.size());
+      sizes.push_back(dim.size);
     }
-    bool last = true;  // no reduced dim after this run
-    for (int64_t k = end; k < from.ndim(); ++k)
-      last = last && target[static_cast<size_t>(k)] == sizes[static_cast<size_t>(k)];
-    Tensor next = last ? out : Tensor::empty(Shape{outer * inner});
-    if (n > 0)
-      kernels::reduce(kernels::Reduce::Sum, outer, n, inner, partial.data(), next.data());
-    else
-      std::fill_n(next.data(), outer * inner, 0.0f);  // a sum over a size-0 dim is 0
-    partial = next;
-    for (int64_t k = d; k < end; ++k) sizes[static_cast<size_t>(k)] = 1;
-    d = end - 1;
+    Tensor partial = x;  // x with the dims summed so far
+    for (size_t d : summed) {
+      int64_t outer = 1, inner = 1;
+      for (size_t k = 0; k < d; ++k) outer *= sizes[k];
+      for (size_t k = d + 1; k < sizes.size(); ++k) inner *= sizes[k];
+      Tensor next = d == summed.back() ? out : Tensor::empty(Shape{outer * inner});
+      kernels::reduce(kernels::Reduce::Sum, outer, sizes[d], inner, partial.data(), next.data());
+      partial = next;
+      sizes[d] = 1;
+    }
   }
   // Summing is the transpose of broadcasting: dx = dout expanded back to x's shape.
   record(out, "SumToBackward", {x}, [from](const Tensor& dout) -> std::vector<Tensor> { return {expand(dout, from)}; });

@@ -1,18 +1,18 @@
 // Comparisons (lt le gt ge eq ne) into 0/1 IntTensor masks, where, and d2l's
 // sequence_mask built from them.
 //
-// Every op here walks its broadcast output once, element by element, with
-// one offset per input (broadcast_walk). Masks are small next to the float
-// work around them (a (B·h, Q, K) attention mask), so a plain loop is enough
-// and no kernel is needed. A scalar operand is a 0-d tensor: it broadcasts
-// like any other, so each comparison has one implementation.
+// Every op here walks its broadcast output once, row by row, with one offset
+// per input (detail::broadcast_walk, the strided walk of kernels/walk.hpp).
+// Masks are small next to the float work around them (a (B·h, Q, K)
+// attention mask), so a plain loop along each row is enough and no kernel is
+// needed. A scalar operand is a 0-d tensor: it broadcasts like any other, so
+// each comparison has one implementation.
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/compare.hpp>
 
-#include <array>
 #include <functional>
 #include <vector>
 
@@ -21,43 +21,6 @@
 namespace qkv {
 
 namespace {
-
-// --- broadcasting, one element at a time -------------------------------------------
-
-// The stride of `in` along each dim of `out`, with in's shape aligned to out's
-// last dims: 0 where in has size 1 or lacks the dim, so walking that dim of
-// out repeats in's element instead of moving on.
-//   in (3, 1), out (2, 3, 4)  ->  strides (0, 1, 0)
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  std::vector<int64_t> strides(static_cast<size_t>(out.ndim()), 0);
-  int64_t inner = 1;
-  for (int64_t i = in.ndim() - 1; i >= 0; --i) {
-    strides[static_cast<size_t>(out.ndim() - in.ndim() + i)] = in[i] == 1 ? 0 : inner;
-    inner *= in[i];
-  }
-  return strides;
-}
-
-// fn(o, at) for every element o of `out` in row-major order, where at[k] is
-// the offset of the same element in input k (broadcast to out). The offsets
-// advance like an odometer: step the last dim, and on wrapping a dim go back
-// to its start and carry into the dim before it.
-template <size_t N, class Fn>
-void broadcast_walk(const Shape& out, const std::array<Shape, N>& inputs, Fn fn) {
-  std::array<std::vector<int64_t>, N> strides;
-  for (size_t k = 0; k < N; ++k) strides[k] = broadcast_strides(inputs[k], out);
-  std::vector<int64_t> index(static_cast<size_t>(out.ndim()), 0);
-  std::array<int64_t, N> at{};
-  for (int64_t o = 0; o < out.numel(); ++o) {
-    fn(o, at);
-    for (size_t d = index.size(); d-- > 0;) {
-      for (size_t k = 0; k < N; ++k) at[k] += strides[k][d];
-      if (++index[d] < out[static_cast<int64_t>(d)]) break;
-      for (size_t k = 0; k < N; ++k) at[k] -= strides[k][d] * out[static_cast<int64_t>(d)];
-      index[d] = 0;
-    }
-  }
-}
 
 // --- comparisons -------------------------------------------------------------------
 
@@ -71,8 +34,11 @@ IntTensor compare(const T& a, const T& b, Pred pred, const char* op) {
   const auto* pa = a.data();
   const auto* pb = b.data();
   int64_t* po = out.data();
-  broadcast_walk<2>(out.shape(), {a.shape(), b.shape()},
-                    [&](int64_t o, const std::array<int64_t, 2>& at) { po[o] = pred(pa[at[0]], pb[at[1]]) ? 1 : 0; });
+  const auto walk = detail::broadcast_walk(out.shape(), a.shape(), b.shape());
+  const int64_t n = walk.row_length(), sa = walk.row_step(0), sb = walk.row_step(1);
+  walk.for_each_row([&](int64_t o, const auto& at) {
+    for (int64_t i = 0; i < n; ++i) po[o + i] = pred(pa[at[0] + i * sa], pb[at[1] + i * sb]) ? 1 : 0;
+  });
   return out;
 }
 
@@ -157,8 +123,10 @@ Tensor where(const IntTensor& mask, const Tensor& a, const Tensor& b) {
   const float* pa = a.data();
   const float* pb = b.data();
   float* po = out.data();
-  broadcast_walk<3>(shape, {ms, as, bs}, [&](int64_t o, const std::array<int64_t, 3>& at) {
-    po[o] = m[at[0]] != 0 ? pa[at[1]] : pb[at[2]];
+  const auto walk = detail::broadcast_walk(shape, ms, as, bs);
+  const int64_t n = walk.row_length(), sm = walk.row_step(0), sa = walk.row_step(1), sb = walk.row_step(2);
+  walk.for_each_row([&](int64_t o, const auto& at) {
+    for (int64_t i = 0; i < n; ++i) po[o + i] = m[at[0] + i * sm] != 0 ? pa[at[1] + i * sa] : pb[at[2] + i * sb];
   });
   // NOTE: picking with where, not multiplying by the mask: dout · 0 would
   // turn an infinite or NaN gradient of the other branch into NaN.

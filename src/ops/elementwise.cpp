@@ -1,18 +1,33 @@
 // Elementwise ops: arithmetic with broadcasting, the unary maps, masked_fill.
 //
 // Each op computes its output with one of the map kernels (kernels/elementwise)
-// and records its backward right beneath it. The backwards are built from the
-// ops themselves (they run under NoGradGuard, so they record nothing): the
-// gradient of y = f(x) is dout · f'(x), and a broadcast input gets that summed
-// back to its own shape with sum_to.
+// and records its backward right beneath it: the gradient of y = f(x) is
+// dout · f'(x), and a broadcast input gets it summed back to its own shape
+// with sum_to.
+//
+// How a built-in backward is written, here and in every op file:
+//   - dx = dout ∘ g, for an op of one input with dx of dout's shape (the
+//     unary maps, ∘ a scalar, masked_fill, dropout): dx is written over dout
+//     in place (grad_binary and grad_neg below, which call the map kernel;
+//     dropout's mask product; masked_fill's fill). The backward owns dout
+//     (autograd.hpp), so when nothing else sees it, it allocates nothing.
+//     g, when it is not a saved tensor, is made with op calls (1 - y², p·aᵖ⁻¹).
+//   - a fused op (softmax, layer_norm, cross_entropy, the GRU cell, matmul,
+//     linear) or a copy (the shape ops' takes, im2col1d): its backward is
+//     the kernel or loop that mirrors its forward's (scatter_add for gather).
+//   - everything else is op calls, which record nothing (backward runs under
+//     NoGradGuard): two inputs that both read dout (mul, div, pow, where), an
+//     input broadcast to the output (sum_to), a gradient of another shape
+//     (sum, max, expand, repeat_interleave).
 //
 // Broadcasting is done here, not in the kernels: binary_op walks the output
 // row by row and tells the kernel, per input, whether it walks along the row
-// (step 1) or repeats one value (step 0). See BroadcastRows.
+// (step 1) or repeats one value (step 0).
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 #include <qkv/ops/broadcast.hpp>
+#include <qkv/ops/compare.hpp>
 #include <qkv/ops/elementwise.hpp>
 
 #include <vector>
@@ -26,87 +41,14 @@ namespace {
 
 // --- broadcasting, one row at a time --------------------------------------------
 //
-// out = a ∘ b with a and b broadcast to out's shape. Every tensor is
-// contiguous, so dims of out can be merged: drop the size-1 dims, and join
-// neighbouring dims along which each input is present or broadcast alike
-// (two present dims of a contiguous tensor are one longer dim). What is left
-// is a grid of rows; along a row each input walks (step 1) or repeats one
-// value (step 0), which is exactly what the binary kernel takes:
+// out = a ∘ b with a and b broadcast to out's shape. The strided walk
+// (detail::broadcast_walk, kernels/walk.hpp) merges out's dims into a grid
+// of rows along which each input walks (step 1) or repeats one value
+// (step 0), which is exactly what the binary kernel takes:
 //   (M, N)    + (M, N)       1 row of M·N     steps 1, 1
 //   (M, N)    + (N)          M rows of N      steps 1, 1  (b starts over each row)
 //   (B, T, S) * (B, T, 1)    B·T rows of S    steps 1, 0  (b moves on by 1 each row)
 //   (M, 1)    + (1, N)       M rows of N      steps 0, 1
-struct BroadcastRows {
-  int64_t n = 1;                          // elements per row (the innermost merged dim)
-  int64_t a_step = 1, b_step = 1;         // along a row: 1 walks, 0 repeats
-  std::vector<int64_t> outer;             // sizes of the merged dims above the row
-  std::vector<int64_t> a_outer, b_outer;  // each input's stride in those dims (0: broadcast)
-
-  BroadcastRows(const Shape& a, const Shape& b, const Shape& out) {
-    struct Dim {
-      int64_t size;
-      bool a_broadcast, b_broadcast;
-    };
-    std::vector<Dim> dims;
-    for (int64_t d = 0; d < out.ndim(); ++d) {
-      if (out[d] == 1) continue;
-      bool ab = aligned_size(a, d, out.ndim()) == 1;
-      bool bb = aligned_size(b, d, out.ndim()) == 1;
-      if (!dims.empty() && dims.back().a_broadcast == ab && dims.back().b_broadcast == bb)
-        dims.back().size *= out[d];
-      else
-        dims.push_back({out[d], ab, bb});
-    }
-    if (dims.empty()) dims.push_back({1, false, false});  // one element
-
-    // Strides from the innermost dim out: an input moves by the product of
-    // the sizes it has inside this dim, or not at all where it is broadcast.
-    size_t k = dims.size();
-    std::vector<int64_t> a_stride(k), b_stride(k);
-    int64_t a_inner = 1, b_inner = 1;
-    for (size_t i = k; i-- > 0;) {
-      a_stride[i] = dims[i].a_broadcast ? 0 : a_inner;
-      b_stride[i] = dims[i].b_broadcast ? 0 : b_inner;
-      if (!dims[i].a_broadcast) a_inner *= dims[i].size;
-      if (!dims[i].b_broadcast) b_inner *= dims[i].size;
-    }
-    n = dims.back().size;
-    a_step = a_stride.back();
-    b_step = b_stride.back();
-    for (size_t i = 0; i + 1 < k; ++i) {
-      outer.push_back(dims[i].size);
-      a_outer.push_back(a_stride[i]);
-      b_outer.push_back(b_stride[i]);
-    }
-  }
-
-  // Size of dim d of `s` once s is aligned at the last dim to `ndim` dims.
-  static int64_t aligned_size(const Shape& s, int64_t d, int64_t ndim) {
-    int64_t i = d - (ndim - s.ndim());
-    return i < 0 ? 1 : s[i];
-  }
-
-  // row(out_offset, a_offset, b_offset) for every row, in order. The offsets
-  // of a and b advance like an odometer over the outer dims.
-  template <class RowFn>
-  void for_each(RowFn row) const {
-    int64_t rows = 1;
-    for (int64_t s : outer) rows *= s;
-    std::vector<int64_t> index(outer.size(), 0);
-    int64_t ia = 0, ib = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      row(r * n, ia, ib);
-      for (size_t d = outer.size(); d-- > 0;) {  // step to the next row
-        ia += a_outer[d];
-        ib += b_outer[d];
-        if (++index[d] < outer[d]) break;
-        ia -= a_outer[d] * outer[d];  // this dim wrapped: back to its start, carry
-        ib -= b_outer[d] * outer[d];
-        index[d] = 0;
-      }
-    }
-  }
-};
 
 // out = a ∘ b, broadcasting; `name` is the op named in a shape error.
 Tensor binary_op(kernels::Binary op, const Tensor& a, const Tensor& b, const char* name) {
@@ -118,13 +60,13 @@ Tensor binary_op(kernels::Binary op, const Tensor& a, const Tensor& b, const cha
     kernels::binary(op, out.numel(), a.data(), 1, b.data(), 1, out.data());
     return out;
   }
-  BroadcastRows rows(a.shape(), b.shape(), out.shape());
+  const auto walk = detail::broadcast_walk(out.shape(), a.shape(), b.shape());
+  const int64_t n = walk.row_length(), a_step = walk.row_step(0), b_step = walk.row_step(1);
   const float* pa = a.data();
   const float* pb = b.data();
   float* po = out.data();
-  rows.for_each([&](int64_t o, int64_t ia, int64_t ib) {
-    kernels::binary(op, rows.n, pa + ia, rows.a_step, pb + ib, rows.b_step, po + o);
-  });
+  walk.for_each_row(
+      [&](int64_t o, const auto& at) { kernels::binary(op, n, pa + at[0], a_step, pb + at[1], b_step, po + o); });
   return out;
 }
 
@@ -175,13 +117,13 @@ Tensor grad_neg(const Tensor& dout) {
 
 // Where mask ≠ 0 (the mask broadcast to out's shape), out = value.
 void fill_where(Tensor& out, const IntTensor& mask, float value) {
-  if (out.numel() == 0) return;
-  BroadcastRows rows(out.shape(), mask.shape(), out.shape());
+  const auto walk = detail::broadcast_walk(out.shape(), mask.shape());
+  const int64_t n = walk.row_length(), step = walk.row_step(0);
   const int64_t* m = mask.data();
   float* po = out.data();
-  rows.for_each([&](int64_t o, int64_t, int64_t im) {
-    for (int64_t i = 0; i < rows.n; ++i)
-      if (m[im + i * rows.b_step] != 0) po[o + i] = value;
+  walk.for_each_row([&](int64_t o, const auto& at) {
+    for (int64_t i = 0; i < n; ++i)
+      if (m[at[0] + i * step] != 0) po[o + i] = value;
   });
 }
 
@@ -246,16 +188,8 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   Tensor out = binary_op(kernels::Binary::Pow, a, b, "pow");
   record(out, "PowBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
     Tensor da, db;
-    if (a.requires_grad()) {
-      IntTensor b_is_zero = IntTensor::empty(b.shape());
-      for (int64_t i = 0; i < b.numel(); ++i) b_is_zero.data()[i] = b.data()[i] == 0.0f;
-      da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), b_is_zero, 0.0f), a.shape());
-    }
-    if (b.requires_grad()) {
-      IntTensor a_is_zero = IntTensor::empty(a.shape());
-      for (int64_t i = 0; i < a.numel(); ++i) a_is_zero.data()[i] = a.data()[i] == 0.0f;
-      db = sum_to(dout * y * masked_fill(log(a), a_is_zero, 0.0f), b.shape());
-    }
+    if (a.requires_grad()) da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), eq(b, 0.0f), 0.0f), a.shape());
+    if (b.requires_grad()) db = sum_to(dout * y * masked_fill(log(a), eq(a, 0.0f), 0.0f), b.shape());
     return {da, db};
   });
   return out;

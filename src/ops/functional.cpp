@@ -31,13 +31,7 @@ namespace {
 
 // max(x, lo) elementwise, with clamp_min's gradient: it passes where x ≥ lo
 // and is 0 where lo was taken (masked_fill sends no gradient to filled elements).
-Tensor clamp_min(const Tensor& x, float lo) {
-  IntTensor below = IntTensor::empty(x.shape());
-  const float* v = x.data();
-  int64_t* b = below.data();
-  for (int64_t i = 0; i < x.numel(); ++i) b[i] = v[i] < lo ? 1 : 0;
-  return masked_fill(x, below, lo);
-}
+Tensor clamp_min(const Tensor& x, float lo) { return masked_fill(x, lt(x, lo), lo); }
 
 // The p-norm along dim, kept as a size-1 dim and never below eps:
 //   max(‖x‖_p, eps) = max((Σ |x|^p)^(1/p), eps)              (*, D, *) -> (*, 1, *)

@@ -16,6 +16,7 @@
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
+#include <qkv/ops/compare.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/reduction.hpp>
 #include <qkv/ops/shape_ops.hpp>
@@ -117,15 +118,9 @@ Tensor extreme_all(kernels::Reduce op, const Tensor& x, const char* name, const 
   Tensor out = Tensor::empty(Shape());
   kernels::reduce(op, 1, x.numel(), 1, x.data(), out.data());
   record(out, backward_name, {x}, [x, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    const float m = y.item();
-    const float* xs = x.data();
-    int64_t ties = std::count(xs, xs + x.numel(), m);
-    Tensor dx = zeros(x.shape());
-    float share = dout.item() / static_cast<float>(ties);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      if (xs[i] == m) dx.data()[i] = share;
-    }
-    return {dx};
+    IntTensor ties = eq(x, y);  // 1 where x holds the extreme: (…) = () broadcast
+    const int64_t count = std::count(ties.data(), ties.data() + ties.numel(), 1);
+    return {masked_fill(zeros(x.shape()), ties, dout.item() / static_cast<float>(count))};
   });
   return out;
 }
@@ -139,23 +134,14 @@ Tensor extreme_along(kernels::Reduce op, const Tensor& x, int64_t dim, bool keep
   int64_t d = normalize_dim(dim, x.dim(), name);
   check_not_empty_dim(x, d, name);
   Tensor out = reduce_along(op, x, d, keepdim);
-  record(out, backward_name, {x}, [x, d, op](const Tensor& dout) -> std::vector<Tensor> {
-    auto [outer, n, inner] = detail::axis_view(x.shape(), d);
-    std::vector<int64_t> where(static_cast<size_t>(outer * inner));  // k of the extreme, per (o, i)
-    if (op == kernels::Reduce::Max)
-      kernels::argmax(outer, n, inner, x.data(), where.data());
-    else
-      kernels::argmin(outer, n, inner, x.data(), where.data());
-    Tensor dx = zeros(x.shape());
-    float* g = dx.data();
-    const float* dy = dout.data();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t k = where[static_cast<size_t>(o * inner + i)];
-        g[(o * n + k) * inner + i] = dy[o * inner + i];
-      }
-    }
-    return {dx};
+  record(out, backward_name, {x}, [x, d, keepdim, op](const Tensor& dout) -> std::vector<Tensor> {
+    // picked = (arange(n) == argmax(x, d)): (…, n, …) against (…, 1, …), 1 at the first extreme
+    const bool largest = op == kernels::Reduce::Max;
+    IntTensor first = largest ? argmax(x, d, /*keepdim=*/true) : argmin(x, d, /*keepdim=*/true);
+    std::vector<int64_t> along(static_cast<size_t>(x.dim()), 1);  // (1, …, n, …, 1)
+    if (x.dim() > 0) along[static_cast<size_t>(d)] = x.size(d);
+    IntTensor picked = eq(arange_int(0, x.dim() > 0 ? x.size(d) : 1).reshape(Shape(along)), first);
+    return {where(picked, expand_back(dout, x.shape(), d, keepdim), 0.0f)};
   });
   return out;
 }

@@ -1,19 +1,21 @@
 // Shape ops: reshape/view, transpose/permute, squeeze/unsqueeze,
-// expand/repeat, cat/stack, split/chunk, narrow/slice, index_select and
-// embedding.
+// expand/repeat, repeat_interleave, cat/stack, split/chunk, narrow/slice,
+// index_select and embedding.
 //
-// They all come down to three kinds of move, each written once:
+// They all come down to three kinds of move, each written once (the copies
+// are kernels, kernels/copy.hpp):
 //   - a view: the same storage with a new shape (reshape, view, flatten,
 //     squeeze, unsqueeze); its gradient is dout reshaped back;
 //   - a strided copy: out[i₀, i₁, …] = x[Σ iₖ·strideₖ] (permute, transpose,
-//     expand); its gradient is the inverse permutation, or a sum;
+//     expand, repeat_interleave); its gradient is the inverse permutation,
+//     or a sum over the copies;
 //   - a take along one dim: out[o, j, i] = x[o, pos[j], i] (narrow, slice,
-//     split, chunk, index_select, embedding); its gradient adds dout back
-//     at the same positions, in place into the input's gradient (one buffer
-//     however many pieces are taken: a decoder that narrows its input once
-//     per step costs the size of the input, not steps × that).
-// repeat, stack and embedding are built from these, so their gradients come
-// for free.
+//     split, chunk, index_select); its gradient adds dout back at the same
+//     positions, in place into the input's gradient (one buffer however many
+//     pieces are taken: a decoder that narrows its input once per step costs
+//     the size of the input, not steps × that).
+// cat copies each input's rows into place; repeat, stack and embedding are
+// built from the moves, so their gradients come for free.
 //
 // Left out on purpose: strides on tensors (qkv tensors are always contiguous,
 // so transpose copies where PyTorch would return a view), and the legacy rule
@@ -21,12 +23,14 @@
 #include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/ops/broadcast.hpp>
+#include <qkv/ops/reduction.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
 #include <algorithm>
-#include <cstring>
+#include <array>
+#include <span>
 
-#include "kernels/elementwise.hpp"
+#include "kernels/copy.hpp"
 #include "ops/util.hpp"
 
 namespace qkv {
@@ -53,148 +57,19 @@ Tensor view_as_shape(const Tensor& x, Shape shape, const char* backward_name) {
   return out;
 }
 
-// Row-major strides: how far apart, in elements, neighbours along each dim are.
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
-  std::vector<int64_t> strides(static_cast<size_t>(shape.ndim()));
-  int64_t step = 1;
-  for (int64_t d = shape.ndim() - 1; d >= 0; --d) {
-    strides[static_cast<size_t>(d)] = step;
-    step *= shape[d];
-  }
-  return strides;
-}
-
-// dst[r·cols + c] = src[c·ld + r] for r < rows, c < cols: a (cols, rows)
-// matrix (rows ld apart) transposed into a row-major (rows, cols) one. In
-// square tiles, so that both the rows read and the rows written stay in
-// cache while a tile is copied; element by element, src would be read a
-// whole column apart at every step.
-void transpose_matrix(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
-  constexpr int64_t kTile = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    const int64_t r1 = std::min(rows, r0 + kTile);
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-      const int64_t c1 = std::min(cols, c0 + kTile);
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) dst[r * cols + c] = src[c * ld + r];
-    }
-  }
-}
-
-// dst[i₀, i₁, …] = src[Σₖ iₖ·strides[k]] for every index of `shape`, dst row-major.
-// The one copy behind permute (strides taken in a new order) and expand
-// (stride 0 along a dim that repeats one value).
-//
-// First the walk is made as short as it can be: size-1 dims are dropped, and
-// neighbours that src also holds one after the other (stride[k] =
-// stride[k+1]·size[k+1]) become one dim. Then each row of the last dim is
-//   - one contiguous run of src (stride 1: permute(0, 2, 1, 3), which leaves
-//     the last dim in place): a memcpy;
-//   - or, when the last two dims are src's last two swapped (transpose(-2, -1)),
-//     a column of a matrix: each such matrix is copied by transpose_matrix;
-//   - or else gathered element by element.
-// tests/ops/test_shape_ops.cpp holds every path equal to the element-by-element walk.
-void strided_copy(const float* src, const Shape& shape, const std::vector<int64_t>& strides, float* dst) {
-  if (shape.numel() == 0) return;
-  std::vector<int64_t> size, stride;  // the shortened walk
-  for (int64_t d = 0; d < shape.ndim(); ++d) {
-    const int64_t s = shape[d], t = strides[static_cast<size_t>(d)];
-    if (s == 1) continue;
-    if (!size.empty() && stride.back() == t * s) {  // the previous dim steps over this whole one: merge
-      size.back() *= s;
-      stride.back() = t;
-    } else {
-      size.push_back(s);
-      stride.push_back(t);
-    }
-  }
-  const int64_t nd = static_cast<int64_t>(size.size());
-  if (nd == 0) {
-    dst[0] = src[0];
-    return;
-  }
-  // A (rows, cols) matrix per index of the dims before the last two, when
-  // they are src's (cols, rows) matrix transposed.
-  const bool transposed = nd >= 2 && stride[static_cast<size_t>(nd - 2)] == 1 && stride.back() != 1;
-  const int64_t walked = transposed ? nd - 2 : nd - 1;  // the dims the odometer below steps through
-  const int64_t len = size.back(), step = stride.back();
-  const int64_t block = transposed ? size[static_cast<size_t>(nd - 2)] * len : len;  // floats written per step
-  std::vector<int64_t> index(static_cast<size_t>(walked), 0);
-  int64_t offset = 0;  // in src, of the current block's first element
-  for (int64_t b = 0, blocks = shape.numel() / block; b < blocks; ++b) {
-    if (transposed)
-      transpose_matrix(src + offset, size[static_cast<size_t>(nd - 2)], len, step, dst);
-    else if (step == 1)
-      std::memcpy(dst, src + offset, static_cast<size_t>(len) * sizeof(float));
-    else
-      for (int64_t j = 0; j < len; ++j) dst[j] = src[offset + j * step];
-    dst += block;
-    // Odometer: step the index to the next block, carrying into earlier dims.
-    for (int64_t d = walked - 1; d >= 0; --d) {
-      size_t k = static_cast<size_t>(d);
-      offset += stride[k];
-      if (++index[k] < size[k]) break;
-      offset -= stride[k] * size[k];
-      index[k] = 0;
-    }
-  }
-}
-
-// Whether pos is p, p+1, p+2, …: then the part taken from each outer row is
-// one contiguous run of x.
-bool is_run(const std::vector<int64_t>& pos) {
-  for (size_t j = 1; j < pos.size(); ++j)
-    if (pos[j] != pos[0] + static_cast<int64_t>(j)) return false;
-  return true;
-}
-
-// out[o, j, i] = x[o, pos[j], i]   in the (outer, n, inner) view around dim.
-// A run of positions (narrow, split, a slice of step 1) is one memcpy per
-// outer row; other positions copy `inner` floats each.
-Tensor gather_along(const Tensor& x, int64_t dim, const std::vector<int64_t>& pos) {
+// out[o, j, i] = x[o, pos[j], i]   in the (outer, n, inner) view around dim
+// (positions already checked).   dx[o, pos[j], i] += dout[o, j, i], in place:
+// dx is the input's whole gradient (autograd.hpp's record_accumulate), and
+// a position taken twice gets both contributions.
+Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* backward_name) {
   std::vector<int64_t> dims = x.shape().dims();
   dims[static_cast<size_t>(dim)] = static_cast<int64_t>(pos.size());
   Tensor out = Tensor::empty(Shape(dims));
   auto [outer, n, inner] = detail::axis_view(x.shape(), dim);
   const int64_t m = static_cast<int64_t>(pos.size());
-  if (out.numel() == 0) return out;
-  const float* src = x.data();
-  float* dst = out.data();
-  if (is_run(pos)) {
-    const size_t bytes = static_cast<size_t>(m * inner) * sizeof(float);
-    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * m * inner, src + (o * n + pos[0]) * inner, bytes);
-    return out;
-  }
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < m; ++j)
-      std::copy_n(src + (o * n + pos[static_cast<size_t>(j)]) * inner, inner, dst + (o * m + j) * inner);
-  return out;
-}
-
-// dx[o, pos[j], i] += dout[o, j, i], in place: a position taken twice gets
-// both contributions. dx is the input's whole gradient (autograd.hpp's
-// record_accumulate); only the positions taken are touched.
-void scatter_add_along(const Tensor& dout, Tensor& dx, int64_t dim, const std::vector<int64_t>& pos) {
-  if (dout.numel() == 0) return;
-  auto [outer, n, inner] = detail::axis_view(dx.shape(), dim);
-  const int64_t m = static_cast<int64_t>(pos.size());
-  const float* src = dout.data();
-  float* dst = dx.data();
-  if (is_run(pos)) {
-    for (int64_t o = 0; o < outer; ++o)
-      kernels::axpy(m * inner, 1.0f, src + o * m * inner, dst + (o * n + pos[0]) * inner);
-    return;
-  }
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < m; ++j)
-      kernels::axpy(inner, 1.0f, src + (o * m + j) * inner, dst + (o * n + pos[static_cast<size_t>(j)]) * inner);
-}
-
-// y = x[…, pos, …] along dim (positions already checked).   dx[…, pos, …] += dout.
-Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* backward_name) {
-  Tensor out = gather_along(x, dim, pos);
-  record_accumulate(out, backward_name, x, [dim, pos = std::move(pos)](const Tensor& dout, Tensor& dx) {
-    scatter_add_along(dout, dx, dim, pos);
+  kernels::gather(outer, n, inner, m, pos.data(), x.data(), out.data());
+  record_accumulate(out, backward_name, x, [outer, n, inner, m, pos = std::move(pos)](const Tensor& dout, Tensor& dx) {
+    kernels::scatter_add(outer, n, inner, m, pos.data(), dout.data(), dx.data());
   });
   return out;
 }
@@ -309,14 +184,14 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
     order[k] = d;
     inverse[static_cast<size_t>(d)] = static_cast<int64_t>(k);
   }
-  const std::vector<int64_t> x_strides = contiguous_strides(x.shape());
+  const std::vector<int64_t> x_strides = detail::contiguous_strides(x.shape());
   std::vector<int64_t> out_dims(dims.size()), strides(dims.size());
   for (size_t k = 0; k < dims.size(); ++k) {
     out_dims[k] = x.shape()[order[k]];
     strides[k] = x_strides[static_cast<size_t>(order[k])];
   }
   Tensor out = Tensor::empty(Shape(out_dims));
-  strided_copy(x.data(), out.shape(), strides, out.data());
+  kernels::strided_copy(out_dims, strides, x.data(), out.data());
   record(out, "PermuteBackward", {x},
          [inverse](const Tensor& dout) -> std::vector<Tensor> { return {permute(dout, inverse)}; });
   return out;
@@ -342,7 +217,7 @@ Tensor expand(const Tensor& x, Shape shape) {
   detail::check_input(x, "expand", "x");
   const int64_t nd = shape.ndim(), lead = shape.ndim() - x.dim();
   if (lead < 0) fail("expand: cannot expand {} to {}: the target has fewer dims", x.shape(), shape);
-  const std::vector<int64_t> x_strides = contiguous_strides(x.shape());
+  const std::vector<int64_t> x_strides = detail::contiguous_strides(x.shape());
   std::vector<int64_t> strides(static_cast<size_t>(nd), 0);
   for (int64_t d = 0; d < nd; ++d) {
     if (d < lead) {  // a new leading dim: every index reads the same x
@@ -358,7 +233,7 @@ Tensor expand(const Tensor& x, Shape shape) {
            shape, d, size, shape[d]);
   }
   Tensor out = Tensor::empty(shape);
-  strided_copy(x.data(), shape, strides, out.data());
+  kernels::strided_copy(std::span<const int64_t>(shape.begin(), shape.end()), strides, x.data(), out.data());
   Shape x_shape = x.shape();
   record(out, "ExpandBackward", {x},
          [x_shape](const Tensor& dout) -> std::vector<Tensor> { return {sum_to(dout, x_shape)}; });
@@ -386,6 +261,66 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
   return reshape(expand(reshape(x, Shape(interleaved)), Shape(tiled)), Shape(out_dims));
 }
 
+// ---- repeat_interleave ----------------------------------------------------------------
+
+namespace {
+
+// repeat_interleave as a strided copy: x seen as (outer, n, 1, inner) around
+// dim is read r times along the size-1 dim (stride 0) into (outer, n, r,
+// inner), which is the output (…, n·r, …) seen in 4 dims:
+//   out[o, j·r + t, i] = x[o, j, i]      for t < r
+struct Interleave {
+  Shape out;                                // (…, n·r, …)
+  std::array<int64_t, 4> sizes, x_strides;  // (outer, n, r, inner); x's (n·inner, inner, 0, 1)
+};
+
+template <class T>
+Interleave interleave(const T& x, int64_t repeats, int64_t dim) {
+  if (repeats < 0) fail("repeat_interleave: repeats must be at least 0, got {}", repeats);
+  if (x.dim() == 0)
+    fail("repeat_interleave: dim {} given for a 0-d tensor, which has none (without a dim, x is flattened first)", dim);
+  const int64_t d = normalize_dim(dim, x.dim(), "repeat_interleave");
+  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  Shape out = x.shape();
+  out[d] = checked_mul(n, repeats, "repeat_interleave");
+  return {out, {outer, n, repeats, inner}, {n * inner, inner, 0, 1}};
+}
+
+}  // namespace
+
+// y[…, j·r + t, …] = x[…, j, …] for t < r     dx[…, j, …] = Σₜ dout[…, j·r + t, …]
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim) {
+  detail::check_input(x, "repeat_interleave", "x");
+  const Interleave plan = interleave(x, repeats, dim);
+  Tensor out = Tensor::empty(plan.out);
+  kernels::strided_copy(plan.sizes, plan.x_strides, x.data(), out.data());
+  record(out, "RepeatInterleaveBackward", {x},
+         [x_shape = x.shape(), grid = Shape(plan.sizes.data(), plan.sizes.data() + plan.sizes.size())](
+             const Tensor& dout) -> std::vector<Tensor> {
+           return {reshape(sum(reshape(dout, grid), 2), x_shape)};  // (outer, n, r, inner) -> (outer, n, inner)
+         });
+  return out;
+}
+
+// Without a dim, x is flattened first (as in PyTorch): the result is 1-d.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats) {
+  detail::check_input(x, "repeat_interleave", "x");
+  return repeat_interleave(flatten(x), repeats, 0);
+}
+
+IntTensor repeat_interleave(const IntTensor& x, int64_t repeats, int64_t dim) {
+  detail::check_input(x, "repeat_interleave", "x");
+  const Interleave plan = interleave(x, repeats, dim);
+  IntTensor out = IntTensor::empty(plan.out);
+  kernels::strided_copy(plan.sizes, plan.x_strides, x.data(), out.data());
+  return out;
+}
+
+IntTensor repeat_interleave(const IntTensor& x, int64_t repeats) {
+  detail::check_input(x, "repeat_interleave", "x");
+  return repeat_interleave(x.reshape(Shape{x.numel()}), repeats, 0);
+}
+
 // ---- cat and stack ----------------------------------------------------------------
 
 // y = [x₀ | x₁ | …] along dim: in the (outer, n, inner) view each xᵢ fills
@@ -410,11 +345,10 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   for (int64_t n : sizes) dims[static_cast<size_t>(d)] = checked_add(dims[static_cast<size_t>(d)], n, "cat");
   Tensor out = Tensor::empty(Shape(dims));
   auto [outer, total, inner] = detail::axis_view(out.shape(), d);
-  int64_t offset = 0;  // where along dim the current input starts
-  for (size_t i = 0; i < xs.size(); ++i) {
+  int64_t offset = 0;                       // where along dim the current input starts
+  for (size_t i = 0; i < xs.size(); ++i) {  // xᵢ is (outer, nᵢ·inner): its rows land total·inner apart
     const int64_t block = sizes[i] * inner;
-    const float* src = xs[i].data();
-    for (int64_t o = 0; o < outer; ++o) std::copy_n(src + o * block, block, out.data() + (o * total + offset) * inner);
+    kernels::copy_rows(outer, block, xs[i].data(), block, out.data() + offset * inner, total * inner);
     offset += sizes[i];
   }
   record(out, "CatBackward", xs,
@@ -559,6 +493,14 @@ Tensor Tensor::squeeze(int64_t dim) const { return qkv::squeeze(*this, dim); }
 Tensor Tensor::unsqueeze(int64_t dim) const { return qkv::unsqueeze(*this, dim); }
 Tensor Tensor::expand(Shape shape) const { return qkv::expand(*this, std::move(shape)); }
 Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const { return qkv::repeat(*this, repeats); }
+Tensor Tensor::repeat_interleave(int64_t repeats) const { return qkv::repeat_interleave(*this, repeats); }
+Tensor Tensor::repeat_interleave(int64_t repeats, int64_t dim) const {
+  return qkv::repeat_interleave(*this, repeats, dim);
+}
+IntTensor IntTensor::repeat_interleave(int64_t repeats) const { return qkv::repeat_interleave(*this, repeats); }
+IntTensor IntTensor::repeat_interleave(int64_t repeats, int64_t dim) const {
+  return qkv::repeat_interleave(*this, repeats, dim);
+}
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const { return qkv::split(*this, split_size, dim); }
 std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim) const {
   return qkv::split(*this, sizes, dim);

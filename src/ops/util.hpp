@@ -4,7 +4,12 @@
 #include <qkv/core/tensor.hpp>
 #include <qkv/ops/broadcast.hpp>
 
+#include <array>
 #include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/walk.hpp"
 
 namespace qkv::detail {
 
@@ -41,6 +46,40 @@ inline AxisView axis_view(const Shape& shape, int64_t dim) {
       v.inner *= shape[d];
   }
   return v;
+}
+
+// Row-major strides: how far apart, in elements, neighbours along each dim are.
+//   (2, 3, 4) -> (12, 4, 1)
+inline std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(static_cast<size_t>(shape.ndim()));
+  int64_t step = 1;
+  for (int64_t d = shape.ndim() - 1; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = step;
+    step *= shape[d];
+  }
+  return strides;
+}
+
+// The stride of `in` along each dim of `out`, with in's shape aligned to out's
+// last dims: 0 where in has size 1 or lacks the dim, so walking that dim of
+// out repeats in's element instead of moving on.
+//   in (3, 1), out (2, 3, 4)  ->  strides (0, 1, 0)
+inline std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> strides(static_cast<size_t>(out.ndim()), 0);
+  int64_t inner = 1;
+  for (int64_t i = in.ndim() - 1; i >= 0; --i) {
+    strides[static_cast<size_t>(out.ndim() - in.ndim() + i)] = in[i] == 1 ? 0 : inner;
+    inner *= in[i];
+  }
+  return strides;
+}
+
+// The walk (kernels/walk.hpp) over out's elements, row by row, with each
+// input broadcast to out: broadcast_walk(out, a, b) for a ∘ b.
+template <class... Shapes>
+kernels::StridedWalk<sizeof...(Shapes)> broadcast_walk(const Shape& out, const Shapes&... inputs) {
+  return kernels::StridedWalk<sizeof...(Shapes)>(std::span<const int64_t>(out.begin(), out.end()),
+                                                 {broadcast_strides(inputs, out)...});
 }
 
 // `shape` with `dim` removed, or kept with size 1.

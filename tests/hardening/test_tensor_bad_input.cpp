@@ -94,6 +94,22 @@ TEST_CASE("hardening/tensor: the methods' dims, indices, steps and lengths") {
          x.repeat({kMax, 2});
        },
        "repeat: 9223372036854775807 * 2 overflows int64"},
+      {"Tensor::repeat_interleave: negative repeats", [=] { x.repeat_interleave(-1, 0); },
+       "repeat_interleave: repeats must be at least 0, got -1"},
+      {"Tensor::repeat_interleave: negative repeats, no dim", [=] { x.repeat_interleave(-1); },
+       "repeat_interleave: repeats must be at least 0, got -1"},
+      {"Tensor::repeat_interleave: dim out of range", [=] { x.repeat_interleave(2, -3); },
+       "repeat_interleave: dim -3 out of range for a 2-d tensor"},
+      {"IntTensor::repeat_interleave: negative repeats",
+       [] {
+         int_tensor({1, 2}).repeat_interleave(-1, 0);
+       },
+       "repeat_interleave: repeats must be at least 0, got -1"},
+      {"IntTensor::repeat_interleave: dim out of range",
+       [] {
+         int_tensor({1, 2}).repeat_interleave(2, 1);
+       },
+       "repeat_interleave: dim 1 out of range for a 1-d tensor"},
       {"Tensor::split: size 0", [=] { x.split(int64_t{0}, 1); },
        "split: split_size 0 for dim 1 of size 3: must be at least 1"},
       {"Tensor::split: sizes that do not add up",
@@ -233,6 +249,8 @@ TEST_CASE("hardening/tensor: every method of an undefined Tensor or IntTensor") 
       {"Tensor::unsqueeze of an undefined tensor", [=] { (void)u.unsqueeze(0); }, "undefined"},
       {"Tensor::expand of an undefined tensor", [=] { (void)u.expand({2}); }, "undefined"},
       {"Tensor::repeat of an undefined tensor", [=] { (void)u.repeat({2}); }, "undefined"},
+      {"Tensor::repeat_interleave of an undefined tensor", [=] { (void)u.repeat_interleave(2, 0); }, "undefined"},
+      {"Tensor::repeat_interleave (no dim) of an undefined tensor", [=] { (void)u.repeat_interleave(2); }, "undefined"},
       {"Tensor::split of an undefined tensor", [=] { (void)u.split(int64_t{1}); }, "undefined"},
       {"Tensor::chunk of an undefined tensor", [=] { (void)u.chunk(2); }, "undefined"},
       {"Tensor::narrow of an undefined tensor", [=] { (void)u.narrow(0, 0, 1); }, "undefined"},
@@ -262,6 +280,9 @@ TEST_CASE("hardening/tensor: every comparison and accessor of an undefined IntTe
   const IntTensor x = int_tensor({1});
   check_bad_inputs({
       {"IntTensor::lt of an undefined IntTensor", [=] { (void)u.lt(1); }, "undefined"},
+      {"IntTensor::repeat_interleave of an undefined IntTensor", [=] { (void)u.repeat_interleave(2, 0); }, "undefined"},
+      {"IntTensor::repeat_interleave (no dim) of an undefined IntTensor", [=] { (void)u.repeat_interleave(2); },
+       "undefined"},
       {"IntTensor::le of an undefined IntTensor", [=] { (void)u.le(x); }, "undefined"},
       {"IntTensor::gt of an undefined IntTensor", [=] { (void)u.gt(int64_t{1}); }, "undefined"},
       {"IntTensor::ge of an undefined IntTensor", [=] { (void)u.ge(x); }, "undefined"},

@@ -71,6 +71,9 @@ void check_binary(const std::string& name, TensorOp op, bool positive_b) {
     check_gradient(f, {randn({2, 3, 5}, gen), b({2, 3, 1})});
     check_gradient(f, {randn({5}, gen), b({7, 1, 5})});
     check_gradient(f, {randn({3, 1, 5}, gen), b({})});
+    // Only size-1 dims apart: the output's numbers are the operand's, not a sum of copies.
+    check_gradient(f, {randn({5}, gen), b({1, 5})});
+    check_gradient(f, {randn({1, 1}, gen), b({3})});
   }
   SUBCASE("errors") {
     CHECK_THROWS_WITH_AS(op(zeros({2, 3}), ones({4})),
@@ -138,6 +141,14 @@ TEST_CASE("ops/add") {
   SUBCASE("empty") {  // (0, 3) + (3) -> (0, 3): nothing to compute, but the shape is right
     Tensor y = add(zeros({0, 3}), ones({3}));
     CHECK(y.shape() == Shape{0, 3});
+  }
+  SUBCASE("an operand that differs from the output only by size-1 dims") {
+    // d Σ(a + b)/db = 1 for every element of b (mathematics): (3) + (1, 3) -> (1, 3)
+    Tensor a = tensor({1, 2, 3}).reshape({1, 3});
+    Tensor b = zeros({3}).requires_grad_();
+    sum(add(b, a)).backward();
+    CHECK(b.grad().to_vector() == std::vector<float>{1, 1, 1});
+    CHECK(sum_to(a, {3}).to_vector() == std::vector<float>{1, 2, 3});
   }
   SUBCASE("constant operand gets no gradient") {
     Tensor a = ones({2, 3}).requires_grad_();

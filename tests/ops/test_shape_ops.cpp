@@ -281,6 +281,45 @@ TEST_CASE("ops/repeat") {
   }
 }
 
+TEST_CASE("ops/repeat_interleave") {
+  against_torch("repeat_interleave", [](const std::vector<Tensor>& x, const RefCase& c) {
+    return c.has("dim") ? repeat_interleave(x[0], int_at(c, "repeats"), int_at(c, "dim"))
+                        : repeat_interleave(x[0], int_at(c, "repeats"));
+  });
+  gradcheck_one({2, 3, 5}, [](const Tensor& x) { return repeat_interleave(x, 3, 1); });
+  gradcheck_one({4, 3}, [](const Tensor& x) { return repeat_interleave(x, 2, -1); });
+  gradcheck_one({2, 3}, [](const Tensor& x) { return repeat_interleave(x, 2); });
+  SUBCASE("by hand") {  // [a b c] -> [a a b b c c]; repeat would tile it: [a b c a b c]
+    CHECK(repeat_interleave(tensor({1, 2, 3}), 2).to_vector() == std::vector<float>{1, 1, 2, 2, 3, 3});
+    CHECK(tensor({1, 2, 3, 4}, {2, 2}).repeat_interleave(2, 0).to_vector() ==
+          std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4});
+    CHECK(repeat_interleave(scalar_tensor(5), 3).shape() == Shape{3});  // a 0-d tensor flattens to (1)
+  }
+  SUBCASE("the gradient sums each element's copies") {  // d Σ w·y / dx[j] = Σ of the weights on x[j]'s copies
+    Tensor x = tensor({1, 2}).requires_grad_();
+    sum(repeat_interleave(x, 3, 0) * tensor({1, 2, 3, 10, 20, 30})).backward();
+    CHECK(x.grad().to_vector() == std::vector<float>{6, 60});
+  }
+  SUBCASE("integers, as attention repeats valid lengths per head") {  // (B) -> (B·h), (B, Q) -> (B·h, Q)
+    CHECK(repeat_interleave(int_tensor({3, 1}), 2, 0).to_vector() == std::vector<int64_t>{3, 3, 1, 1});
+    IntTensor lens = int_tensor({1, 2, 3, 4}, {2, 2}).repeat_interleave(3, 0);
+    CHECK(lens.shape() == Shape{6, 2});
+    CHECK(lens.to_vector() == std::vector<int64_t>{1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4});
+    CHECK(int_tensor({1, 2, 3, 4}, {2, 2}).repeat_interleave(2).to_vector() ==
+          std::vector<int64_t>{1, 1, 2, 2, 3, 3, 4, 4});
+  }
+  SUBCASE("errors") {
+    CHECK_THROWS_WITH_AS(repeat_interleave(zeros({2, 3}), -1, 0),
+                         doctest::Contains("repeat_interleave: repeats must be at least 0, got -1"), Error);
+    CHECK_THROWS_WITH_AS(repeat_interleave(zeros({2, 3}), 2, 2),
+                         doctest::Contains("repeat_interleave: dim 2 out of range for a 2-d tensor"), Error);
+    CHECK_THROWS_WITH_AS(repeat_interleave(scalar_tensor(1), 2, 0),
+                         doctest::Contains("repeat_interleave: dim 0 given for a 0-d tensor"), Error);
+    CHECK_THROWS_WITH_AS(repeat_interleave(int_tensor({1}), -2),
+                         doctest::Contains("repeats must be at least 0, got -2"), Error);
+  }
+}
+
 // ---- cat and stack ------------------------------------------------------------------------
 
 TEST_CASE("ops/cat") {

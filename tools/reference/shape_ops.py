@@ -149,3 +149,18 @@ def build(w):
     w.case("embedding/batch", lambda wt: F.embedding(ids, wt), [w.randn(7, 5)], ints={"ids": ids})
     w.case("embedding/vector", lambda wt: F.embedding(ints(2, 0, 2), wt), [w.randn(3, 4)], ints={"ids": ints(2, 0, 2)})
     w.case("embedding/scalar_id", lambda wt: F.embedding(scalar_int(3), wt), [w.randn(5, 3)], ints={"ids": scalar_int(3)})
+
+    # --- repeat_interleave (appended last: the cases above keep their random inputs) ---
+    for name, shape, repeats, dim in [
+        ("rows", (2, 3), 2, 0),
+        ("middle", (2, 3, 5), 3, 1),
+        ("last_neg", (3, 5), 2, -1),
+        ("heads", (2, 7), 4, 0),  # valid lengths (B, Q) repeated for h = 4 heads, as attention does
+        ("zero", (3, 2), 0, 1),
+        ("once", (2, 3), 1, 1),
+    ]:
+        w.case(f"repeat_interleave/{name}", lambda x, r=repeats, d=dim: torch.repeat_interleave(x, r, dim=d),
+               [w.randn(*shape)], ints={"repeats": scalar_int(repeats), "dim": scalar_int(dim)})
+    for name, shape, repeats in [("flat", (2, 3), 2), ("scalar", (), 3)]:  # no dim: flattened first
+        w.case(f"repeat_interleave/{name}", lambda x, r=repeats: torch.repeat_interleave(x, r), [w.randn(*shape)],
+               ints={"repeats": scalar_int(repeats)})

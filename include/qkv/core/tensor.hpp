@@ -133,6 +133,8 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   Tensor expand(Shape shape) const;
   Tensor repeat(const std::vector<int64_t>& repeats) const;
+  Tensor repeat_interleave(int64_t repeats) const;
+  Tensor repeat_interleave(int64_t repeats, int64_t dim) const;
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
@@ -188,6 +190,9 @@ class IntTensor {
   int64_t item() const;
   int64_t at(std::initializer_list<int64_t> index) const;
   IntTensor reshape(Shape shape) const;  // same storage, new shape
+  // shape_ops.hpp's repeat_interleave as methods (defined in src/ops/shape_ops.cpp).
+  IntTensor repeat_interleave(int64_t repeats) const;
+  IntTensor repeat_interleave(int64_t repeats, int64_t dim) const;
 
   // The comparisons of compare.hpp as methods (defined in src/ops/compare.cpp).
   IntTensor lt(const IntTensor& other) const;

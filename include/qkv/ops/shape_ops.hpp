@@ -1,11 +1,11 @@
 // Ops that rearrange elements without computing new values: reshape, view,
-// transpose, permute, squeeze/unsqueeze, expand/repeat, cat/stack,
-// split/chunk, narrow/slice, index_select and the embedding lookup.
+// transpose, permute, squeeze/unsqueeze, expand/repeat, repeat_interleave,
+// cat/stack, split/chunk, narrow/slice, index_select and the embedding lookup.
 //
 // reshape and view share storage with their input (qkv tensors are always
 // contiguous, so they always can); the others copy. Each backward puts the
 // gradient back where the element came from (adding, where one element was
-// used several times, as in expand, repeat and index_select).
+// used several times, as in expand, repeat, repeat_interleave and index_select).
 #pragma once
 #include <qkv/core/tensor.hpp>
 
@@ -28,6 +28,16 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 // added in front). repeat: tile the tensor repeats[i] times along dim i.
 Tensor expand(const Tensor& x, Shape shape);
 Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats);
+
+// torch.repeat_interleave: each element `repeats` times in a row along dim,
+//   [a b c] -> [a a b b c c]        (…, n, …) -> (…, n·repeats, …)
+// where repeat tiles the whole tensor ([a b c a b c]). Without a dim, x is
+// flattened first and the result is 1-d. The IntTensor form repeats integers
+// (attention gives every head its example's valid lengths); it has no gradient.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats);
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim);
+IntTensor repeat_interleave(const IntTensor& x, int64_t repeats);
+IntTensor repeat_interleave(const IntTensor& x, int64_t repeats, int64_t dim);
 
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);    // join along an existing dim
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);  // join along a new dim
