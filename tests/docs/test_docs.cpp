@@ -187,9 +187,10 @@ TEST_CASE("docs/every C++ example is compiled and run") {
   for (const fs::path& md : markdown_files()) {
     for (const CodeBlock& block : code_blocks(md, read_file(md), "cpp")) {
       ++examples;
-      INFO(fmt::format("{}:{}: this ```cpp block appears in no file under tests/, src/, examples/ or lessons/; "
-                       "keep it in step with the test that runs it:\n{}",
-                       block.file.filename().string(), block.line, block.code));
+      INFO(
+          fmt::format("{}:{}: this ```cpp block appears in no file under tests/, src/, examples/ or lessons/; "
+                      "keep it in step with the test that runs it:\n{}",
+                      block.file.filename().string(), block.line, block.code));
       CHECK(!found_in(block.code).empty());
     }
   }
