@@ -24,15 +24,15 @@ namespace qkv {
 Tensor softmax(const Tensor& x, int64_t dim) {
   detail::check_input(x, "softmax", "x");
   int64_t d = normalize_dim(dim, x.dim(), "softmax");
-  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  const detail::AxisView v = detail::axis_view(x.shape(), d);  // (outer, n, inner), softmax along n
   Tensor out = Tensor::empty(x.shape());
-  if (out.numel() > 0) kernels::softmax(outer, n, inner, x.data(), out.data());
+  if (out.numel() > 0) kernels::softmax(v.outer, v.n, v.inner, x.data(), out.data());
   // NOTE: the backward needs y; it captures out.detach(), never out itself (see autograd.hpp).
   // dx is written over dy when the backward holds dy alone (reuse_or_empty): the
   // kernel reads each row of dy whole before it writes that row of dx.
-  record(out, "SoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](Tensor dy) -> std::vector<Tensor> {
+  record(out, "SoftmaxBackward", {x}, [y = out.detach(), v](Tensor dy) -> std::vector<Tensor> {
     Tensor dx = reuse_or_empty(dy);
-    if (dx.numel() > 0) kernels::softmax_backward(outer, n, inner, y.data(), dy.data(), dx.data());
+    if (dx.numel() > 0) kernels::softmax_backward(v.outer, v.n, v.inner, y.data(), dy.data(), dx.data());
     return {dx};
   });
   return out;
@@ -43,12 +43,12 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   detail::check_input(x, "log_softmax", "x");
   int64_t d = normalize_dim(dim, x.dim(), "log_softmax");
-  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  const detail::AxisView v = detail::axis_view(x.shape(), d);  // (outer, n, inner), along n
   Tensor out = Tensor::empty(x.shape());
-  if (out.numel() > 0) kernels::log_softmax(outer, n, inner, x.data(), out.data());
-  record(out, "LogSoftmaxBackward", {x}, [y = out.detach(), outer, n, inner](Tensor dy) -> std::vector<Tensor> {
+  if (out.numel() > 0) kernels::log_softmax(v.outer, v.n, v.inner, x.data(), out.data());
+  record(out, "LogSoftmaxBackward", {x}, [y = out.detach(), v](Tensor dy) -> std::vector<Tensor> {
     Tensor dx = reuse_or_empty(dy);  // over dy when it is the backward's alone, as softmax's
-    if (dx.numel() > 0) kernels::log_softmax_backward(outer, n, inner, y.data(), dy.data(), dx.data());
+    if (dx.numel() > 0) kernels::log_softmax_backward(v.outer, v.n, v.inner, y.data(), dy.data(), dx.data());
     return {dx};
   });
   return out;
