@@ -7,6 +7,7 @@
 #   ./qkv.sh bench      build and run the benchmark (build/release/bench; arguments go to it)
 #   ./qkv.sh format     format the C++ sources with clang-format (--check: only report, exit 1 if any differ)
 #   ./qkv.sh tidy       clang-tidy (.clang-tidy's checks) over src/, or the files/folders given; exit 1 on a finding
+#   ./qkv.sh coverage   list public functions with no bad-input row in tests/hardening/; exit 1 if any
 #
 # Builds go to build/<preset>/ through CMake presets (CMakePresets.json).
 set -euo pipefail
@@ -80,7 +81,7 @@ case "${1:-}" in
   tidy)
     # Debian 12's clang-tidy (14), with the flags of the Release build: the
     # configure step writes build/release/compile_commands.json.
-    install_missing clang-tidy
+    install_missing "${PACKAGES[@]}" clang-tidy  # configuring the build needs the libraries too
     cmake --preset release >/dev/null
     paths=("${@:2}")
     [ ${#paths[@]} -gt 0 ] || paths=(src)
@@ -101,8 +102,14 @@ case "${1:-}" in
     fi
     echo "qkv: clang-tidy: ${#sources[@]} files, nothing found"
     ;;
+  coverage)
+    # Universal Ctags reads the public headers without compiling them; the
+    # script (standard library only) matches each function to a table row.
+    install_missing universal-ctags python3
+    /usr/bin/python3 tools/hardening_coverage.py
+    ;;
   *)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
