@@ -69,15 +69,11 @@ using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 // broadcasts). The accumulators must also outnumber the FMAs in flight
 // (latency × FMA units: 4 × 2 = 8 on Intel, 4 × 1 = 4 on AMD Zen 4).
 //   AVX2, 16 registers: 6 × 2W, 12 accumulators.
-//   AVX-512 on Intel (two 512-bit FMA units): 8 × 2W, 16 accumulators, won
-//     over 6 × 2W by 3-8 % and 12 × 2W was no better (commit 0047c49).
-//   AVX-512 on AMD Zen 4 (one 512-bit FMA a cycle, as two 256-bit halves):
-//     4 × 4W, 16 accumulators, beat 8 × 2W by 1-4 % on every benchmark
-//     shape from 128³ up (640×32×201: 4 %), timed on the thread's CPU clock;
-//     12 × 2W lost 3-6 % and 6 × 3W, 6 × 4W, 4 × 3W and 5 × 4W were between.
-//     It needs 8 loads per 16 FMAs rather than 10, and reads 4 rows of A
-//     in place rather than 8.
+//   AVX-512 on Intel (two 512-bit FMA units): 8 × 2W, 16 accumulators.
+//   AVX-512 on AMD Zen 4 (one 512-bit FMA a cycle): 4 × 4W, 16
+//     accumulators, and 8 loads per 16 FMAs rather than 10.
 //     (GCC 12's -march=native calls Zen 4 znver3.)
+// The shapes measured against each: docs/gemm.md.
 #if defined(__znver3__) || defined(__znver4__) || defined(__znver5__)
 constexpr int64_t MR = W >= 16 ? 4 : 6, NR = (W >= 16 ? 4 : 2) * W;
 #else
@@ -122,12 +118,9 @@ V load_first(const float* p, int64_t n) {
 }
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
-// it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
-// of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR. KC = 128,
-// 192 and 320 and MC = 192 were measured as well, on n = 256 to 1024: none
-// was faster. (Zen 4's 4 × 4W panel of B is 64 KB, twice its L1, and is
-// still fastest at KC = 256: its L2 feeds 4 B loads per 16 FMAs easily;
-// KC = 128, 192, 384 and 512 and MC = 192 were no faster there.)
+// it should sit in L1 (Zen 4's 64 KB one sits in L2, which feeds its 4 B
+// loads per 16 FMAs easily); the MC×KC block of A (~100 KB) in L2; the
+// KC×NC block of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR.
 constexpr int64_t KC = 256;
 constexpr int64_t MC = 96;  // a multiple of 4, 6 and 8
 static_assert(MC % MR == 0);
@@ -136,21 +129,17 @@ constexpr int64_t NC = 2048;
 // Packing A as stored is a transpose (MR rows gathered into columns), about a
 // cycle per element, and the packed block then serves nc / NR micro-kernels,
 // 2·nc flops per element. For nc ≤ 512 that copy is 6 % or more of the
-// arithmetic (half of it at n = 64), so A is read in place instead: the
-// micro-kernel broadcasts straight from MR rows of A. For wider blocks the
-// copy is paid back by unit-stride reads: at n = 1024 (rows 4 KB apart, all
-// in one L1 set) reading in place was 4 % slower.
+// arithmetic, so A is read in place instead: the micro-kernel broadcasts
+// straight from MR rows of A. For wider blocks the copy is paid back by
+// unit-stride reads (rows a power of two apart crowd a few L1 sets).
 constexpr int64_t A_IN_PLACE_N = 512;
 
 // A stored transposed, (K, M), holds the MR values of one k side by side, so
 // its panels can be read in place too (a_rs = 1, a_cs = lda). But packing it
 // is a plain copy, cheaper than the transpose above, while the kc rows of A
 // that the micro-kernel then walks, lda apart, must stay in L1 from one B
-// panel to the next. Measured with 8-row panels: in place won up to
-// nc = 128 (n = 64: 1.3x, n = 128: 1.14x, 32 × (128×64)ᵀ·(64×128): 1.08x)
-// and lost 8 % at nc = 512. With Zen 4's 4-row panels (16 bytes of each of
-// the kc rows) it won up to nc = 512 as well (192³ to 512³ 2-3 %) and lost
-// at 1024.
+// panel to the next: with 6- or 8-row panels that holds for blocks up to
+// 128 columns, with 4-row panels (16 bytes of each of the kc rows) up to 512.
 constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
 
 // One whole panel of R rows, gathered into columns (packed[k][r] = x[r, k]),
@@ -158,10 +147,9 @@ constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
 // the lines of those RUN rows must stay in L1 from one k to the next. That
 // fails when the R rows span more than L1 holds at a power-of-two stride:
 // they fall into a few of its sets and evict each other (Bᵀ with 512
-// columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines; 512×512×64
-// with Bᵀ lost 10 %). Such rows go 16 at a time, which fit; rows that fit
-// in L1 anyway go all R at a time, as one vector store per k (the small
-// products with Bᵀ were 4-8 % slower in runs of 16).
+// columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines). Such rows go
+// 16 at a time, which fit; rows that fit in L1 anyway go all R at a time,
+// as one vector store per k, which small products need.
 constexpr int64_t L1_FLOATS = 8 * 1024;  // 32 KB, the L1 data cache of Zen 4 (Intel's: 32-48 KB)
 
 template <int64_t R, int64_t RUN>
@@ -190,8 +178,8 @@ void gather_panel(int64_t depth, const float* x, int64_t row_stride, int64_t k_s
 // next to each other in X (row_stride 1: B as stored, or Aᵀ) that copy is a
 // plain vector copy; otherwise (A as stored, or Bᵀ) it gathers R rows, each
 // read front to back. Packing costs one pass over the operand against
-// 2·(other dimension) flops per element, so at n = 64 a scalar, branchy copy
-// took as long as the arithmetic.
+// 2·(other dimension) flops per element, so a small product has time only
+// for a copy at vector speed, not a scalar, branchy one.
 template <int64_t R>
 void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride, float* packed) {
   const int64_t whole = rows / R * R;  // rows in whole panels; panel p0 / R starts at packed + p0·depth
@@ -224,19 +212,16 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
   }
   if (whole == rows) return;
   // The edge panel: its valid rows, each walked along X's contiguous
-  // direction, and zeros. (Copying in k order whatever the layout took most
-  // of the time of a 10×8×10 product.)
+  // direction, and zeros.
   const int64_t valid = rows - whole;
   float* panel = packed + whole * depth;
   const float* x = X + whole * row_stride;
   if (row_stride == 1) {
-    // k by k, the zeros only up to `used`: with a 64-wide panel of B,
-    // zeroing all of it first was 4 times what a 10-column edge reads, and
-    // the copy of each k's few floats a call to memmove (a 10×8×10 product
-    // 4 % faster without both).
+    // k by k, and zeros only up to `used`, the last batch an edge kernel
+    // reads: a 64-wide panel of B is mostly padding for a 10-column edge.
     // With AVX-512 each k is whole batches and one masked load that zeros
-    // the lanes past `valid`: the loop below compiled to a generic
-    // vectorized copy with blends, 3.5 % of the time at 100³.
+    // the lanes past `valid` (the loop below compiles to a vectorized copy
+    // with blends).
 #if defined(__AVX512F__)
     if constexpr (W == 16 && R % W == 0) {
       const int64_t full = valid / W, rest = valid % W;
@@ -261,8 +246,7 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
 
 // C[0:n] (+)= the first n lanes of v, or all of them when n is more: a
 // block cut by C's right edge writes only its valid columns. With AVX-512
-// through a masked load and store; a copy of the lanes through memory was
-// a call to memmove for each row of the block (1.4 % of the time at 100³).
+// through a masked load and store, elsewhere through a copy of the lanes.
 template <class V>
 void store_c(float* c, V v, int64_t n, bool accumulate) {
   if (n >= static_cast<int64_t>(V::size)) {
@@ -353,15 +337,14 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
   };
   if (ROWS * (BATCHES + HALF_TAIL) >= 8 || kc < 32) {
     // Unrolled by 4: the loop's own counting then takes less of the ports
-    // the FMAs and loads need (3-5 % on the whole GEMM).
+    // the FMAs and loads need.
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) step(acc, tail);
   } else {
     // An edge kernel with fewer than 8 accumulators would wait on the FMA
     // latency (each accumulator takes one FMA per k, 4 cycles apart), so it
-    // sums even and odd k apart and adds the two at the end: 61×59×67 5 %
-    // faster, 100³ (whose last 4 columns took 12 % of the time) 2 %. Not for
-    // a short k loop, where the extra sums cost more (10×8×10 14 % slower).
+    // sums even and odd k apart and adds the two at the end. Not for a short
+    // k loop, where the extra sums cost more than the wait.
     V odd[ROWS][BATCHES];
     H odd_tail[TAILS];
     for (int64_t r = 0; r < ROWS; ++r)
@@ -411,8 +394,7 @@ constexpr auto kMicroKernels = micro_kernels<LAYOUT, B_IN_PLACE>(std::make_integ
 
 // The last few columns of an edge block, at most half a batch, run on
 // registers half as wide (8 floats of AVX-512, 4 of AVX2): a full batch
-// would do twice the arithmetic they keep (at n = 72 the last 8 columns
-// took a fifth of the FMAs for a ninth of C). The last 1 or 2 columns,
+// would do twice the arithmetic they keep. The last 1 or 2 columns,
 // when A is read in place as stored, are dot products instead (see
 // dot_kernel).
 template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
@@ -423,11 +405,10 @@ template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1]
 constexpr auto kHalfKernels = half_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
 
 // After whole batches, that half batch runs in the same kernel as they do
-// (HALF_TAIL), which shares the loop and, after 2 or 3 batches, the A
-// broadcasts (the low half of the full one; after 1 batch a broadcast of
-// its own was 3 % faster at 88³). 100³ (36 columns past a 64-wide panel:
-// 2 batches and 4 columns) had spent 10 % of its time on the 4 columns in
-// a kernel of their own.
+// (HALF_TAIL), which shares the loop (a kernel of its own for a few
+// columns is mostly overhead) and, after 2 or 3 batches, the A broadcasts
+// (the low half of the full one; after 1 batch, a broadcast of its own is
+// faster).
 template <ALayout LAYOUT, bool B_IN_PLACE, int64_t ROWS, int64_t... B>
 constexpr std::array<MicroKernel, NB - 1> row_of_tail_kernels(std::integer_sequence<int64_t, B...>) {
   return {micro_kernel<ROWS, B + 1, LAYOUT, B_IN_PLACE, batch, true>...};
@@ -444,14 +425,10 @@ constexpr auto kTailKernels = tail_kernels<LAYOUT, B_IN_PLACE>(std::make_integer
 // against those columns of B copied out as rows (bt), W values of k per
 // FMA, and one horizontal add per W sums (sums_of). A half-batch tail
 // costs a half-width FMA for every row and k (on Zen 4 half a cycle), this
-// COLS / W of a full one; at 97³ the tail had taken 7 % of the FMA cycles
-// for 1 % of C. Against the tail, on Zen 4, interleaved runs: 65³ 10 %
-// faster, 66³ 8 %, 81³, 82³, 97³ and 113³ 3-5 %, 98³ 2-3 %. Tried and not
-// kept for 3 or 4 columns: as 4 rows × 4 columns a kernel call, 1-4 %
-// slower (84³, 99³, 100³: their tail shares the whole batches' loop and A
-// broadcasts); as pairs of columns, no faster. Not for A packed or stored
-// transposed, whose rows are not contiguous along k; and not without half
-// batches (SSE), which has no tails either.
+// COLS / W of a full one. Not for 3 or 4 columns, whose tail shares the
+// whole batches' loop and A broadcasts and is no slower. Not for A packed
+// or stored transposed, whose rows are not contiguous along k; and not
+// without half batches (SSE), which has no tails either.
 constexpr int64_t DOT_COLS = HAS_HALF_BATCH ? 2 : 0;
 
 // Lane i of the result = the sum of v[i]'s lanes, for i < W: a tree of
@@ -488,8 +465,7 @@ constexpr int64_t DOT_COLS = HAS_HALF_BATCH ? 2 : 0;
 // bt's rows ldbt apart and zero from kc to ldbt (a multiple of W).
 //
 // W / COLS rows at a time, so that their W sums fill one sums_of (per MR
-// rows, 1 column's 4 sums took a whole reduction, and the dot products 6
-// times their share of the time at 97³). A last group past `rows` reads
+// rows, 1 column's 4 sums would take a whole reduction). A last group past `rows` reads
 // the last row again for the rows it lacks and drops their sums. Where a
 // row falls in its group (threads cut C's rows at multiples of MR) changes
 // nothing in its sums: every lane of sums_of adds in the same order.
@@ -555,18 +531,12 @@ void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
 // B as stored (not transposed) holds each k's NR columns of a panel side by
 // side, so the micro-kernel can read its panels in place too (rows ldb
 // apart, unaligned loads) while A is read in place. For a small product
-// packing B is a pass over all of it against only 2·M flops per element: at
-// n = 80 it took 5 % of the time, and OpenBLAS, which skips it there, was
-// 4-11 % ahead from n = 64 to 100. Only an edge panel whose kernels would
-// read past its last column (see columns_read) is still packed (reading it
-// in place too, the last batch of each of its rows through an AVX-512
-// masked load, made every in-place kernel 2-2.6x slower on Zen 4, and
-// just its half-batch tail through a 256-bit masked load 1.4-1.75x slower
-// at 84³ to 120³; its whole batches in place and only that tail copied out
-// was no faster than packing it, within 1 %). Up to
-// 64K floats of B (256²) with rows up to 256 floats apart: 160³ to 256³
-// gained 1-2 %, while 384³, 512³ and 512×512×64 (rows 1.5-2 KB apart, the
-// kc rows of a panel crowding a few L1 sets) were 1-4 % slower in place.
+// packing B is a pass over all of it against only 2·M flops per element.
+// Only an edge panel whose kernels would read past its last column (see
+// columns_read) is still packed: masked loads in the k loop cost far more
+// than that copy. Up to 64K floats of B (256²) with rows up to 256 floats
+// apart: further apart, the kc rows of a panel crowd a few L1 sets, and a
+// packed panel is faster.
 constexpr int64_t B_IN_PLACE_FLOATS = 256 * 256, B_IN_PLACE_LDB = 256;
 
 // Below this many flops (2·M·N·K) a product stays on one thread: waking the
@@ -587,9 +557,8 @@ struct Operands {
 };
 
 // A C under 512 KB (half of Zen 4's 1 MB L2) is most likely still in cache
-// from its last use, and prefetching its blocks in the micro-kernel cost
-// more than it brought: without it 640×32×96 (240 KB) ran 2-3 % faster and
-// 64³ to 192³ 1 %, while 512³ (1 MB) ran 4-10 % slower.
+// from its last use, and prefetching its blocks in the micro-kernel costs
+// more than it brings; a larger C is not, and waiting for it costs more.
 constexpr int64_t PREFETCH_C_FLOATS = 128 * 1024;
 
 Operands operands(bool trans_a, bool trans_b, int64_t M, int64_t N, const float* A, int64_t lda, const float* B,
