@@ -29,10 +29,10 @@
 
 #include <algorithm>
 #include <array>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "kernels/gemm_simd.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
@@ -60,6 +60,8 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 
 namespace {
 
+using namespace gemm_detail;  // the SIMD operations xsimd 8.1 lacks (gemm_simd.hpp)
+
 // An aligned buffer: packed panels are read with aligned loads.
 using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 
@@ -79,43 +81,6 @@ constexpr int64_t MR = W >= 16 ? 4 : 6, NR = (W >= 16 ? 4 : 2) * W;
 #else
 constexpr int64_t MR = W >= 16 ? 8 : 6, NR = 2 * W;
 #endif
-
-// Half a register, for the last columns of an edge block (see kHalfKernels);
-// an SSE build (4 floats) has none.
-constexpr bool HAS_HALF_BATCH = W >= 8;
-using half_batch = std::conditional_t<HAS_HALF_BATCH, xsimd::make_sized_batch_t<float, W / 2>, batch>;
-
-// The low half of a register (free: the same register, read narrower).
-template <class V>
-half_batch low_half(V x) {
-#if defined(__AVX512F__)
-  if constexpr (W == 16) return half_batch(_mm512_castps512_ps256(x));
-#endif
-#if defined(__AVX__)
-  if constexpr (W == 8) return half_batch(_mm256_castps256_ps128(x));
-#endif
-  return half_batch(x.get(0));  // unused: a build without half batches has no tail kernels
-}
-
-// The first n < V::size floats at p and zeros after them, reading nothing
-// past p[n - 1]: the edge of a row of B when packing it, and of a row of A
-// in dot_kernel (A's last row may end where its memory does). (A template,
-// so that the branch for the other register width is not compiled.)
-template <class V = batch>
-V load_first(const float* p, int64_t n) {
-#if defined(__AVX512F__)
-  if constexpr (V::size == 16) return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
-#endif
-#if defined(__AVX2__)
-  if constexpr (V::size == 8) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane));
-  }
-#endif
-  alignas(64) float lanes[V::size] = {};
-  std::copy(p, p + n, lanes);
-  return V::load_aligned(lanes);
-}
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
 // it should sit in L1 (Zen 4's 64 KB one sits in L2, which feeds its 4 B
@@ -222,7 +187,6 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
     // With AVX-512 each k is whole batches and one masked load that zeros
     // the lanes past `valid` (the loop below compiles to a vectorized copy
     // with blends).
-#if defined(__AVX512F__)
     if constexpr (W == 16 && R % W == 0) {
       const int64_t full = valid / W, rest = valid % W;
       for (int64_t k = 0; k < depth; ++k) {
@@ -233,7 +197,6 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
       }
       return;
     }
-#endif
     const int64_t used = std::min(R, (valid + W - 1) / W * W);
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t r = 0; r < used; ++r) panel[k * R + r] = r < valid ? x[k * k_stride + r] : 0.0f;
@@ -245,8 +208,8 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
 }
 
 // C[0:n] (+)= the first n lanes of v, or all of them when n is more: a
-// block cut by C's right edge writes only its valid columns. With AVX-512
-// through a masked load and store, elsewhere through a copy of the lanes.
+// block cut by C's right edge writes only its valid columns (masked
+// loads and stores: gemm_simd.hpp).
 template <class V>
 void store_c(float* c, V v, int64_t n, bool accumulate) {
   if (n >= static_cast<int64_t>(V::size)) {
@@ -254,22 +217,8 @@ void store_c(float* c, V v, int64_t n, bool accumulate) {
     v.store_unaligned(c);
     return;
   }
-#if defined(__AVX512F__) && defined(__AVX512VL__)
-  if constexpr (V::size == 16) {
-    const auto mask = static_cast<__mmask16>((1u << n) - 1);
-    __m512 x = v;
-    if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, c));
-    return _mm512_mask_storeu_ps(c, mask, x);
-  } else if constexpr (V::size == 8) {
-    const auto mask = static_cast<__mmask8>((1u << n) - 1);
-    __m256 x = v;
-    if (accumulate) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mask, c));
-    return _mm256_mask_storeu_ps(c, mask, x);
-  }
-#endif
-  alignas(64) float lanes[V::size];
-  v.store_aligned(lanes);
-  for (int64_t j = 0; j < n; ++j) c[j] = accumulate ? c[j] + lanes[j] : lanes[j];
+  if (accumulate) v += load_first<V>(c, n);
+  store_first(c, v, n);
 }
 
 // Where the micro-kernel finds A(r, k), the element of its A panel in row r
@@ -430,36 +379,6 @@ constexpr auto kTailKernels = tail_kernels<LAYOUT, B_IN_PLACE>(std::make_integer
 // or stored transposed, whose rows are not contiguous along k; and not
 // without half batches (SSE), which has no tails either.
 constexpr int64_t DOT_COLS = HAS_HALF_BATCH ? 2 : 0;
-
-// Lane i of the result = the sum of v[i]'s lanes, for i < W: a tree of
-// adds that folds every register in half, and pairs the halves, until one
-// lane is left of each. xsimd::haddp does this, but for AVX-512 xsimd 8.1's
-// returns the sums out of order (lanes 4-7 and 8-11 swapped).
-[[gnu::always_inline]] inline batch sums_of(const batch* v) {
-#if defined(__AVX512F__)
-  if constexpr (W == 16) {
-    // t[i] = [v[i] folded to 8 lanes, v[i + 4] folded], t[i + 4] the same of v[i + 8] and v[i + 12]
-    __m512 t[8], u[4];
-    for (int i = 0; i < 4; ++i) {
-      for (int h = 0; h < 2; ++h) {
-        const __m512 x = v[i + 8 * h], y = v[i + 4 + 8 * h];
-        t[i + 4 * h] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
-                                     _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
-      }
-    }
-    // u[i] = [v[i], v[i + 4], v[i + 8], v[i + 12]], each folded to 4 lanes
-    for (int i = 0; i < 4; ++i)
-      u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], _MM_SHUFFLE(2, 0, 2, 0)),
-                           _mm512_shuffle_f32x4(t[i], t[i + 4], _MM_SHUFFLE(3, 1, 3, 1)));
-    // In each 4 lanes, pairs of u folded twice: lane 4b + i is all of v[4b + i]
-    const __m512d p01 = _mm512_castps_pd(_mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1])));
-    const __m512d p23 = _mm512_castps_pd(_mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3])));
-    return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
-  }
-#endif
-  return xsimd::haddp(v);
-}
 
 // C[0:rows, 0:COLS] (+)= A(rows × kc, rows lda apart) · bt(COLS × kc)ᵀ,
 // bt's rows ldbt apart and zero from kc to ldbt (a multiple of W).
