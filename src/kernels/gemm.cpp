@@ -1,6 +1,8 @@
 // GEMM: C = op(A)·op(B), the kernel under every matmul, bmm and Linear.
 //
-// The SIMD version follows the GotoBLAS / BLIS design, kept to its bones:
+// This file reads top-down: the reference loop that defines the product,
+// then the fast version, which follows the GotoBLAS / BLIS design kept to
+// its bones:
 //
 //   1. Cut K into slices of KC, N into blocks of NC and M into blocks of MC,
 //      so the pieces being worked on stay in cache.
@@ -13,26 +15,31 @@
 //   3. A micro-kernel computes one MR×NR block of C in registers: for each k it
 //      loads one row of the B panel (NR floats = NR/W SIMD batches),
 //      broadcasts MR values of the A panel, and does MR·NR/W fused
-//      multiply-adds. Blocks at
-//      C's bottom and right edges run the same kernel built for their size
-//      (but C's last 1 or 2 columns, often: see dot_kernel).
-//   4. Threads (kernels/parallel.hpp) split C into blocks of rows, or of rows
-//      and columns, never K, so that every element is summed in one order
-//      whatever the thread count; a batch of products is split by matrices.
+//      multiply-adds. The tile MR × NR is chosen per CPU (gemm_tile.hpp).
+//   4. The driver walks the blocks and hands them to threads
+//      (kernels/parallel.hpp): C's rows, or rows and columns, never K, so
+//      that every element is summed in one order whatever the thread count;
+//      a batch of products is split by matrices.
+//
+// Beside it: gemm_edges.cpp, the blocks at C's bottom and right edges, which
+// run kernels of their own size (and C's last 1 or 2 columns, often, dot
+// products); gemm_simd.hpp, the few SIMD operations xsimd 8.1 lacks. And
+// docs/gemm.md: the design at more length, with what was measured.
 //
 // Left out on purpose: prefetching the operands (only C's block is
 // prefetched, see micro_kernel), hand-written assembly, and separate kernels
 // for small or skinny shapes (small shapes only skip packing: A, and B when
-// not transposed). Those buy
-// the last 20-40 % in a real BLAS; here they would bury the idea.
+// not transposed). Those buy the last 20-40 % in a real BLAS; here they would
+// bury the idea.
 #include "kernels/gemm.hpp"
 
 #include <algorithm>
-#include <array>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "kernels/gemm_edges.hpp"
+#include "kernels/gemm_simd.hpp"
+#include "kernels/gemm_tile.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
@@ -40,7 +47,8 @@ namespace qkv::kernels {
 
 // ---- reference -------------------------------------------------------------------
 
-// C[i, j] (+)= Σₖ op(A)[i, k] · op(B)[k, j]
+// C[i, j] (+)= Σₖ op(A)[i, k] · op(B)[k, j], k in order: what gemm computes,
+// in another order of summation (tests/kernels/test_gemm.cpp holds the two equal).
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   for (int64_t i = 0; i < M; ++i) {
@@ -56,112 +64,34 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
   }
 }
 
-// ---- SIMD ------------------------------------------------------------------------
-
 namespace {
 
-// An aligned buffer: packed panels are read with aligned loads.
-using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
+using namespace gemm_detail;  // the tile, the edges and the SIMD helpers beside this file
 
-// Register block: the micro-kernel keeps MR × NR of C in MR·(NR/W)
-// registers, plus NR/W B batches and the A broadcast, and for each k does
-// MR·NR/W fused multiply-adds against NR/W + MR loads (B's row, A's
-// broadcasts). The accumulators must also outnumber the FMAs in flight
-// (latency × FMA units: 4 × 2 = 8 on Intel, 4 × 1 = 4 on AMD Zen 4).
-//   AVX2, 16 registers: 6 × 2W, 12 accumulators.
-//   AVX-512 on Intel (two 512-bit FMA units): 8 × 2W, 16 accumulators, won
-//     over 6 × 2W by 3-8 % and 12 × 2W was no better (commit 0047c49).
-//   AVX-512 on AMD Zen 4 (one 512-bit FMA a cycle, as two 256-bit halves):
-//     4 × 4W, 16 accumulators, beat 8 × 2W by 1-4 % on every benchmark
-//     shape from 128³ up (640×32×201: 4 %), timed on the thread's CPU clock;
-//     12 × 2W lost 3-6 % and 6 × 3W, 6 × 4W, 4 × 3W and 5 × 4W were between.
-//     It needs 8 loads per 16 FMAs rather than 10, and reads 4 rows of A
-//     in place rather than 8.
-//     (GCC 12's -march=native calls Zen 4 znver3.)
-#if defined(__znver3__) || defined(__znver4__) || defined(__znver5__)
-constexpr int64_t MR = W >= 16 ? 4 : 6, NR = (W >= 16 ? 4 : 2) * W;
-#else
-constexpr int64_t MR = W >= 16 ? 8 : 6, NR = 2 * W;
-#endif
-
-// Half a register, for the last columns of an edge block (see kHalfKernels);
-// an SSE build (4 floats) has none.
-constexpr bool HAS_HALF_BATCH = W >= 8;
-using half_batch = std::conditional_t<HAS_HALF_BATCH, xsimd::make_sized_batch_t<float, W / 2>, batch>;
-
-// The low half of a register (free: the same register, read narrower).
-template <class V>
-half_batch low_half(V x) {
-#if defined(__AVX512F__)
-  if constexpr (W == 16) return half_batch(_mm512_castps512_ps256(x));
-#endif
-#if defined(__AVX__)
-  if constexpr (W == 8) return half_batch(_mm256_castps256_ps128(x));
-#endif
-  return half_batch(x.get(0));  // unused: a build without half batches has no tail kernels
-}
-
-// The first n < V::size floats at p and zeros after them, reading nothing
-// past p[n - 1]: the edge of a row of B when packing it, and of a row of A
-// in dot_kernel (A's last row may end where its memory does). (A template,
-// so that the branch for the other register width is not compiled.)
-template <class V = batch>
-V load_first(const float* p, int64_t n) {
-#if defined(__AVX512F__)
-  if constexpr (V::size == 16) return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
-#endif
-#if defined(__AVX2__)
-  if constexpr (V::size == 8) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane));
-  }
-#endif
-  alignas(64) float lanes[V::size] = {};
-  std::copy(p, p + n, lanes);
-  return V::load_aligned(lanes);
-}
+// ---- cache blocks ----------------------------------------------------------------
 
 // Cache blocks. A KC×NR panel of B (16-32 KB) is reused by every A panel, so
-// it should sit in L1; the MC×KC block of A (~100 KB) in L2; the KC×NC block
-// of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR. KC = 128,
-// 192 and 320 and MC = 192 were measured as well, on n = 256 to 1024: none
-// was faster. (Zen 4's 4 × 4W panel of B is 64 KB, twice its L1, and is
-// still fastest at KC = 256: its L2 feeds 4 B loads per 16 FMAs easily;
-// KC = 128, 192, 384 and 512 and MC = 192 were no faster there.)
+// it should sit in L1 (Zen 4's 64 KB one sits in L2, which feeds its 4 B
+// loads per 16 FMAs easily); the MC×KC block of A (~100 KB) in L2; the
+// KC×NC block of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR.
 constexpr int64_t KC = 256;
 constexpr int64_t MC = 96;  // a multiple of 4, 6 and 8
 static_assert(MC % MR == 0);
 constexpr int64_t NC = 2048;
 
-// Packing A as stored is a transpose (MR rows gathered into columns), about a
-// cycle per element, and the packed block then serves nc / NR micro-kernels,
-// 2·nc flops per element. For nc ≤ 512 that copy is 6 % or more of the
-// arithmetic (half of it at n = 64), so A is read in place instead: the
-// micro-kernel broadcasts straight from MR rows of A. For wider blocks the
-// copy is paid back by unit-stride reads: at n = 1024 (rows 4 KB apart, all
-// in one L1 set) reading in place was 4 % slower.
-constexpr int64_t A_IN_PLACE_N = 512;
+// ---- packing ---------------------------------------------------------------------
 
-// A stored transposed, (K, M), holds the MR values of one k side by side, so
-// its panels can be read in place too (a_rs = 1, a_cs = lda). But packing it
-// is a plain copy, cheaper than the transpose above, while the kc rows of A
-// that the micro-kernel then walks, lda apart, must stay in L1 from one B
-// panel to the next. Measured with 8-row panels: in place won up to
-// nc = 128 (n = 64: 1.3x, n = 128: 1.14x, 32 × (128×64)ᵀ·(64×128): 1.08x)
-// and lost 8 % at nc = 512. With Zen 4's 4-row panels (16 bytes of each of
-// the kc rows) it won up to nc = 512 as well (192³ to 512³ 2-3 %) and lost
-// at 1024.
-constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
+// An aligned buffer: packed panels are read with aligned loads.
+using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
 
 // One whole panel of R rows, gathered into columns (packed[k][r] = x[r, k]),
 // RUN rows at a time: for each k the RUN values of one k, one per row, so
 // the lines of those RUN rows must stay in L1 from one k to the next. That
 // fails when the R rows span more than L1 holds at a power-of-two stride:
 // they fall into a few of its sets and evict each other (Bᵀ with 512
-// columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines; 512×512×64
-// with Bᵀ lost 10 %). Such rows go 16 at a time, which fit; rows that fit
-// in L1 anyway go all R at a time, as one vector store per k (the small
-// products with Bᵀ were 4-8 % slower in runs of 16).
+// columns: rows 2 KB apart, 64 of them in 2 sets of 8 lines). Such rows go
+// 16 at a time, which fit; rows that fit in L1 anyway go all R at a time,
+// as one vector store per k, which small products need.
 constexpr int64_t L1_FLOATS = 8 * 1024;  // 32 KB, the L1 data cache of Zen 4 (Intel's: 32-48 KB)
 
 template <int64_t R, int64_t RUN>
@@ -177,10 +107,10 @@ void gather_panel(int64_t depth, const float* x, int64_t row_stride, int64_t k_s
 //
 // so a micro-kernel reading panel p walks memory straight through, R values per
 // k. The last panel keeps the same layout, R floats per k, its valid rows
-// followed by zero rows: all of them, or (see below) at least up to a whole
-// SIMD batch, the most an edge kernel reads (B's columns; A's edge kernels
-// read only valid rows). Zeros rather than leftovers keep stale NaNs and
-// denormals out of that arithmetic.
+// followed by zero rows: all of them, or at least up to a whole SIMD batch,
+// the most an edge kernel reads (B's columns; A's edge kernels read only
+// valid rows). Zeros rather than leftovers keep stale NaNs and denormals
+// out of that arithmetic.
 //
 // Both operands go through here. For A the "rows" are C's rows (i); for B they
 // are C's columns (j). A transpose only swaps the two strides.
@@ -190,8 +120,8 @@ void gather_panel(int64_t depth, const float* x, int64_t row_stride, int64_t k_s
 // next to each other in X (row_stride 1: B as stored, or Aᵀ) that copy is a
 // plain vector copy; otherwise (A as stored, or Bᵀ) it gathers R rows, each
 // read front to back. Packing costs one pass over the operand against
-// 2·(other dimension) flops per element, so at n = 64 a scalar, branchy copy
-// took as long as the arithmetic.
+// 2·(other dimension) flops per element, so a small product has time only
+// for a copy at vector speed, not a scalar, branchy one.
 template <int64_t R>
 void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride, int64_t k_stride, float* packed) {
   const int64_t whole = rows / R * R;  // rows in whole panels; panel p0 / R starts at packed + p0·depth
@@ -222,352 +152,109 @@ void pack_panels(int64_t rows, int64_t depth, const float* X, int64_t row_stride
         gather_panel<R, ROW_RUN>(depth, x, row_stride, k_stride, panel);
     }
   }
-  if (whole == rows) return;
-  // The edge panel: its valid rows, each walked along X's contiguous
-  // direction, and zeros. (Copying in k order whatever the layout took most
-  // of the time of a 10×8×10 product.)
-  const int64_t valid = rows - whole;
-  float* panel = packed + whole * depth;
-  const float* x = X + whole * row_stride;
-  if (row_stride == 1) {
-    // k by k, the zeros only up to `used`: with a 64-wide panel of B,
-    // zeroing all of it first was 4 times what a 10-column edge reads, and
-    // the copy of each k's few floats a call to memmove (a 10×8×10 product
-    // 4 % faster without both).
-    // With AVX-512 each k is whole batches and one masked load that zeros
-    // the lanes past `valid`: the loop below compiled to a generic
-    // vectorized copy with blends, 3.5 % of the time at 100³.
-#if defined(__AVX512F__)
-    if constexpr (W == 16 && R % W == 0) {
-      const int64_t full = valid / W, rest = valid % W;
-      for (int64_t k = 0; k < depth; ++k) {
-        const float* from = x + k * k_stride;
-        float* to = panel + k * R;
-        for (int64_t c = 0; c < full; ++c) batch::load_unaligned(from + c * W).store_unaligned(to + c * W);
-        if (rest != 0) load_first(from + full * W, rest).store_unaligned(to + full * W);
-      }
-      return;
-    }
-#endif
-    const int64_t used = std::min(R, (valid + W - 1) / W * W);
-    for (int64_t k = 0; k < depth; ++k)
-      for (int64_t r = 0; r < used; ++r) panel[k * R + r] = r < valid ? x[k * k_stride + r] : 0.0f;
-  } else {
-    std::fill(panel, panel + R * depth, 0.0f);
-    for (int64_t r = 0; r < valid; ++r)
-      for (int64_t k = 0; k < depth; ++k) panel[k * R + r] = x[r * row_stride + k * k_stride];
-  }
+  // The last panel, if rows ends inside one: its valid rows, and zeros (gemm_edges.cpp).
+  if (whole < rows)
+    pack_edge_panel<R>(rows - whole, depth, X + whole * row_stride, row_stride, k_stride, packed + whole * depth);
 }
 
-// C[0:n] (+)= the first n lanes of v, or all of them when n is more: a
-// block cut by C's right edge writes only its valid columns. With AVX-512
-// through a masked load and store; a copy of the lanes through memory was
-// a call to memmove for each row of the block (1.4 % of the time at 100³).
-template <class V>
-void store_c(float* c, V v, int64_t n, bool accumulate) {
-  if (n >= static_cast<int64_t>(V::size)) {
-    if (accumulate) v += V::load_unaligned(c);
-    v.store_unaligned(c);
-    return;
-  }
-#if defined(__AVX512F__) && defined(__AVX512VL__)
-  if constexpr (V::size == 16) {
-    const auto mask = static_cast<__mmask16>((1u << n) - 1);
-    __m512 x = v;
-    if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask, c));
-    return _mm512_mask_storeu_ps(c, mask, x);
-  } else if constexpr (V::size == 8) {
-    const auto mask = static_cast<__mmask8>((1u << n) - 1);
-    __m256 x = v;
-    if (accumulate) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mask, c));
-    return _mm256_mask_storeu_ps(c, mask, x);
-  }
-#endif
-  alignas(64) float lanes[V::size];
-  v.store_aligned(lanes);
-  for (int64_t j = 0; j < n; ++j) c[j] = accumulate ? c[j] + lanes[j] : lanes[j];
-}
+// ---- when not to pack -------------------------------------------------------------
 
-// Where the micro-kernel finds A(r, k), the element of its A panel in row r
-// (of C's block) and at depth k:
-//   packed:  a packed panel, a[k·MR + r]: the MR values of one k side by side
-//   rows:    A as stored, read in place, a[r·lda + k]: one row of A per row of C
-//   columns: Aᵀ as stored, read in place, a[r + k·lda]: one row of Aᵀ per k
-// Each layout gets a micro-kernel of its own, so that the unit stride (and
-// MR) are constants in the k loop: one loop serving all three keeps both
-// strides and their multiples in registers, and with 8 rows GCC ran out of
-// general registers and parked row offsets in vector registers.
-enum class ALayout { packed, rows, columns };
+// Packing A as stored is a transpose (MR rows gathered into columns), about a
+// cycle per element, and the packed block then serves nc / NR micro-kernels,
+// 2·nc flops per element. For nc ≤ 512 that copy is 6 % or more of the
+// arithmetic, so A is read in place instead: the micro-kernel broadcasts
+// straight from MR rows of A. For wider blocks the copy is paid back by
+// unit-stride reads (rows a power of two apart crowd a few L1 sets).
+constexpr int64_t A_IN_PLACE_N = 512;
 
-// C[0:ROWS, 0:nr] (+)= Apanel(ROWS × kc) · Bpanel(kc × BATCHES·W)
+// A stored transposed, (K, M), holds the MR values of one k side by side, so
+// its panels can be read in place too (a_rs = 1, a_cs = lda). But packing it
+// is a plain copy, cheaper than the transpose above, while the kc rows of A
+// that the micro-kernel then walks, lda apart, must stay in L1 from one B
+// panel to the next: with 6- or 8-row panels that holds for blocks up to
+// 128 columns, with 4-row panels (16 bytes of each of the kc rows) up to 512.
+constexpr int64_t A_T_IN_PLACE_N = MR <= 4 ? 512 : 128;
+
+// B as stored (not transposed) holds each k's NR columns of a panel side by
+// side, so the micro-kernel can read its panels in place too (rows ldb
+// apart, unaligned loads) while A is read in place. For a small product
+// packing B is a pass over all of it against only 2·M flops per element.
+// Only an edge panel whose kernels would read past its last column (see
+// columns_read) is still packed: masked loads in the k loop cost far more
+// than that copy. Up to 64K floats of B (256²) with rows up to 256 floats
+// apart: further apart, the kc rows of a panel crowd a few L1 sets, and a
+// packed panel is faster.
+constexpr int64_t B_IN_PLACE_FLOATS = 256 * 256, B_IN_PLACE_LDB = 256;
+
+// ---- the micro-kernel ---------------------------------------------------------------
+
+// C[0:MR, 0:NR] (+)= Apanel(MR × kc) · Bpanel(kc × NR), for a whole tile of C.
 //
-// b holds kc rows of NR floats, of which the kernel reads the first
-// BATCHES·W, and with HALF_TAIL half a batch more (columns read on a
-// half_batch: see block_kernel). Inside C blocks are MR × NR (ROWS = MR,
-// BATCHES = NR / W); at C's bottom and right edges, see block_kernel. lda
-// is only read by the in-place layouts.
-template <int64_t ROWS, int64_t BATCHES, ALayout LAYOUT, bool B_IN_PLACE, class V = batch, bool HALF_TAIL = false>
+// a is A's panel in one of the layouts of ALayout (lda is read only by the
+// in-place ones); b is a packed panel of B (rows NR apart, aligned) or, with
+// B_IN_PLACE, B itself (rows ldb apart).
+template <ALayout LAYOUT, bool B_IN_PLACE>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C, int64_t ldc,
-                  int64_t nr, bool accumulate, bool prefetch_c) {
-  constexpr int64_t VW = V::size;  // W, or W / 2 for a half_batch
-  using H = half_batch;
-  constexpr int64_t HW = HALF_TAIL ? H::size : 0, TAILS = HALF_TAIL ? ROWS : 1;
-  constexpr int64_t COLS = BATCHES * VW + HW;
+                  bool accumulate, bool prefetch_c) {
   // A(r, k) = a[r·a_rs + k·a_cs]
   const int64_t a_rs = LAYOUT == ALayout::rows ? lda : 1;
   const int64_t a_cs = LAYOUT == ALayout::packed ? MR : LAYOUT == ALayout::rows ? 1 : lda;
-  V acc[ROWS][BATCHES];
-  H tail[TAILS];  // the half batch past the whole ones, with HALF_TAIL
-  for (int64_t r = 0; r < ROWS; ++r)
-    for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] = V(0.0f);
-  for (int64_t r = 0; r < TAILS; ++r) tail[r] = H(0.0f);
+  batch acc[MR][NB];
+  for (int64_t r = 0; r < MR; ++r)
+    for (int64_t c = 0; c < NB; ++c) acc[r][c] = batch(0.0f);
 
   // Ask for the C block now, so that its lines arrive while the k loop runs
   // instead of stalling the write-back. C's rows are ldc apart, too far for
   // the hardware prefetcher to guess, and C is often not in cache at all: a
   // new output, or one too large for L2. One prefetch per 64-byte line (16
   // floats) of a row, and its last float for the line an unaligned row spills
-  // into. (A prefetch never faults, so edge blocks may ask past C.) Not
-  // for a C small enough to be in cache already: see PREFETCH_C_FLOATS.
+  // into. Not for a C small enough to be in cache already: see
+  // PREFETCH_C_FLOATS.
   constexpr int64_t LINE = 16;
-  for (int64_t r = 0; r < ROWS && prefetch_c; ++r) {
-    for (int64_t j = 0; j < COLS; j += LINE) __builtin_prefetch(C + r * ldc + j, /*for writing*/ 1);
-    __builtin_prefetch(C + r * ldc + COLS - 1, 1);
+  for (int64_t r = 0; r < MR && prefetch_c; ++r) {
+    for (int64_t j = 0; j < NR; j += LINE) __builtin_prefetch(C + r * ldc + j, /*for writing*/ 1);
+    __builtin_prefetch(C + r * ldc + NR - 1, 1);
   }
 
-  // The whole of GEMM's arithmetic happens in this step: an outer product of
-  // one A column (ROWS values) and one B row (COLS values) added into sum.
-  auto step = [&](V(&sum)[ROWS][BATCHES], H(&tail_sum)[TAILS]) {
-    V b_row[BATCHES];
-    for (int64_t c = 0; c < BATCHES; ++c)
-      b_row[c] = B_IN_PLACE ? V::load_unaligned(b + c * VW) : V::load_aligned(b + c * VW);
-    H b_tail = HALF_TAIL ? H::load_unaligned(b + BATCHES * VW) : H(0.0f);
-    for (int64_t r = 0; r < ROWS; ++r) {
-      V a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
-      for (int64_t c = 0; c < BATCHES; ++c) sum[r][c] = xsimd::fma(a_rk, b_row[c], sum[r][c]);
-      if constexpr (HALF_TAIL)
-        tail_sum[r] = xsimd::fma(BATCHES > 1 ? low_half(a_rk) : H(a[r * a_rs]), b_tail, tail_sum[r]);
+  // The whole of GEMM's arithmetic happens in this loop: for each k, the
+  // outer product of one A column (MR values) and one B row (NR values)
+  // added into acc. Unrolled by 4, so that the loop's own counting takes
+  // less of the ports the FMAs and loads need.
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    batch b_row[NB];
+    for (int64_t c = 0; c < NB; ++c)
+      b_row[c] = B_IN_PLACE ? batch::load_unaligned(b + c * W) : batch::load_aligned(b + c * W);
+    for (int64_t r = 0; r < MR; ++r) {
+      const batch a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
+      for (int64_t c = 0; c < NB; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
     }
     a += a_cs;
     b += B_IN_PLACE ? ldb : NR;
-  };
-  if (ROWS * (BATCHES + HALF_TAIL) >= 8 || kc < 32) {
-    // Unrolled by 4: the loop's own counting then takes less of the ports
-    // the FMAs and loads need (3-5 % on the whole GEMM).
-#pragma GCC unroll 4
-    for (int64_t k = 0; k < kc; ++k) step(acc, tail);
-  } else {
-    // An edge kernel with fewer than 8 accumulators would wait on the FMA
-    // latency (each accumulator takes one FMA per k, 4 cycles apart), so it
-    // sums even and odd k apart and adds the two at the end: 61×59×67 5 %
-    // faster, 100³ (whose last 4 columns took 12 % of the time) 2 %. Not for
-    // a short k loop, where the extra sums cost more (10×8×10 14 % slower).
-    V odd[ROWS][BATCHES];
-    H odd_tail[TAILS];
-    for (int64_t r = 0; r < ROWS; ++r)
-      for (int64_t c = 0; c < BATCHES; ++c) odd[r][c] = V(0.0f);
-    for (int64_t r = 0; r < TAILS; ++r) odd_tail[r] = H(0.0f);
-    int64_t k = 0;
-#pragma GCC unroll 2
-    for (; k + 2 <= kc; k += 2) {
-      step(acc, tail);
-      step(odd, odd_tail);
-    }
-    if (k < kc) step(acc, tail);
-    for (int64_t r = 0; r < ROWS; ++r)
-      for (int64_t c = 0; c < BATCHES; ++c) acc[r][c] += odd[r][c];
-    for (int64_t r = 0; r < TAILS; ++r) tail[r] += odd_tail[r];
   }
 
-  // Write back: whole batches straight to C, and a block cut by C's right
-  // edge touching nothing past C's nr valid columns (see store_c).
-  for (int64_t r = 0; r < ROWS; ++r) {
-    float* c_row = C + r * ldc;
-    for (int64_t c = 0; c < BATCHES; ++c)
-      if (c * VW < nr) store_c(c_row + c * VW, acc[r][c], nr - c * VW, accumulate);
-    if constexpr (HALF_TAIL)
-      if (BATCHES * VW < nr) store_c(c_row + BATCHES * VW, tail[r], nr - BATCHES * VW, accumulate);
+  // C (+)= acc
+  for (int64_t r = 0; r < MR; ++r) {
+    for (int64_t c = 0; c < NB; ++c) {
+      float* c_at = C + r * ldc + c * W;
+      batch sum = acc[r][c];
+      if (accumulate) sum += batch::load_unaligned(c_at);
+      sum.store_unaligned(c_at);
+    }
   }
 }
 
 // C[0:mr, 0:nr] (+)= Apanel · Bpanel for a block of mr ≤ MR rows and nr ≤ NR
-// columns. The packed panels are zero-padded to MR × NR either way, but an
-// edge block runs the micro-kernel built for exactly mr rows and just enough
-// batches for nr columns, so that it does only the work it keeps: at n = 61
-// a full-size kernel on the last row of C would do MR rows' arithmetic for it.
-using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, bool,
-                             bool);
-constexpr int64_t NB = NR / W;  // SIMD batches in a row of the block
-template <ALayout LAYOUT, bool B_IN_PLACE, int64_t ROWS, int64_t... B>
-constexpr std::array<MicroKernel, NB> row_of_kernels(std::integer_sequence<int64_t, B...>) {
-  return {micro_kernel<ROWS, B + 1, LAYOUT, B_IN_PLACE>...};
-}
-template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
-constexpr std::array<std::array<MicroKernel, NB>, MR> micro_kernels(std::integer_sequence<int64_t, R...>) {
-  return {row_of_kernels<LAYOUT, B_IN_PLACE, R + 1>(std::make_integer_sequence<int64_t, NB>{})...};
-}
-template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1][batches - 1]
-constexpr auto kMicroKernels = micro_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
-
-// The last few columns of an edge block, at most half a batch, run on
-// registers half as wide (8 floats of AVX-512, 4 of AVX2): a full batch
-// would do twice the arithmetic they keep (at n = 72 the last 8 columns
-// took a fifth of the FMAs for a ninth of C). The last 1 or 2 columns,
-// when A is read in place as stored, are dot products instead (see
-// dot_kernel).
-template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
-constexpr std::array<MicroKernel, MR> half_kernels(std::integer_sequence<int64_t, R...>) {
-  return {micro_kernel<R + 1, 1, LAYOUT, B_IN_PLACE, half_batch>...};
-}
-template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1]
-constexpr auto kHalfKernels = half_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
-
-// After whole batches, that half batch runs in the same kernel as they do
-// (HALF_TAIL), which shares the loop and, after 2 or 3 batches, the A
-// broadcasts (the low half of the full one; after 1 batch a broadcast of
-// its own was 3 % faster at 88³). 100³ (36 columns past a 64-wide panel:
-// 2 batches and 4 columns) had spent 10 % of its time on the 4 columns in
-// a kernel of their own.
-template <ALayout LAYOUT, bool B_IN_PLACE, int64_t ROWS, int64_t... B>
-constexpr std::array<MicroKernel, NB - 1> row_of_tail_kernels(std::integer_sequence<int64_t, B...>) {
-  return {micro_kernel<ROWS, B + 1, LAYOUT, B_IN_PLACE, batch, true>...};
-}
-template <ALayout LAYOUT, bool B_IN_PLACE, int64_t... R>
-constexpr std::array<std::array<MicroKernel, NB - 1>, MR> tail_kernels(std::integer_sequence<int64_t, R...>) {
-  return {row_of_tail_kernels<LAYOUT, B_IN_PLACE, R + 1>(std::make_integer_sequence<int64_t, NB - 1>{})...};
-}
-template <ALayout LAYOUT, bool B_IN_PLACE>  // [rows - 1][whole batches - 1]
-constexpr auto kTailKernels = tail_kernels<LAYOUT, B_IN_PLACE>(std::make_integer_sequence<int64_t, MR>{});
-
-// The last 1 or 2 columns of C (n = 97: 1 past 6 whole batches) as dot
-// products along k instead: rows of A read in place, along their rows,
-// against those columns of B copied out as rows (bt), W values of k per
-// FMA, and one horizontal add per W sums (sums_of). A half-batch tail
-// costs a half-width FMA for every row and k (on Zen 4 half a cycle), this
-// COLS / W of a full one; at 97³ the tail had taken 7 % of the FMA cycles
-// for 1 % of C. Against the tail, on Zen 4, interleaved runs: 65³ 10 %
-// faster, 66³ 8 %, 81³, 82³, 97³ and 113³ 3-5 %, 98³ 2-3 %. Tried and not
-// kept for 3 or 4 columns: as 4 rows × 4 columns a kernel call, 1-4 %
-// slower (84³, 99³, 100³: their tail shares the whole batches' loop and A
-// broadcasts); as pairs of columns, no faster. Not for A packed or stored
-// transposed, whose rows are not contiguous along k; and not without half
-// batches (SSE), which has no tails either.
-constexpr int64_t DOT_COLS = HAS_HALF_BATCH ? 2 : 0;
-
-// Lane i of the result = the sum of v[i]'s lanes, for i < W: a tree of
-// adds that folds every register in half, and pairs the halves, until one
-// lane is left of each. xsimd::haddp does this, but for AVX-512 xsimd 8.1's
-// returns the sums out of order (lanes 4-7 and 8-11 swapped).
-[[gnu::always_inline]] inline batch sums_of(const batch* v) {
-#if defined(__AVX512F__)
-  if constexpr (W == 16) {
-    // t[i] = [v[i] folded to 8 lanes, v[i + 4] folded], t[i + 4] the same of v[i + 8] and v[i + 12]
-    __m512 t[8], u[4];
-    for (int i = 0; i < 4; ++i) {
-      for (int h = 0; h < 2; ++h) {
-        const __m512 x = v[i + 8 * h], y = v[i + 4 + 8 * h];
-        t[i + 4 * h] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
-                                     _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
-      }
-    }
-    // u[i] = [v[i], v[i + 4], v[i + 8], v[i + 12]], each folded to 4 lanes
-    for (int i = 0; i < 4; ++i)
-      u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], _MM_SHUFFLE(2, 0, 2, 0)),
-                           _mm512_shuffle_f32x4(t[i], t[i + 4], _MM_SHUFFLE(3, 1, 3, 1)));
-    // In each 4 lanes, pairs of u folded twice: lane 4b + i is all of v[4b + i]
-    const __m512d p01 = _mm512_castps_pd(_mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1])));
-    const __m512d p23 = _mm512_castps_pd(_mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3])));
-    return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(p01, p23)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(p01, p23)));
-  }
-#endif
-  return xsimd::haddp(v);
-}
-
-// C[0:rows, 0:COLS] (+)= A(rows × kc, rows lda apart) · bt(COLS × kc)ᵀ,
-// bt's rows ldbt apart and zero from kc to ldbt (a multiple of W).
-//
-// W / COLS rows at a time, so that their W sums fill one sums_of (per MR
-// rows, 1 column's 4 sums took a whole reduction, and the dot products 6
-// times their share of the time at 97³). A last group past `rows` reads
-// the last row again for the rows it lacks and drops their sums. Where a
-// row falls in its group (threads cut C's rows at multiples of MR) changes
-// nothing in its sums: every lane of sums_of adds in the same order.
-template <int64_t COLS>
-void dot_kernel(int64_t rows, int64_t kc, const float* a, int64_t lda, const float* bt, int64_t ldbt, float* C,
-                int64_t ldc, bool accumulate) {
-  constexpr int64_t ROWS = W / COLS;
-  static_assert(ROWS * COLS == W);
-  for (int64_t r0 = 0; r0 < rows; r0 += ROWS) {
-    const float* a_r[ROWS];
-    for (int64_t r = 0; r < ROWS; ++r) a_r[r] = a + std::min(r0 + r, rows - 1) * lda;
-    batch sum[W];  // C(r0 + r, j) in sum[r·COLS + j]
-    for (batch& x : sum) x = batch(0.0f);
-    auto step = [&](int64_t k, auto load_a) {
-      batch b[COLS];
-      for (int64_t j = 0; j < COLS; ++j) b[j] = batch::load_aligned(bt + j * ldbt + k);
-      for (int64_t r = 0; r < ROWS; ++r) {
-        const batch a_rk = load_a(a_r[r] + k);  // A(r0 + r, k : k + W)
-        for (int64_t j = 0; j < COLS; ++j) sum[r * COLS + j] = xsimd::fma(a_rk, b[j], sum[r * COLS + j]);
-      }
-    };
-    int64_t k = 0;
-    for (; k + W <= kc; k += W) step(k, [](const float* p) { return batch::load_unaligned(p); });
-    if (k < kc) step(k, [n = kc - k](const float* p) { return load_first(p, n); });
-    alignas(64) float total[W];
-    sums_of(sum).store_aligned(total);
-    for (int64_t r = 0; r < std::min(ROWS, rows - r0); ++r) {
-      float* c = C + (r0 + r) * ldc;
-      for (int64_t j = 0; j < COLS; ++j) c[j] = accumulate ? c[j] + total[r * COLS + j] : total[r * COLS + j];
-    }
-  }
-}
-
-using DotKernel = void (*)(int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool);
-constexpr std::array<DotKernel, 2> kDotKernels = {dot_kernel<1>, dot_kernel<2>};  // [columns - 1]
-
-// The columns the kernels of a block nr columns wide read from each row of
-// its B panel: whole batches, and a last part of at most half a batch on a
-// half batch (see block_kernel).
-int64_t columns_read(int64_t nr) {
-  const int64_t rest = nr % W;
-  if (rest == 0 || rest > W / 2 || !HAS_HALF_BATCH) return (nr + W - 1) / W * W;
-  return nr / W * W + W / 2;
-}
-
-// b is a packed panel (B_IN_PLACE false) or B itself, rows ldb apart.
+// columns: the micro-kernel for a whole tile, else the edge kernel built for
+// the block's size (gemm_edges.cpp).
 template <ALayout LAYOUT, bool B_IN_PLACE>
 void block_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* C, int64_t ldc,
                   int64_t mr, int64_t nr, bool accumulate, bool prefetch_c) {
-  if (mr == MR && nr == NR)
-    return micro_kernel<MR, NR / W, LAYOUT, B_IN_PLACE>(kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
-  const int64_t whole = nr / W, rest = nr % W;  // whole batches, and the columns past them
-  if (rest == 0 || rest > W / 2 || !HAS_HALF_BATCH)
-    return kMicroKernels<LAYOUT, B_IN_PLACE>[mr - 1][(nr + W - 1) / W - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate,
-                                                                           prefetch_c);
-  if (whole > 0)
-    return kTailKernels<LAYOUT, B_IN_PLACE>[mr - 1][whole - 1](kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
-  kHalfKernels<LAYOUT, B_IN_PLACE>[mr - 1](kc, a, lda, b, ldb, C, ldc, rest, accumulate, prefetch_c);  // whole == 0
+  if (mr == MR && nr == NR) return micro_kernel<LAYOUT, B_IN_PLACE>(kc, a, lda, b, ldb, C, ldc, accumulate, prefetch_c);
+  edge_kernel(LAYOUT, B_IN_PLACE, mr, nr)(kc, a, lda, b, ldb, C, ldc, nr, accumulate, prefetch_c);
 }
 
 // ---- the driver -------------------------------------------------------------------
-
-// B as stored (not transposed) holds each k's NR columns of a panel side by
-// side, so the micro-kernel can read its panels in place too (rows ldb
-// apart, unaligned loads) while A is read in place. For a small product
-// packing B is a pass over all of it against only 2·M flops per element: at
-// n = 80 it took 5 % of the time, and OpenBLAS, which skips it there, was
-// 4-11 % ahead from n = 64 to 100. Only an edge panel whose kernels would
-// read past its last column (see columns_read) is still packed (reading it
-// in place too, the last batch of each of its rows through an AVX-512
-// masked load, made every in-place kernel 2-2.6x slower on Zen 4, and
-// just its half-batch tail through a 256-bit masked load 1.4-1.75x slower
-// at 84³ to 120³; its whole batches in place and only that tail copied out
-// was no faster than packing it, within 1 %). Up to
-// 64K floats of B (256²) with rows up to 256 floats apart: 160³ to 256³
-// gained 1-2 %, while 384³, 512³ and 512×512×64 (rows 1.5-2 KB apart, the
-// kc rows of a panel crowding a few L1 sets) were 1-4 % slower in place.
-constexpr int64_t B_IN_PLACE_FLOATS = 256 * 256, B_IN_PLACE_LDB = 256;
 
 // Below this many flops (2·M·N·K) a product stays on one thread: waking the
 // pool's workers costs tens of microseconds, a 128³ product about 30.
@@ -587,9 +274,8 @@ struct Operands {
 };
 
 // A C under 512 KB (half of Zen 4's 1 MB L2) is most likely still in cache
-// from its last use, and prefetching its blocks in the micro-kernel cost
-// more than it brought: without it 640×32×96 (240 KB) ran 2-3 % faster and
-// 64³ to 192³ 1 %, while 512³ (1 MB) ran 4-10 % slower.
+// from its last use, and prefetching its blocks in the micro-kernel costs
+// more than it brings; a larger C is not, and waiting for it costs more.
 constexpr int64_t PREFETCH_C_FLOATS = 128 * 1024;
 
 Operands operands(bool trans_a, bool trans_b, int64_t M, int64_t N, const float* A, int64_t lda, const float* B,
@@ -610,33 +296,17 @@ std::pair<int64_t, int64_t> part(int64_t n, int64_t unit, int64_t parts, int64_t
 
 bool a_in_place(const Operands& x, int64_t nc) { return nc <= (x.trans_a ? A_T_IN_PLACE_N : A_IN_PLACE_N); }
 
-// How many of a block's last columns run as dot products (see dot_kernel):
-// the 1 to DOT_COLS past its whole batches, while A is read in place as
-// stored; else 0.
-int64_t dot_columns(const Operands& x, int64_t nc) {
-  const int64_t rest = nc % W;
-  return !x.trans_a && a_in_place(x, nc) && rest <= DOT_COLS ? rest : 0;
-}
-
-// Where the driver copies those columns, after the block's panels in
-// packed_b, and the stride of their rows: dot_kernel's bt and ldbt.
+// Where the driver copies a block's dot-product columns (dot_columns in
+// gemm_edges.hpp), after the block's panels in packed_b, and the stride of
+// their rows: dot_products' bt and ldbt.
 int64_t dot_columns_at(int64_t nc, int64_t kc) { return round_up(nc, NR) * kc; }
 int64_t dot_columns_ld(int64_t kc) { return round_up(kc, W); }
-
-// Those columns of a block of op(B), kc deep, as rows for dot_kernel:
-// bt[j·ldbt + k] = op(B)(k, j), zeros from kc to ldbt.
-void pack_dot_columns(int64_t cols, int64_t kc, const float* b, int64_t b_k, int64_t b_col, float* bt, int64_t ldbt) {
-  for (int64_t j = 0; j < cols; ++j) {
-    for (int64_t k = 0; k < kc; ++k) bt[j * ldbt + k] = b[k * b_k + j * b_col];
-    std::fill(bt + j * ldbt + kc, bt + (j + 1) * ldbt, 0.0f);
-  }
-}
 
 // C[rows, cols] (+)= op(A)[rows, pc : pc+kc] · (the packed B block)[:, cols]:
 // one task's share of one K slice. cols are counted from the block's first
 // column jc and start at a panel boundary (a multiple of NR). The block's
-// last dot_columns(x, nc) columns, if any, the driver copied out as rows
-// right after packed_b's panels.
+// last columns that run as dot products, if any, the driver copied out as
+// rows right after packed_b's panels.
 void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pair<int64_t, int64_t> cols, int64_t jc,
                     int64_t nc, int64_t pc, int64_t kc, const float* packed_b, bool b_in_place, bool acc) {
   // NOTE: thread_local and only ever growing, so the many small products of
@@ -653,7 +323,7 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
   // edge panel whose kernels would read past C's last column: that one the
   // driver packed, at its usual place in packed_b.
   const bool in_place = a_in_place(x, nc);
-  const int64_t dot = dot_columns(x, nc), ldbt = dot_columns_ld(kc);
+  const int64_t dot = dot_columns(nc, !x.trans_a && in_place), ldbt = dot_columns_ld(kc);
   const float* bt = packed_b + dot_columns_at(nc, kc);
   for (int64_t ic = rows.first; ic < rows.second; ic += MC) {
     const int64_t mc = std::min(MC, rows.second - ic);
@@ -691,7 +361,7 @@ void multiply_block(const Operands& x, std::pair<int64_t, int64_t> rows, std::pa
       }
     }
     if (dot > 0 && cols.second == nc)
-      kDotKernels[dot - 1](mc, kc, a_block, x.a_row, bt, ldbt, x.C + ic * x.ldc + jc + nc - dot, x.ldc, acc);
+      dot_products(dot, mc, kc, a_block, x.a_row, bt, ldbt, x.C + ic * x.ldc + jc + nc - dot, x.ldc, acc);
   }
 }
 
@@ -708,7 +378,7 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
   // NOTE: a task must reach it through `packed`: the name packed_b, inside a
   // task on a worker thread, would be that worker's own (thread_local) buffer.
   thread_local aligned_floats packed_b;
-  // (KC, NC) at most, and dot_kernel's columns (see dot_columns) after it
+  // (KC, NC) at most, and the dot-product columns (see dot_columns_at) after it
   const int64_t kc_max = std::min(K, KC);
   const size_t b_size =
       static_cast<size_t>(dot_columns_at(std::min(N, NC), kc_max) + DOT_COLS * dot_columns_ld(kc_max));
@@ -742,7 +412,7 @@ void gemm_driver(const Operands& x, int64_t M, int64_t N, int64_t K, bool accumu
       // columns, packed in pieces of whole panels (64K floats or more each).
       const float* b_block = x.B + pc * x.b_k + jc * x.b_col;
       const bool b_in_place = b_small && a_in_place(x, nc);
-      const int64_t dot = dot_columns(x, nc);
+      const int64_t dot = dot_columns(nc, !x.trans_a && a_in_place(x, nc));
       if (dot > 0)
         pack_dot_columns(dot, kc, b_block + (nc - dot) * x.b_col, x.b_k, x.b_col, packed + dot_columns_at(nc, kc),
                          dot_columns_ld(kc));

@@ -1,5 +1,6 @@
 // The one way kernels reach xsimd: the include, and the register type.
-// Private to src/kernels/ (nothing outside includes it).
+// Private to src/kernels/, and bench/bench.cpp, whose FMA peak loop runs on
+// this register type; nothing else includes it.
 #pragma once
 
 // NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning

@@ -140,23 +140,23 @@ TEST_CASE("kernels/gemm") {
   // M, N, K odd; 129 > MC rows; 257 > KC depth; 2100 > NC columns.
   SUBCASE("1x1x1") { check_all_modes(1, 1, 1); }
   SUBCASE("3x17x5") { check_all_modes(3, 17, 5); }
-  // Edge blocks run kernels of their own size: 1 to MR - 1 rows (M mod MR;
-  // MR is 8 on Intel's AVX-512, 4 on AMD's, 6 with AVX2) times 1 to NR / W
-  // SIMD batches of columns (NR is 2 batches, 4 on AMD's AVX-512: 32, 64 or
-  // 16 columns), and each kernel exists once per way of reading A (packed,
-  // or in place as stored or transposed; see the next comment). A last
-  // part of at most half a batch runs on half-width registers, alone or in
-  // the kernel of the whole batches before it. M = 7 to 15 reaches every
-  // edge row count for each MR; the N below leave 8, 20, 28, 36, 48, 56 and
-  // 63 columns past whole 64-column panels (so 1, 2, 3 and 4 batches, half
-  // a batch alone and after 1, 2 or 3 whole ones; mod 32 and mod 16 they
-  // reach as much), at widths read in place (< 128) and packed (> 512).
-  // K = 9 and 37: edge kernels with few accumulators sum even and odd k
-  // apart when K is 32 or more.
+  // Edge blocks run kernels of their own size (gemm_edges.cpp): 1 to MR
+  // rows (MR is 8 on Intel's AVX-512, 4 on AMD's, 6 with AVX2) times 1 to
+  // 2·NR / W half batches of columns (NR is 2 batches, 4 on AMD's AVX-512:
+  // 32, 64 or 16 columns), whole batches and a last half batch on
+  // half-width registers, once per way of reading A (packed, or in place as
+  // stored or transposed; see the next comment) and B (packed, or in place
+  // as stored: see below). M = 7 to 15 reaches every edge row count for
+  // each MR; the N below leave 8, 16, 20, 24, 28, 32, 36, 40, 48, 56 and 63
+  // columns past whole 64-column panels, so every count of half batches, 1
+  // to 8, and with B in place each count whose columns are whole half
+  // batches (mod 32 and mod 16 they reach as much), at widths where A is
+  // read in place (< 128) and packed (> 512). K = 9 and 37: edge kernels
+  // with few accumulators sum even and odd k apart when K is 32 or more.
   SUBCASE("10x47x23") { check_all_modes(10, 47, 23); }
   SUBCASE("7 to 15 x 72 to 127, 520 to 575 x 9, 37") {
     for (int64_t M = 7; M <= 15; ++M)
-      for (int64_t N : {72, 84, 92, 100, 112, 120, 127, 520, 532, 540, 548, 560, 568, 575})
+      for (int64_t N : {72, 80, 84, 88, 92, 96, 100, 104, 112, 120, 127, 520, 528, 532, 540, 548, 560, 568, 575})
         for (int64_t K : {9, 37}) check_all_modes(M, N, K);
   }
   SUBCASE("17x129x33") { check_all_modes(17, 129, 33); }
