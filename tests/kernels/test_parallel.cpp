@@ -148,7 +148,7 @@ TEST_CASE("kernels/gemm: the same on 1, 2, 3 and 4 threads") {
   // not a multiple of 6 or 96), few rows and many columns (M = 7: the columns
   // are split), K over one slice of 256 (so later slices accumulate), and
   // N = 2100 over one block of 2048 columns; N = 98 ends in 2 columns of
-  // dot products (see gemm.cpp's dot_kernel), in row groups of 8 that a
+  // dot products (see gemm_edges.cpp's dot_products), in row groups of 8 that a
   // split of the rows may cut.
   struct Case {
     int64_t M, N, K;
