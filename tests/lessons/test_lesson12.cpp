@@ -89,8 +89,7 @@ void check_run(const LessonRun& r, bool trained) {
   CHECK(s.kind_names == std::vector<std::string>{"plain", "negation", "far negation", "contrast"});
 
   // The saved sentences and labels are data/sentiment/test.txt's, in its order.
-  qkv::data::LabeledText file =
-      qkv::data::read_text_classification(std::string(QKV_DATA_DIR) + "/sentiment/test.txt");
+  qkv::data::LabeledText file = qkv::data::read_text_classification(std::string(QKV_DATA_DIR) + "/sentiment/test.txt");
   REQUIRE(file.tokens.size() == 200);
   std::vector<int64_t> file_labels = file.labels.to_vector();
   for (size_t i = 0; i < 200; ++i) {
@@ -104,7 +103,8 @@ void check_run(const LessonRun& r, bool trained) {
     INFO(model);
     std::vector<int> predicted = s.predictions(res, std::string(model) + "_predictions");
     REQUIRE(predicted.size() == 200);
-    const std::string overall = std::string(model) == "attention" ? "test_accuracy" : std::string(model) + "_test_accuracy";
+    const std::string overall =
+        std::string(model) == "attention" ? "test_accuracy" : std::string(model) + "_test_accuracy";
     CHECK(res.at(overall).get<double>() == doctest::Approx(recount(s, predicted, "")).epsilon(1e-12));
     std::vector<double> by_kind = res.at(std::string(model) + "_kind_accuracies").get<std::vector<double>>();
     REQUIRE(by_kind.size() == 4);
@@ -185,7 +185,8 @@ void check_run(const LessonRun& r, bool trained) {
   CHECK(res.at("negation_share").get<double>() == doctest::Approx(negation / negated).epsilon(1e-4));
   CHECK(res.at("uniform_share").get<double>() == doctest::Approx(negation_uniform / negated).epsilon(1e-6));
   CHECK(res.at("second_clause_share").get<double>() == doctest::Approx(second / contrasts).epsilon(1e-4));
-  CHECK(res.at("second_clause_uniform_share").get<double>() == doctest::Approx(second_uniform / contrasts).epsilon(1e-6));
+  CHECK(res.at("second_clause_uniform_share").get<double>() ==
+        doctest::Approx(second_uniform / contrasts).epsilon(1e-6));
 
   if (!trained) return;
   // Trained: the loss falls, attention with positions gets at least 90% of the held-out sentences right,
@@ -202,7 +203,9 @@ void check_run(const LessonRun& r, bool trained) {
 
 #ifdef QKV_TEST_SANITIZE
 // Under the sanitizers: two epochs; everything but what needs training long enough.
-TEST_CASE("lessons/12_attention_classifier, briefly") { check_run(LessonRun("12_attention_classifier", "--epochs 2"), false); }
+TEST_CASE("lessons/12_attention_classifier, briefly") {
+  check_run(LessonRun("12_attention_classifier", "--epochs 2"), false);
+}
 #else
 TEST_CASE("lessons/12_attention_classifier at seeds 0, 1 and 2") {
   for (int seed : {0, 1, 2}) {
