@@ -413,6 +413,141 @@ std::string lines_of(const Split& split, bool kinds) {
 
 std::vector<double> doubles(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
 
+// --- the sections of the comparison ---------------------------------------------------------
+
+const std::vector<std::string> NAMES = {"average", "attn", "attn + P"};  // short: they label the pictures' rows
+struct Training {
+  int64_t epochs, batch_size;
+  float lr;
+};
+struct Curves {
+  Curve average, unordered, attention;
+};
+
+Curves train_all(lesson::Lesson& lesson, AveragePooling& average, AttentionClassifier& unordered,
+                 AttentionClassifier& attention, const Split& train_split, const Training& t) {
+  lesson.section("Training with AdamW and cross-entropy, and two models to compare");
+  lesson.print("{}\n", attention.repr());
+  lesson.print(
+      "This is attn + P. Beside it, the same head on lesson 01's average pooling, `average` (every valid\n"
+      "word weighs 1/length: masked_softmax of equal scores), and `attn`, the attention model without P\n"
+      "(its keys see only the word).\n"
+      "Each: AdamW lr {}, weight decay 0.01, {} epochs of {} shuffled batches of {}; loss =\n"
+      "cross_entropy(logits, labels), the batch mean; the same loader seed, so the same batches.\n",
+      t.lr, t.epochs, (train_split.size() + t.batch_size - 1) / t.batch_size, t.batch_size);
+  Curves c;
+  lesson.print("{}:\n", NAMES[0]);
+  c.average = train(lesson, average, train_split, t.epochs, t.batch_size, t.lr);
+  lesson.print("{}:\n", NAMES[1]);
+  c.unordered = train(lesson, unordered, train_split, t.epochs, t.batch_size, t.lr);
+  lesson.print("{}:\n", NAMES[2]);
+  c.attention = train(lesson, attention, train_split, t.epochs, t.batch_size, t.lr);
+  std::vector<float> epoch_numbers;
+  for (int64_t e = 1; e <= t.epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
+  auto floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  lesson.line_plot(
+      "training.svg",
+      {{"attn + P: loss", epoch_numbers, floats(c.attention.losses)},
+       {"attn + P: accuracy", epoch_numbers, floats(c.attention.accuracies)},
+       {"average: loss", epoch_numbers, floats(c.average.losses)},
+       {"average: accuracy", epoch_numbers, floats(c.average.accuracies)}},
+      {.title = "Training loss and accuracy per epoch", .xlabel = "epoch", .ylabel = "loss (cross-entropy), accuracy"});
+  lesson.print(
+      "Both fit the training sentences: after {} epochs averaging gets {:.3f} of them right, attention {:.3f}.\n",
+      t.epochs, c.average.accuracies.back(), c.attention.accuracies.back());
+  return c;
+}
+
+void held_out(lesson::Lesson& lesson, const Split& test_split, const std::vector<const Scored*>& models,
+              const Curves& curves) {
+  lesson.section("Held-out accuracy, kind by kind");
+  accuracy_table(lesson, test_split, NAMES, models);
+  lesson.print(
+      "An average of word vectors, and attention whose keys see only the word, give \"A but B\" and \"B but A\"\n"
+      "the same output (the next section shows it): on contrasts they get {:.3f} and {:.3f} right, near a coin's\n"
+      "0.5, though averaging fits {:.3f} of the training sentences. With P in the keys the weights depend on\n"
+      "where each word stands, so the order reaches the head: {:.3f}.\n\n",
+      accuracy(models[0]->predicted, test_split, 3), accuracy(models[1]->predicted, test_split, 3),
+      curves.average.accuracies.back(), accuracy(models[2]->predicted, test_split, 3));
+}
+
+// Each contrast among the examples, and the same with its clauses swapped: P(positive) under
+// averaging and under attn + P, pair by pair; and how many pairs attn + P turns with the order.
+struct Swaps {
+  std::vector<double> average, attention;
+  int64_t turned = 0;
+};
+Swaps swap_examples(lesson::Lesson& lesson, const Split& test_split, const std::vector<int64_t>& examples,
+                    AveragePooling& average, AttentionClassifier& attention, const data::Vocab& vocab,
+                    int64_t num_steps) {
+  lesson.print("Both pictures use one colour scale, 0 to 1. Each contrast with its clauses swapped, P(positive):\n");
+  Swaps s;
+  for (int64_t i : examples) {
+    const std::vector<std::string>& words = test_split.text.tokens[static_cast<size_t>(i)];
+    if (test_split.kinds[static_cast<size_t>(i)] != 3) continue;
+    for (const auto& sentence : {words, swap_clauses(words)}) {
+      const double a = positive(average, sentence, vocab, num_steps),
+                   p = positive(attention, sentence, vocab, num_steps);
+      s.average.push_back(a);
+      s.attention.push_back(p);
+      lesson.print("  {:<60} average {:.3f}  attn + P {:.3f}\n", fmt::format("\"{}\"", fmt::join(sentence, " ")), a, p);
+    }
+  }
+  for (size_t k = 0; k + 1 < s.attention.size(); k += 2)  // the label flips with the order: does the prediction?
+    s.turned += (s.attention[k] > 0.5) != (s.attention[k + 1] > 0.5);
+  lesson.print("The average is the same for both orders (the same words); attn + P turns with the order in {} of {}.\n",
+               s.turned, s.attention.size() / 2);
+  return s;
+}
+
+void print_shares(lesson::Lesson& lesson, const Shares& shares) {
+  lesson.section("Where the attention goes");
+  lesson.print("{} held-out sentences hold a negation (not, never, nobody): attn + P puts {:.3f} on the\n",
+               shares.negated, shares.negation);
+  lesson.print("negation word, where averaging gives each word {:.3f} ({:.1f}×).\n", shares.negation_uniform,
+               shares.negation_uniform > 0 ? shares.negation / shares.negation_uniform : 0.0);
+  lesson.print("{} hold a contrast: it puts {:.3f} on the clause after \"but\", which decides, where averaging\n",
+               shares.contrasts, shares.second_clause);
+  lesson.print("gives that clause {:.3f}.\n", shares.second_clause_uniform);
+}
+
+// results.json: every held-out sentence with its kind, label and each model's prediction, so that a
+// reader can recount every accuracy printed; the attention weights, curves, examples and shares.
+void save_results(lesson::Lesson& lesson, const Split& test_split, const std::vector<const Scored*>& models,
+                  const Curves& curves, const std::vector<int64_t>& examples, const Swaps& swaps,
+                  const Shares& shares) {
+  lesson.result("kinds", std::string("plain\nnegation\nfar negation\ncontrast\n"));
+  lesson.result("test_sentences", lines_of(test_split, false));
+  lesson.result("test_kinds", lines_of(test_split, true));
+  lesson.result("test_labels", doubles(test_split.labels));
+  const std::vector<std::string> keys = {"average", "unordered", "attention"};
+  for (size_t m = 0; m < models.size(); ++m) {
+    lesson.result(keys[m] + "_predictions", doubles(models[m]->predicted));
+    lesson.result(m == 2 ? "test_accuracy" : keys[m] + "_test_accuracy", accuracy(models[m]->predicted, test_split));
+    std::vector<double> by_kind;
+    for (size_t k = 0; k < KINDS.size(); ++k)
+      by_kind.push_back(accuracy(models[m]->predicted, test_split, static_cast<int>(k)));
+    lesson.result(keys[m] + "_kind_accuracies", by_kind);
+  }
+  lesson.result("losses", curves.attention.losses);
+  lesson.result("train_accuracies", curves.attention.accuracies);
+  lesson.result("average_losses", curves.average.losses);
+  lesson.result("average_train_accuracies", curves.average.accuracies);
+  lesson.result("unordered_losses", curves.unordered.losses);
+  lesson.result("unordered_train_accuracies", curves.unordered.accuracies);
+  lesson.result("test_weights", models[2]->weights);
+  lesson.result("examples", doubles(examples));
+  lesson.result("swapped_average", swaps.average);
+  lesson.result("swapped_attention", swaps.attention);
+  lesson.result("swaps_turned", swaps.turned);
+  lesson.result("negated_sentences", shares.negated);
+  lesson.result("negation_share", shares.negation);
+  lesson.result("uniform_share", shares.negation_uniform);
+  lesson.result("contrast_sentences", shares.contrasts);
+  lesson.result("second_clause_share", shares.second_clause);
+  lesson.result("second_clause_uniform_share", shares.second_clause_uniform);
+}
+
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 12);
   int64_t epochs = 15, batch_size = 32, embed = 32, hidden = 32;
@@ -446,130 +581,35 @@ int main(int argc, char** argv) {
   }
   show_data(lesson, train_split, test_split, vocab, num_steps);
 
-  lesson.section("Training with AdamW and cross-entropy, and two models to compare");
+  // Three models, each from the same seed: the same first draws, the same batches.
   const int64_t V = vocab.size(), C = train_split.text.num_classes;
   Generator gen_average(lesson.seed()), gen_unordered(lesson.seed()), gen_attention(lesson.seed());
   AveragePooling average(V, embed, hidden, C, gen_average);
   AttentionClassifier unordered(V, embed, hidden, C, num_steps, /*positions=*/false, gen_unordered);
   AttentionClassifier attention(V, embed, hidden, C, num_steps, /*positions=*/true, gen_attention);
-  lesson.print("{}\n", attention.repr());
-  lesson.print(
-      "This is attn + P. Beside it, the same head on lesson 01's average pooling, `average` (every valid\n"
-      "word weighs 1/length: masked_softmax of equal scores), and `attn`, the attention model without P\n"
-      "(its keys see only the word).\n"
-      "Each: AdamW lr {}, weight decay 0.01, {} epochs of {} shuffled batches of {}; loss =\n"
-      "cross_entropy(logits, labels), the batch mean; the same loader seed, so the same batches.\n",
-      lr, epochs, (train_split.size() + batch_size - 1) / batch_size, batch_size);
-  const std::vector<std::string> names = {"average", "attn", "attn + P"};  // short: they label the pictures' rows
-  lesson.print("{}:\n", names[0]);
-  Curve average_curve = train(lesson, average, train_split, epochs, batch_size, lr);
-  lesson.print("{}:\n", names[1]);
-  Curve unordered_curve = train(lesson, unordered, train_split, epochs, batch_size, lr);
-  lesson.print("{}:\n", names[2]);
-  Curve curve = train(lesson, attention, train_split, epochs, batch_size, lr);
-  std::vector<float> epoch_numbers;
-  for (int64_t e = 1; e <= epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
-  auto floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-  lesson.line_plot(
-      "training.svg",
-      {{"attn + P: loss", epoch_numbers, floats(curve.losses)},
-       {"attn + P: accuracy", epoch_numbers, floats(curve.accuracies)},
-       {"average: loss", epoch_numbers, floats(average_curve.losses)},
-       {"average: accuracy", epoch_numbers, floats(average_curve.accuracies)}},
-      {.title = "Training loss and accuracy per epoch", .xlabel = "epoch", .ylabel = "loss (cross-entropy), accuracy"});
-  lesson.print(
-      "Both fit the training sentences: after {} epochs averaging gets {:.3f} of them right, attention {:.3f}.\n",
-      epochs, average_curve.accuracies.back(), curve.accuracies.back());
+  const Curves curves = train_all(lesson, average, unordered, attention, train_split, {epochs, batch_size, lr});
 
-  lesson.section("Held-out accuracy, kind by kind");
   const Scored average_scored = score(average, test_split), unordered_scored = score(unordered, test_split),
                scored = score(attention, test_split);
   const std::vector<const Scored*> models = {&average_scored, &unordered_scored, &scored};
-  accuracy_table(lesson, test_split, names, models);
-  const double average_accuracy = accuracy(average_scored.predicted, test_split),
-               unordered_accuracy = accuracy(unordered_scored.predicted, test_split),
-               test_accuracy = accuracy(scored.predicted, test_split);
-  lesson.print(
-      "An average of word vectors, and attention whose keys see only the word, give \"A but B\" and \"B but A\"\n"
-      "the same output (the next section shows it): on contrasts they get {:.3f} and {:.3f} right, near a coin's\n"
-      "0.5, though averaging fits {:.3f} of the training sentences. With P in the keys the weights depend on\n"
-      "where each word stands, so the order reaches the head: {:.3f}.\n\n",
-      accuracy(average_scored.predicted, test_split, 3), accuracy(unordered_scored.predicted, test_split, 3),
-      average_curve.accuracies.back(), accuracy(scored.predicted, test_split, 3));
+  held_out(lesson, test_split, models, curves);
 
   lesson.section("Two sentences averaging gets wrong");
-  std::vector<int64_t> examples = two_examples(lesson, test_split, names, models);
-  lesson.print("Both pictures use one colour scale, 0 to 1. Each contrast with its clauses swapped, P(positive):\n");
-  std::vector<double> swapped_average, swapped_attention;
-  for (int64_t i : examples) {
-    const std::vector<std::string>& words = test_split.text.tokens[static_cast<size_t>(i)];
-    if (test_split.kinds[static_cast<size_t>(i)] != 3) continue;
-    for (const auto& sentence : {words, swap_clauses(words)}) {
-      const double a = positive(average, sentence, vocab, num_steps),
-                   p = positive(attention, sentence, vocab, num_steps);
-      swapped_average.push_back(a);
-      swapped_attention.push_back(p);
-      lesson.print("  {:<60} average {:.3f}  attn + P {:.3f}\n", fmt::format("\"{}\"", fmt::join(sentence, " ")), a, p);
-    }
-  }
-  int64_t turned = 0;  // pairs whose attn + P prediction flips with the order, as the label does
-  for (size_t k = 0; k + 1 < swapped_attention.size(); k += 2)
-    turned += (swapped_attention[k] > 0.5) != (swapped_attention[k + 1] > 0.5);
-  lesson.print("The average is the same for both orders (the same words); attn + P turns with the order in {} of {}.\n",
-               turned, swapped_attention.size() / 2);
-  lesson.result("swaps_turned", turned);
+  const std::vector<int64_t> examples = two_examples(lesson, test_split, NAMES, models);
+  const Swaps swaps = swap_examples(lesson, test_split, examples, average, attention, vocab, num_steps);
 
-  lesson.section("Where the attention goes");
   const Shares shares = attention_shares(test_split, scored.weights);
-  lesson.print("{} held-out sentences hold a negation (not, never, nobody): attn + P puts {:.3f} on the\n",
-               shares.negated, shares.negation);
-  lesson.print("negation word, where averaging gives each word {:.3f} ({:.1f}×).\n", shares.negation_uniform,
-               shares.negation_uniform > 0 ? shares.negation / shares.negation_uniform : 0.0);
-  lesson.print("{} hold a contrast: it puts {:.3f} on the clause after \"but\", which decides, where averaging\n",
-               shares.contrasts, shares.second_clause);
-  lesson.print("gives that clause {:.3f}.\n", shares.second_clause_uniform);
+  print_shares(lesson, shares);
+  save_results(lesson, test_split, models, curves, examples, swaps, shares);
 
-  lesson.result("kinds", std::string("plain\nnegation\nfar negation\ncontrast\n"));
-  lesson.result("test_sentences", lines_of(test_split, false));
-  lesson.result("test_kinds", lines_of(test_split, true));
-  lesson.result("test_labels", doubles(test_split.labels));
-  lesson.result("average_predictions", doubles(average_scored.predicted));
-  lesson.result("unordered_predictions", doubles(unordered_scored.predicted));
-  lesson.result("attention_predictions", doubles(scored.predicted));
-  lesson.result("average_test_accuracy", average_accuracy);
-  lesson.result("unordered_test_accuracy", unordered_accuracy);
-  lesson.result("test_accuracy", test_accuracy);
-  for (const auto& [key, m] :
-       {std::pair{"average", &average_scored}, {"unordered", &unordered_scored}, {"attention", &scored}}) {
-    std::vector<double> by_kind;
-    for (size_t k = 0; k < KINDS.size(); ++k)
-      by_kind.push_back(accuracy(m->predicted, test_split, static_cast<int>(k)));
-    lesson.result(fmt::format("{}_kind_accuracies", key), by_kind);
-  }
-  lesson.result("losses", curve.losses);
-  lesson.result("train_accuracies", curve.accuracies);
-  lesson.result("average_losses", average_curve.losses);
-  lesson.result("average_train_accuracies", average_curve.accuracies);
-  lesson.result("unordered_losses", unordered_curve.losses);
-  lesson.result("unordered_train_accuracies", unordered_curve.accuracies);
-  lesson.result("test_weights", scored.weights);
-  lesson.result("examples", doubles(examples));
-  lesson.result("swapped_average", swapped_average);
-  lesson.result("swapped_attention", swapped_attention);
-  lesson.result("negated_sentences", shares.negated);
-  lesson.result("negation_share", shares.negation);
-  lesson.result("uniform_share", shares.negation_uniform);
-  lesson.result("contrast_sentences", shares.contrasts);
-  lesson.result("second_clause_share", shares.second_clause);
-  lesson.result("second_clause_uniform_share", shares.second_clause_uniform);
-
+  auto contrasts = [&](const Scored& m) { return accuracy(m.predicted, test_split, 3); };
   return lesson.finish(fmt::format(
       "The notes' single-head attention classifier, made to run: Embedding -> features of each word at its\n"
       "position -> one learned query over the words (padding masked) -> weighted sum -> Linear-relu-Linear.\n"
       "Trained with AdamW for {} epochs, loss {:.4f} -> {:.4f}. Held-out accuracy: attention + P {:.3f},\n"
       "attention without positions {:.3f}, averaging the word vectors {:.3f}; on contrasts with \"but\"\n"
       "{:.3f}, {:.3f} and {:.3f}: only a model that knows the order can tell \"A but B\" from \"B but A\".",
-      epochs, curve.losses.front(), curve.losses.back(), test_accuracy, unordered_accuracy, average_accuracy,
-      accuracy(scored.predicted, test_split, 3), accuracy(unordered_scored.predicted, test_split, 3),
-      accuracy(average_scored.predicted, test_split, 3)));
+      epochs, curves.attention.losses.front(), curves.attention.losses.back(), accuracy(scored.predicted, test_split),
+      accuracy(unordered_scored.predicted, test_split), accuracy(average_scored.predicted, test_split),
+      contrasts(scored), contrasts(unordered_scored), contrasts(average_scored)));
 }
