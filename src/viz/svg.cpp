@@ -83,9 +83,10 @@ std::vector<double> colorbar_ticks(double lo, double hi, double height) {
   std::vector<double> ticks = {hi};
   // The round values, top down, each kept if far enough below the last one kept and above lo.
   std::vector<double> round = nice_ticks(lo, hi, std::max(1, static_cast<int>(height / 40)));
-  for (auto v = round.rbegin(); v != round.rend(); ++v)
-    if (below_top(*v) - below_top(ticks.back()) >= TICK_GAP && below_top(lo) - below_top(*v) >= TICK_GAP)
-      ticks.push_back(*v);
+  std::reverse(round.begin(), round.end());
+  for (double v : round)
+    if (below_top(v) - below_top(ticks.back()) >= TICK_GAP && below_top(lo) - below_top(v) >= TICK_GAP)
+      ticks.push_back(v);
   ticks.push_back(lo);
   return ticks;
 }
