@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # qkv's one entry point: install what is missing, build, run.
 #
-#   ./qkv.sh lessons    install Debian packages if missing, build (Release), run every lesson (out/lessons/)
+#   ./qkv.sh lessons    install Debian packages if missing, build the lessons (Release), run every one (out/lessons/)
 #   ./qkv.sh test       install Debian packages if missing, build (Release), run the whole test suite
 #   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
 #   ./qkv.sh bench      build and run the benchmark (build/release/bench; arguments go to it)
@@ -40,17 +40,20 @@ install_missing() {  # install_missing [package …]  (default: PACKAGES)
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-build() {  # build <preset>
+build() {  # build <preset> [target …]  (default: everything)
   cmake --preset "$1" >/dev/null
-  cmake --build --preset "$1" -j "$(nproc)"
+  local targets=()
+  for t in "${@:2}"; do targets+=(--target "$t"); done
+  cmake --build --preset "$1" -j "$(nproc)" "${targets[@]}"
 }
 
 case "${1:-}" in
   lessons)
     # The `lessons` runner runs every lesson written so far and prints a table of their times;
     # each writes its pictures, transcript.txt and results.json into out/lessons/NN_name/.
+    # Only the lessons and what they link are built (target lessons_all), not the test suite.
     install_missing
-    build release
+    build release lessons_all
     build/release/lessons/lessons all "${@:2}"
     ;;
   test)

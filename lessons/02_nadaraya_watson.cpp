@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
 
   lesson.result("test_mse", static_cast<double>(mse.item()));
   lesson.result("average_pooling_test_mse", static_cast<double>(average_mse.item()));
+  lesson.result("x_train", data.x_train);  // the keys and values: every number above follows from them
+  lesson.result("y_train", data.y_train);
   lesson.result("weights", weights);
   lesson.result("prediction", y_hat);
 

@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
 
   lesson.section("Training w by gradient descent");
   Tensor w = rand({1}, gen).requires_grad_();  // d2l: torch.rand((1,), requires_grad=True)
-  lesson.print("w starts at {:.4f} (drawn from U[0, 1))\n", w.item());
+  const double w_start = w.item();
+  lesson.print("w starts at {:.4f} (drawn from U[0, 1))\n", w_start);
   lesson.print("loss = Σᵢ (ŷᵢ - yᵢ)², the squared error summed over the {} training points (d2l's\n", n_train);
   lesson.print("MSELoss(reduction='none') followed by .sum()); SGD with lr {}, {} epochs.\n", lr, epochs);
   optim::SGD sgd({w}, lr);
@@ -115,10 +116,19 @@ int main(int argc, char** argv) {
                std::log(static_cast<double>(n_train)));
   lesson.print("  lesson 02, w = 1          {:.4f}\n", entropy_fixed);
   lesson.print("  this lesson, w = {:<8.4f} {:.4f}\n", learned_w.item(), entropy_learned);
-  lesson.heatmap("attention_weights.svg", learned.weights,
-                 {.title = fmt::format("Parametric attention weights (learned w = {:.2f})", learned_w.item()),
-                  .xlabel = "training inputs x_i (keys, sorted)",
-                  .ylabel = "test inputs x (queries)"});
+  // Both kernels side by side on one colour scale, so that "sharper" can be seen: (1, 2, 50, n)
+  Tensor both = stack({fixed.weights, learned.weights}).reshape({1, 2, n_test, n_train});
+  const float top = max(both).item();
+  lesson.heatmap_grid(
+      "attention_weights.svg", both,
+      {.title = "Attention weights: lesson 02's kernel and the learned one",
+       .col_titles = {"w = 1 (lesson 02)", fmt::format("learned w = {:.2f}", learned_w.item())},
+       .cell = {.xlabel = "training inputs x_i (keys)", .ylabel = "test inputs x (queries)", .vmin = 0, .vmax = top}});
+  lesson.print(
+      "The two panels share one colour scale, 0 to {:.3f}: the learned kernel's band is narrow and bright,\n"
+      "each query's weight gathered on a few keys; lesson 02's spreads each query's weight over many keys,\n"
+      "so each weight is small and its band, on this scale, faint.\n",
+      top);
 
   lesson.section("The prediction");
   double mse_learned = mse_loss(learned.y_hat, data.y_truth).item();
@@ -136,6 +146,9 @@ int main(int argc, char** argv) {
       "the noise of the nearest training points.\n");
 
   lesson.result("losses", losses);
+  lesson.result("x_train", data.x_train);  // with w_start and w, every number above follows from them
+  lesson.result("y_train", data.y_train);
+  lesson.result("w_start", w_start);
   lesson.result("w", static_cast<double>(learned_w.item()));
   lesson.result("mean_row_entropy", entropy_learned);
   lesson.result("mean_row_entropy_lesson02", entropy_fixed);

@@ -81,17 +81,32 @@ int main(int argc, char** argv) {
   lesson.print("largest |S - Sᵀ| = {:.2e} (symmetric: xᵢ·xⱼ = xⱼ·xᵢ)\n", asymmetry);
   lesson.print("diagonal xᵢ·xᵢ = ‖xᵢ‖² = 1, the cosine similarity of a unit vector with itself:\n{}\n", diagonal);
   std::vector<std::string> tokens = {"x0", "x1", "x2", "x3"};
-  lesson.heatmap_grid("attention_weights.svg",
-                      stack({model.probs.detach(), free_probs}),  // 2 × (B, T, T) -> (2, B, T, T)
+  Tensor both = stack({model.probs.detach(), free_probs});  // 2 × (B, T, T) -> (2, B, T, T)
+  // One colour scale for the four panels (in the terminal too), so that they compare by colour.
+  lesson.print("The four panels below share one colour scale, from the smallest to the largest probability.\n");
+  lesson.heatmap_grid("attention_weights.svg", both,
                       {.title = "Self-attention probabilities",
                        .row_titles = {"with QueryW, KeyW", "projection-free"},
                        .col_titles = {"sentence 0", "sentence 1"},
-                       .cell = {.xlabel = "keys", .ylabel = "queries", .row_labels = tokens, .col_labels = tokens}});
+                       .cell = {.xlabel = "keys",
+                                .ylabel = "queries",
+                                .row_labels = tokens,
+                                .col_labels = tokens,
+                                .vmin = min(both).item(),
+                                .vmax = max(both).item()}});
   lesson.erratum(
       "002 prints a symmetric score matrix with 1.0000 on the diagonal under its SelfAttention module,\n"
       "but with QueryW and KeyW in between, Q Kᵀ is neither symmetric nor 1 on the diagonal (see the\n"
       "scores above). The printed numbers are those of X Xᵀ: the projection-free case.");
 
+  lesson.result("sents", sents);  // the input and the projections: the scores follow from them
+  lesson.result("QueryW_weight", model.QueryW->weight);
+  lesson.result("QueryW_bias", model.QueryW->bias);
+  lesson.result("KeyW_weight", model.KeyW->weight);
+  lesson.result("KeyW_bias", model.KeyW->bias);
+  lesson.result("ValueW_weight", model.ValueW->weight);
+  lesson.result("ValueW_bias", model.ValueW->bias);
+  lesson.result("output", out);
   lesson.result("scores", model.scores);
   lesson.result("probs", model.probs);
   lesson.result("row_sums", row_sums);

@@ -115,7 +115,18 @@ int main(int argc, char** argv) {
       "004 2.1 calls QKᵀ/√d a cosine similarity; it is a scaled dot product: q·k/√d grows with the\n"
       "lengths of q and k, while the cosine q·k/(‖q‖‖k‖) lies in [-1, 1] (lesson 04 prints both numbers).\n"
       "Here each head scores with its own d = H/h = 20, so the scale is 1/√20.");
+  lesson.erratum(
+      "004 2.1 says each row of K \"对应一个查询\" (stands for a query). A row of K is a key: row j of\n"
+      "K is what query i is compared with in score (i, j) = q_i·k_j/√d; the queries are the rows of Q.\n"
+      "Here keys (2, 6, 100) holds 6 keys per example against 4 queries.");
 
+  lesson.result("queries", queries);  // the inputs and the weights: the output follows from them
+  lesson.result("keys", keys);        // (keys = values)
+  lesson.result("W_q", attention.W_q->weight);
+  lesson.result("W_k", attention.W_k->weight);
+  lesson.result("W_v", attention.W_v->weight);
+  lesson.result("W_o", attention.W_o->weight);
+  lesson.result("output", out);
   lesson.result("output_shape", out.shape());
   lesson.result("projected_shape", projected.shape());
   lesson.result("transposed_shape", heads.shape());

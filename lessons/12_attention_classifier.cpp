@@ -9,13 +9,19 @@
 //
 // The learner sees why the notes' model cannot run (its shapes, computed),
 // then a single-head attention classifier that does, step by step:
-// Embedding -> features -> one learned query attending over the words
-// (padding masked by the valid lengths) -> the weighted sum -> a small
-// classifier head. It is trained on qkv's sentiment corpus (short sentences,
-// about half of them negated); loss and accuracy per epoch; the held-out
-// accuracy; the words a few held-out predictions attended to, drawn; and,
-// over the held-out sentences with a negation, the negation word's share of
-// the attention against the share of a word under uniform attention.
+// Embedding -> features of each word at its position -> one learned query
+// attending over the words (padding masked) -> the weighted sum -> a small
+// classifier head. Beside it, with the same head, data and training: lesson
+// 01's idea, the average of the word vectors, and the attention model
+// without positions. qkv's sentiment corpus has four kinds of sentence
+// (plain, a negation, a negation far from its word, a contrast with "but"
+// whose second clause decides), and the held-out accuracy of each model on
+// each kind shows where averaging loses: "the food was bad but the staff was
+// friendly" and "the staff was friendly but the food was bad" have the same
+// words, hence the same average and the same prediction, and opposite labels.
+// Two held-out sentences the average gets wrong and attention gets right
+// are drawn with every model's weights; and, over the held-out set, the
+// attention's share on the negation and on the clause after "but".
 //
 // Letters: B sentences in a batch, T = num_steps tokens (padded), D the
 // embedding size, F the head's hidden size, C = 2 classes.
@@ -24,150 +30,133 @@
 #include <qkv/qkv.hpp>
 
 #include <algorithm>
-#include <cmath>
-#include <set>
 
 #include "lesson.hpp"
 
 using namespace qkv;
 
-// The notes' five steps, one module. With a single query the attention is
-// "which words matter for the label"; the keys are features of the words,
-// the values the words' embeddings themselves.
-//   X (B, T) ids, valid_len (B) -> logits (B, C); the weights (B, T) are kept.
-class AttentionClassifier : public nn::Module {
+// --- the models ---------------------------------------------------------------------
+
+// Step 5, the same for every model: (B, D) -> Linear(D, F) -> relu -> Linear(F, C) -> logits (B, C).
+class ClassifierHead : public nn::Module {
  public:
-  AttentionClassifier(int64_t vocab_size, int64_t embed, int64_t hidden, int64_t classes, Generator& gen) {
-    embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocab_size, embed, gen));
-    features = register_module("features", std::make_shared<nn::Linear>(embed, embed, true, gen));
-    register_parameter("query", query, randn({embed}, gen));  // binds the member query (embed)
-    attention = register_module("attention", std::make_shared<nn::DotProductAttention>(0.0f, gen));
+  ClassifierHead(int64_t embed, int64_t hidden, int64_t classes, Generator& gen) {
     hidden_layer = register_module("hidden", std::make_shared<nn::Linear>(embed, hidden, true, gen));
     output = register_module("output", std::make_shared<nn::Linear>(hidden, classes, true, gen));
+  }
+  Tensor forward(const Tensor& context) { return (*output)(relu((*hidden_layer)(context))); }  // (B, D) -> (B, C)
+  std::string type_name() const override { return "ClassifierHead"; }
+  std::shared_ptr<nn::Linear> hidden_layer, output;
+};
+
+// Lesson 01's average pooling over words: every valid word gets the weight 1/length.
+// It is attention whose scores are all equal: masked_softmax of zeros.
+//   X (B, T) ids, valid_len (B) -> logits (B, C)
+class AveragePooling : public nn::Module {
+ public:
+  AveragePooling(int64_t vocab_size, int64_t embed, int64_t hidden, int64_t classes, Generator& gen) {
+    embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocab_size, embed, gen));
+    head = register_module("head", std::make_shared<ClassifierHead>(embed, hidden, classes, gen));
+  }
+  Tensor forward(const IntTensor& X, const IntTensor& valid_len) {
+    const int64_t B = X.size(0), T = X.size(1);
+    Tensor embedded = (*embedding)(X);                         // (B, T) -> (B, T, D)
+    weights = masked_softmax(zeros({B, 1, T}), valid_len);     // (B, 1, T): 1/length on each valid word
+    Tensor context = bmm(weights, embedded).reshape({B, -1});  // (B, 1, T) x (B, T, D) -> (B, D)
+    weights = weights.reshape({B, T});                         // kept for drawing
+    return head->forward(context);                             // (B, C)
+  }
+  Tensor operator()(const IntTensor& X, const IntTensor& valid_len) { return forward(X, valid_len); }
+  std::string type_name() const override { return "AveragePooling"; }
+  std::shared_ptr<nn::Embedding> embedding;
+  std::shared_ptr<ClassifierHead> head;
+  Tensor weights;  // (B, T) of the last forward
+};
+
+// The notes' five steps, one module. With a single query the attention is "which words matter
+// for the label"; the keys are features of each word at its position, the values the words'
+// embeddings. Without positions the keys see only the word, as a bag of words does.
+//   X (B, T) ids, valid_len (B) -> logits (B, C)
+class AttentionClassifier : public nn::Module {
+ public:
+  AttentionClassifier(int64_t vocab_size, int64_t embed, int64_t hidden, int64_t classes, int64_t num_steps,
+                      bool positions, Generator& gen)
+      : positions(positions) {
+    embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocab_size, embed, gen));
+    position = register_module("position", std::make_shared<nn::PositionalEncoding>(embed, 0.0f, num_steps, gen));
+    features = register_module("features", std::make_shared<nn::Linear>(embed, embed, true, gen));
+    register_parameter("query", query, randn({embed}, gen));  // binds the member query (D)
+    attention = register_module("attention", std::make_shared<nn::DotProductAttention>(0.0f, gen));
+    head = register_module("head", std::make_shared<ClassifierHead>(embed, hidden, classes, gen));
   }
 
   Tensor forward(const IntTensor& X, const IntTensor& valid_len) {
     const int64_t B = X.size(0), D = query.size(0);
-    Tensor embedded = (*embedding)(X);                       // step 1 嵌入: (B, T) -> (B, T, D)
-    Tensor keys = tanh((*features)(embedded));               // step 2 特征提取: (B, T, D) -> (B, T, D)
-    Tensor q = expand(query.reshape({1, 1, D}), {B, 1, D});  // step 3: one learned query per sentence (B, 1, D)
-    // softmax(q·kᵀ/√D) over the valid words only, times the embedded words: (B, 1, D)
-    Tensor context = (*attention)(q, keys, embedded, valid_len);
-    context = context.reshape({B, D});          // step 4 拼接输出: one vector per sentence (B, D)
-    Tensor h = relu((*hidden_layer)(context));  // step 5 预测: (B, D) -> (B, F)
-    return (*output)(h);                        // (B, F) -> (B, C)
+    Tensor embedded = (*embedding)(X);                             // step 1 嵌入: (B, T) -> (B, T, D)
+    Tensor placed = positions ? (*position)(embedded) : embedded;  // + P[t]: where each word stands (B, T, D)
+    Tensor keys = tanh((*features)(placed));                       // step 2 特征提取: (B, T, D)
+    Tensor q = expand(query.reshape({1, 1, D}), {B, 1, D});        // step 3: one learned query (B, 1, D)
+    Tensor context = (*attention)(q, keys, embedded, valid_len);   // softmax(q·kᵀ/√D) · values: (B, 1, D)
+    return head->forward(context.reshape({B, D}));                 // steps 4, 5: (B, D) -> (B, C)
   }
   Tensor operator()(const IntTensor& X, const IntTensor& valid_len) { return forward(X, valid_len); }
   // The last forward's attention weights, (B, 1, T) -> (B, T).
   Tensor weights() const { return attention->attention_weights.reshape({attention->attention_weights.size(0), -1}); }
 
   std::string type_name() const override { return "AttentionClassifier"; }
+  bool positions;
   std::shared_ptr<nn::Embedding> embedding;
-  std::shared_ptr<nn::Linear> features, hidden_layer, output;
+  std::shared_ptr<nn::PositionalEncoding> position;
+  std::shared_ptr<nn::Linear> features;
   std::shared_ptr<nn::DotProductAttention> attention;
+  std::shared_ptr<ClassifierHead> head;
   Tensor query;  // (D)
 };
 
-// The number of rows of logits (N, C) whose largest entry is at the label.
-int64_t correct(const Tensor& logits, const IntTensor& labels) {
-  std::vector<int64_t> p = argmax(logits, 1).to_vector(), y = labels.to_vector();
-  int64_t right = 0;
-  for (size_t i = 0; i < p.size(); ++i) right += p[i] == y[i];
-  return right;
+// --- the data -------------------------------------------------------------------------
+
+// The corpus' four kinds of sentence (data/README.md), told apart by their words.
+const std::vector<std::string> KINDS = {"plain", "negation", "far negation", "contrast"};
+bool is_negation(const std::string& w) { return w == "not" || w == "never" || w == "nobody"; }
+size_t kind_of(const std::vector<std::string>& words) {
+  auto has = [&](const std::string& w) { return std::find(words.begin(), words.end(), w) != words.end(); };
+  if (has("but")) return 3;   // "the food was good but the service was slow": the second clause decides
+  if (has("that")) return 2;  // "i do not think that the room was clean": the negation 4+ words before its word
+  if (std::any_of(words.begin(), words.end(), is_negation)) return 1;  // "the room was not clean"
+  return 0;                                                            // "the room was clean"
 }
 
-bool is_negation(const std::string& token) {
-  static const std::set<std::string> words = {"not",     "n't",  "never",   "no", "nobody",
-                                              "nothing", "none", "neither", "nor"};
-  return words.count(token) != 0 || token.ends_with("n't");
+struct Split {
+  data::LabeledText text;
+  data::TokenArray array;     // (N, T) ids, (N) valid lengths
+  std::vector<size_t> kinds;  // index into KINDS, per sentence
+  std::vector<int64_t> labels;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+Split read_split(const std::filesystem::path& file) {  // the ids (array) are made once the vocabulary is
+  Split s;
+  s.text = data::read_text_classification(file.string());
+  for (const auto& words : s.text.tokens) s.kinds.push_back(kind_of(words));
+  s.labels = s.text.labels.to_vector();
+  return s;
 }
 
-int main(int argc, char** argv) {
-  lesson::Lesson lesson(argc, argv, 12);
-  int64_t epochs = 15, batch_size = 32, embed = 32, hidden = 32, num_steps = 10;
-  float lr = 0.01f;
-  lesson.option("--epochs", epochs, "passes over the training sentences");
-  lesson.option("--batch-size", batch_size, "sentences per minibatch");
-  lesson.option("--embed", embed, "embedding size D");
-  lesson.option("--hidden", hidden, "hidden units F of the classifier head");
-  lesson.option("--lr", lr, "AdamW learning rate");
-  lesson.data_option();
-  lesson.start();
-  if (epochs < 1 || batch_size < 1 || embed < 1 || hidden < 1)
-    fail("12_attention_classifier: --epochs {}, --batch-size {}, --embed {}, --hidden {} must all be at least 1",
-         epochs, batch_size, embed, hidden);
-  Generator gen(lesson.seed());
+// --- training and scoring -----------------------------------------------------------------
 
-  lesson.section("1.简介 and 3.1 概览: attention in five steps");
-  lesson.print(
-      "1.简介: an attention model has three parts: the input, the weight computation, the output.\n"
-      "3.1 概览 spells it out in five steps, which the model below follows in its forward():\n"
-      "  1. 对输入进行嵌入            Embedding: word ids (B, T) -> vectors (B, T, D)\n"
-      "  2. 将输入进行特征提取        keys = tanh(Linear(D, D)(embedded)): what each word offers to be scored by\n"
-      "  3. 通过注意力权重矩阵计算    one learned query q: weights = masked_softmax(q·kᵀ/√D) (B, T),\n"
-      "                               padding masked by the valid lengths\n"
-      "  4. 拼接输出                  the values (the embedded words) summed with those weights: (B, D);\n"
-      "                               one head has nothing to concatenate (several heads' outputs are\n"
-      "                               joined here, as in lesson 09)\n"
-      "  5. 使用输出进行预测或决策    Linear(D, F) -> relu -> Linear(F, 2): logits\n");
+struct Curve {
+  std::vector<double> losses, accuracies;  // per epoch, over the training sentences
+};
 
-  lesson.section("3.2 模型实现: the notes' model, and why it cannot run");
-  {
-    // The notes' sizes: EMBEDDING_DIM 5, HIDDEN_SIZE 10, MAX_LEN 5, and a batch of their 3 texts.
-    const int64_t E = 5, Hs = 10, L = 5, Bn = 3;
-    Generator notes_gen(lesson.seed());
-    Tensor embedded = unsqueeze(randn({Bn, L, E}, notes_gen), 1);  // (3, 5, 5) -> (3, 1, 5, 5): .unsqueeze(1)
-    Tensor joined = cat({embedded, embedded}, -1);                 // (3, 1, 5, 10): cat([embedded, embedded], dim=-1)
-    nn::Linear attn((Hs + E) * L, Hs * L, true, notes_gen);        // nn.Linear((10 + 5)·5 = 75, 10·5 = 50)
-    lesson.print("embedded.unsqueeze(1) {}, cat([embedded, embedded], -1) {}\n", embedded.shape(), joined.shape());
-    lesson.print("self.attn = Linear({}, {}) applied to it:\n", (Hs + E) * L, Hs * L);
-    std::string message;
-    try {
-      attn(joined);
-    } catch (const Error& e) {
-      message = e.what();
-    }
-    lesson.print("  {}\n", message.empty() ? "(no error?)" : message);
-    lesson.result("notes_model_error", message);
-  }
-  lesson.erratum(
-      "004 3.2's SingleHeadAttentionModel cannot run: cat([embedded, embedded], -1) has 2·EMBEDDING_DIM = 10\n"
-      "features, but self.attn expects (HIDDEN_SIZE + EMBEDDING_DIM)·MAX_LEN = 75. Were that fixed, its\n"
-      "softmax runs over dim 1, the size-1 dim unsqueeze(1) made, so every weight would be exactly 1; and fc\n"
-      "expects HIDDEN_SIZE·MAX_LEN = 50 features where the context has EMBEDDING_DIM = 5. (It also reads\n"
-      "`vocab`, `class_names` and F, torch.nn.functional, which it never defines.) This lesson keeps the\n"
-      "notes' plan (Embedding -> attention -> Linear, one head, AdamW, cross-entropy, a shuffling\n"
-      "DataLoader) with sizes that fit, a softmax over the words, padding masked, and a hidden layer in the\n"
-      "head: one Linear reading a weighted average of word vectors scores a sentence by a weighted average\n"
-      "of per-word scores, and adding `not` would have to raise `bad`'s score and lower `good`'s at once.");
-
-  lesson.section("The data: sentences, a vocabulary, a DataLoader");
-  data::LabeledText train = data::read_text_classification((lesson.data() / "sentiment" / "train.txt").string());
-  data::LabeledText test = data::read_text_classification((lesson.data() / "sentiment" / "test.txt").string());
-  data::Vocab vocab(train.tokens, /*min_freq=*/1, {"<pad>"});
-  data::TokenArray train_array = data::build_array(train.tokens, vocab, num_steps);  // (N, T), (N)
-  data::TokenArray test_array = data::build_array(test.tokens, vocab, num_steps);
-  const int64_t n_train = train.labels.size(0), n_test = test.labels.size(0);
-  lesson.print("{} training and {} held-out sentences, {} classes, vocabulary of {} tokens (with <unk>, <pad>)\n",
-               n_train, n_test, train.num_classes, vocab.size());
-  lesson.print("first sentence: \"{}\" (label {}) -> ids [{}], valid length {}\n", fmt::join(train.tokens[0], " "),
-               train.labels.at({0}),
-               fmt::join(train_array.array.data(), train_array.array.data() + num_steps, ", "),  // row 0
-               train_array.valid_len.at({0}));
-  Generator shuffle_gen(lesson.seed() + 1);  // the loader's own stream: its order does not shift the weights' draws
-  data::DataLoader loader(data::TensorDataset(train_array.array, train_array.valid_len, train.labels),
-                          {.batch_size = batch_size, .shuffle = true}, shuffle_gen);
-  lesson.print("X {}, valid_len {}, labels {}; {} batches of {} per epoch, in a new order each epoch\n",
-               train_array.array.shape(), train_array.valid_len.shape(), train.labels.shape(), loader.size(),
-               batch_size);
-
-  lesson.section("Training with AdamW and cross-entropy");
-  AttentionClassifier model(vocab.size(), embed, hidden, train.num_classes, gen);
-  lesson.print("{}\n", model.repr());
+// AdamW on cross-entropy, the loader's own seed so that every model sees the same batches.
+template <class Model>
+Curve train(lesson::Lesson& lesson, Model& model, const Split& train_split, int64_t epochs, int64_t batch_size,
+            float lr) {
+  Generator shuffle_gen(lesson.seed() + 1);
+  data::DataLoader loader(
+      data::TensorDataset(train_split.array.array, train_split.array.valid_len, train_split.text.labels),
+      {.batch_size = batch_size, .shuffle = true}, shuffle_gen);
   optim::AdamW optimizer(model.parameters(), lr);
-  lesson.print("AdamW lr {}, weight decay 0.01, {} epochs; loss = cross_entropy(logits, labels), the batch mean\n", lr,
-               epochs);
-  std::vector<double> losses, accuracies;
+  Curve curve;
   lesson::Progress progress = lesson.progress("epoch", epochs);
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     model.train();
@@ -180,108 +169,447 @@ int main(int argc, char** argv) {
       loss.backward();
       optimizer.step();
       loss_sum += loss.item() * static_cast<double>(X.size(0));
-      right += correct(logits.detach(), y);
+      std::vector<int64_t> p = argmax(logits.detach(), 1).to_vector(), t = y.to_vector();
+      for (size_t i = 0; i < p.size(); ++i) right += p[i] == t[i];
     }
-    losses.push_back(loss_sum / static_cast<double>(n_train));
-    accuracies.push_back(static_cast<double>(right) / static_cast<double>(n_train));
-    progress.update(epoch + 1, {{"loss", losses.back()}, {"accuracy", accuracies.back()}});
+    curve.losses.push_back(loss_sum / static_cast<double>(train_split.size()));
+    curve.accuracies.push_back(static_cast<double>(right) / static_cast<double>(train_split.size()));
+    progress.update(epoch + 1, {{"loss", curve.losses.back()}, {"accuracy", curve.accuracies.back()}});
   }
   progress.finish();
-  std::vector<float> epoch_numbers;
-  for (int64_t e = 1; e <= epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
-  lesson.line_plot("training.svg",
-                   {{"loss", epoch_numbers, std::vector<float>(losses.begin(), losses.end())},
-                    {"accuracy", epoch_numbers, std::vector<float>(accuracies.begin(), accuracies.end())}},
-                   {.title = "Training loss and accuracy per epoch", .xlabel = "epoch", .ylabel = ""});
+  return curve;
+}
 
-  lesson.section("Held-out accuracy");
+// A trained model on the held-out sentences: its prediction and weights for each.
+struct Scored {
+  std::vector<int64_t> predicted;
+  Tensor weights;  // (N, T)
+};
+template <class Model>
+Scored score(Model& model, const Split& split) {
   model.eval();
-  Tensor test_logits, test_weights;
-  {
-    NoGradGuard no_grad;
-    test_logits = model(test_array.array, test_array.valid_len);  // (N, C)
-    test_weights = model.weights();                               // (N, T)
-  }
-  const double test_accuracy = static_cast<double>(correct(test_logits, test.labels)) / static_cast<double>(n_test);
-  lesson.print("accuracy on the {} held-out sentences: {:.3f}\n", n_test, test_accuracy);
+  NoGradGuard no_grad;
+  Tensor logits = model(split.array.array, split.array.valid_len);  // (N, C)
+  Tensor weights = [&] {
+    if constexpr (requires { model.weights(); })
+      return model.weights();  // AttentionClassifier
+    else
+      return model.weights;  // AveragePooling
+  }();
+  return {argmax(logits, 1).to_vector(), weights};
+}
 
-  lesson.section("What the predictions attended to");
-  std::vector<int64_t> predicted = argmax(test_logits, 1).to_vector();
-  // A few held-out sentences: the first ones with a negation and the first without.
-  std::vector<int64_t> shown;
-  for (int64_t i = 0; i < n_test && shown.size() < 3; ++i)
-    if (std::any_of(test.tokens[static_cast<size_t>(i)].begin(), test.tokens[static_cast<size_t>(i)].end(),
-                    is_negation))
-      shown.push_back(i);
-  for (int64_t i = 0; i < n_test && shown.size() < 4; ++i)
-    if (std::none_of(test.tokens[static_cast<size_t>(i)].begin(), test.tokens[static_cast<size_t>(i)].end(),
-                     is_negation))
-      shown.push_back(i);
-  for (size_t k = 0; k < shown.size(); ++k) {
-    const int64_t i = shown[k];
-    const std::vector<std::string>& tokens = test.tokens[static_cast<size_t>(i)];
-    const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), num_steps);
-    Tensor row = slice(slice(test_weights, 0, i, i + 1), 1, 0, len);  // (1, len): the valid words' weights
-    std::vector<std::string> labels(tokens.begin(), tokens.begin() + len);
-    std::vector<std::string> pairs;
-    for (int64_t t = 0; t < len; ++t)
-      pairs.push_back(fmt::format("{} {:.2f}", labels[static_cast<size_t>(t)], row.at({0, t})));
-    lesson.print("{}\n", fmt::join(pairs, "  "));
-    lesson.heatmap(fmt::format("attention_sentence_{}.svg", k), row,
-                   {.title = fmt::format("\"{}\": label {}, predicted {}", fmt::join(labels, " "), test.labels.at({i}),
-                                         predicted[static_cast<size_t>(i)]),
-                    .xlabel = "words",
-                    .ylabel = "",
-                    .row_labels = {"weight"},
-                    .col_labels = labels,
+// The fraction right, of all sentences (kind < 0) or of one kind.
+double accuracy(const std::vector<int64_t>& predicted, const Split& split, int kind = -1) {
+  int64_t right = 0, n = 0;
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    if (kind >= 0 && split.kinds[i] != static_cast<size_t>(kind)) continue;
+    right += predicted[i] == split.labels[i];
+    ++n;
+  }
+  return n > 0 ? static_cast<double>(right) / static_cast<double>(n) : 0.0;
+}
+
+// --- sections -------------------------------------------------------------------------------
+
+void five_steps(lesson::Lesson& lesson) {
+  lesson.section("1.简介 and 3.1 概览: attention in five steps");
+  lesson.print(
+      "1.简介: an attention model has three parts: the input, the weight computation, the output.\n"
+      "3.1 概览 spells it out in five steps, which the model below follows in its forward():\n"
+      "  1. 对输入进行嵌入            Embedding: word ids (B, T) -> vectors (B, T, D)\n"
+      "  2. 将输入进行特征提取        keys = tanh(Linear(D, D)(embedded + P)): what each word offers to be\n"
+      "                               scored by; P is lesson 10's positional encoding, so a key knows\n"
+      "                               where its word stands\n"
+      "  3. 通过注意力权重矩阵计算    one learned query q: weights = masked_softmax(q·kᵀ/√D) (B, T),\n"
+      "                               padding masked by the valid lengths\n"
+      "  4. 拼接输出                  the values (the embedded words) summed with those weights: (B, D);\n"
+      "                               one head has nothing to concatenate (several heads' outputs are\n"
+      "                               joined here, as in lesson 09)\n"
+      "  5. 使用输出进行预测或决策    Linear(D, F) -> relu -> Linear(F, 2): logits\n");
+}
+
+void notes_model(lesson::Lesson& lesson) {
+  lesson.section("3.2 模型实现: the notes' model, and why it cannot run");
+  // The notes' sizes: EMBEDDING_DIM 5, HIDDEN_SIZE 10, MAX_LEN 5, and a batch of their 3 texts.
+  const int64_t E = 5, Hs = 10, L = 5, Bn = 3;
+  Generator notes_gen(lesson.seed());
+  Tensor embedded = unsqueeze(randn({Bn, L, E}, notes_gen), 1);  // (3, 5, 5) -> (3, 1, 5, 5): .unsqueeze(1)
+  Tensor joined = cat({embedded, embedded}, -1);                 // (3, 1, 5, 10): cat([embedded, embedded], dim=-1)
+  nn::Linear attn((Hs + E) * L, Hs * L, true, notes_gen);        // nn.Linear((10 + 5)·5 = 75, 10·5 = 50)
+  lesson.print("embedded.unsqueeze(1) {}, cat([embedded, embedded], -1) {}\n", embedded.shape(), joined.shape());
+  lesson.print("self.attn = Linear({}, {}) applied to it:\n", (Hs + E) * L, Hs * L);
+  std::string message;
+  try {
+    attn(joined);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  lesson.print("  {}\n", message.empty() ? "(no error?)" : message);
+  lesson.result("notes_model_error", message);
+  lesson.erratum(
+      "004 3.2's SingleHeadAttentionModel cannot run: cat([embedded, embedded], -1) has 2·EMBEDDING_DIM = 10\n"
+      "features, but self.attn expects (HIDDEN_SIZE + EMBEDDING_DIM)·MAX_LEN = 75. Were that fixed, its\n"
+      "softmax runs over dim 1, the size-1 dim unsqueeze(1) made, so every weight would be exactly 1; and fc\n"
+      "expects HIDDEN_SIZE·MAX_LEN = 50 features where the context has EMBEDDING_DIM = 5. (It also reads\n"
+      "`vocab`, `class_names` and F, torch.nn.functional, which it never defines.) This lesson keeps the\n"
+      "notes' plan (Embedding -> attention -> Linear, one head, AdamW, cross-entropy, a shuffling\n"
+      "DataLoader) with sizes that fit, a softmax over the words, padding masked, and a hidden layer in the\n"
+      "head: one Linear reading a weighted average of word vectors scores a sentence by a weighted average\n"
+      "of per-word scores, and adding `not` would have to raise `bad`'s score and lower `good`'s at once.");
+  lesson.erratum(
+      "004 3.2's training loop calls pad_sequences and to_categorical, which are Keras functions, not\n"
+      "PyTorch's, in a PyTorch loop. Here data::build_array pads each sentence with <pad> to num_steps and\n"
+      "keeps its valid length (for the mask), and cross_entropy takes the class ids as they are, as\n"
+      "PyTorch's CrossEntropyLoss does: no one-hot labels.");
+}
+
+void show_data(lesson::Lesson& lesson, const Split& train_split, const Split& test_split, const data::Vocab& vocab,
+               int64_t num_steps) {
+  lesson.section("The data: four kinds of sentence, a vocabulary, a DataLoader");
+  lesson.print("{} training and {} held-out sentences, half of each positive (1), half negative (0); a\n",
+               train_split.size(), test_split.size());
+  lesson.print("vocabulary of {} tokens (with <unk>, <pad>); each sentence padded to T = {} ids.\n", vocab.size(),
+               num_steps);
+  lesson.print("{:<13} {:>8} {:>9}   an example from the held-out set\n", "kind", "training", "held-out");
+  for (size_t k = 0; k < KINDS.size(); ++k) {
+    auto count = [&](const Split& s) { return std::count(s.kinds.begin(), s.kinds.end(), k); };
+    auto example = std::find(test_split.kinds.begin(), test_split.kinds.end(), k) - test_split.kinds.begin();
+    lesson.print("{:<13} {:>8} {:>9}   \"{}\" {}\n", KINDS[k], count(train_split), count(test_split),
+                 fmt::join(test_split.text.tokens[static_cast<size_t>(example)], " "),
+                 test_split.labels[static_cast<size_t>(example)]);
+  }
+  lesson.print(
+      "In a contrast the clause after \"but\" decides, and both orders of two clauses are as likely: the\n"
+      "words alone cannot tell \"A but B\" from \"B but A\". The held-out set has more of the hard kinds.\n");
+  lesson.print("first sentence: \"{}\" (label {}) -> ids [{}], valid length {}\n",
+               fmt::join(train_split.text.tokens[0], " "), train_split.labels[0],
+               fmt::join(train_split.array.array.data(), train_split.array.array.data() + num_steps, ", "),  // row 0
+               train_split.array.valid_len.at({0}));
+}
+
+// The models' held-out accuracy, kind by kind, then over all sentences.
+void accuracy_table(lesson::Lesson& lesson, const Split& test_split, const std::vector<std::string>& names,
+                    const std::vector<const Scored*>& models) {
+  std::string line = fmt::format("{:<13} {:>4}", "kind", "n");
+  for (const std::string& name : names) line += fmt::format("  {:>22}", name);
+  lesson.print("{}\n", line);
+  for (size_t k = 0; k <= KINDS.size(); ++k) {
+    const bool all = k == KINDS.size();
+    const int kind = all ? -1 : static_cast<int>(k);
+    const auto n = all ? test_split.size() : std::count(test_split.kinds.begin(), test_split.kinds.end(), k);
+    line = fmt::format("{:<13} {:>4}", all ? "all" : KINDS[k], n);
+    for (const Scored* m : models) line += fmt::format("  {:>22.3f}", accuracy(m->predicted, test_split, kind));
+    lesson.print("{}\n", line);
+  }
+}
+
+// "A but B" -> "B but A": the same words, the opposite label.
+std::vector<std::string> swap_clauses(const std::vector<std::string>& words) {
+  auto but = std::find(words.begin(), words.end(), "but");
+  std::vector<std::string> out(but + 1, words.end());
+  out.emplace_back("but");
+  out.insert(out.end(), words.begin(), but);
+  return out;
+}
+
+// P(positive) of one sentence under a trained model.
+template <class Model>
+double positive(Model& model, const std::vector<std::string>& words, const data::Vocab& vocab, int64_t num_steps) {
+  NoGradGuard no_grad;
+  data::TokenArray one = data::build_array({words}, vocab, num_steps);  // (1, T), (1)
+  return softmax(model(one.array, one.valid_len), 1).at({0, 1});        // (1, C) -> P(label 1)
+}
+
+// Up to two held-out sentences that averaging gets wrong and attention right, contrasts first,
+// each drawn with every model's weights (one row per model, the colour scale fixed at 0 … 1).
+std::vector<int64_t> two_examples(lesson::Lesson& lesson, const Split& test_split,
+                                  const std::vector<std::string>& names, const std::vector<const Scored*>& models) {
+  const Scored &average = *models.front(), &attention = *models.back();
+  std::vector<int64_t> picked;
+  for (size_t kind : {3, 2, 1, 0})
+    for (int64_t i = 0; i < test_split.size() && picked.size() < 2; ++i) {
+      const auto u = static_cast<size_t>(i);
+      if (test_split.kinds[u] == kind && average.predicted[u] != test_split.labels[u] &&
+          attention.predicted[u] == test_split.labels[u])
+        picked.push_back(i);
+    }
+  if (picked.empty()) lesson.print("(no held-out sentence here that averaging gets wrong and attention right)\n");
+  for (size_t k = 0; k < picked.size(); ++k) {
+    const int64_t i = picked[k];
+    const auto u = static_cast<size_t>(i);
+    const std::vector<std::string>& words = test_split.text.tokens[u];
+    const auto len = static_cast<int64_t>(words.size());
+    std::vector<Tensor> rows;
+    std::vector<std::string> said;
+    for (size_t m = 0; m < models.size(); ++m) {
+      rows.push_back(slice(slice(models[m]->weights, 0, i, i + 1), 1, 0, len));  // (1, len): the valid words
+      said.push_back(fmt::format("{} {}", names[m], models[m]->predicted[u]));
+    }
+    lesson.heatmap(fmt::format("attention_sentence_{}.svg", k), cat(rows, 0),  // models x (1, len) -> (models, len)
+                   {.title = fmt::format("\"{}\": label {}", fmt::join(words, " "), test_split.labels[u]),
+                    .xlabel = fmt::format("words; predicted: {}", fmt::join(said, ", ")),
+                    .ylabel = "model",
+                    .row_labels = names,
+                    .col_labels = words,
                     .vmin = 0,
                     .vmax = 1});
+    lesson.print("{}, label {}; predicted: {}\n\n", KINDS[test_split.kinds[u]], test_split.labels[u],
+                 fmt::join(said, ", "));
   }
+  return picked;
+}
 
-  lesson.section("Does it attend to the negation?");
-  // Over the held-out sentences with a negation word: the weight on the negation word(s), per
-  // negation word, against 1/length, the weight of a word if the attention were uniform.
-  double share_sum = 0, uniform_sum = 0;
-  int64_t negated = 0;
-  for (int64_t i = 0; i < n_test; ++i) {
-    const std::vector<std::string>& tokens = test.tokens[static_cast<size_t>(i)];
-    const int64_t len = std::min<int64_t>(static_cast<int64_t>(tokens.size()), num_steps);
-    double weight = 0;
-    int64_t count = 0;
-    for (int64_t t = 0; t < len; ++t)
-      if (is_negation(tokens[static_cast<size_t>(t)])) {
-        weight += test_weights.at({i, t});
-        ++count;
+// Over the held-out sentences: the attention on the negation words and on the clause after "but",
+// each against the share the same words would get from uniform weights (averaging).
+struct Shares {
+  int64_t negated = 0, contrasts = 0;
+  double negation = 0, negation_uniform = 0, second_clause = 0, second_clause_uniform = 0;
+};
+Shares attention_shares(const Split& test_split, const Tensor& weights) {
+  Shares s;
+  for (int64_t i = 0; i < test_split.size(); ++i) {
+    const std::vector<std::string>& words = test_split.text.tokens[static_cast<size_t>(i)];
+    const auto len = static_cast<int64_t>(words.size());
+    double on_negation = 0, after_but = 0;
+    int64_t negations = 0, but = -1;
+    for (int64_t t = 0; t < len; ++t) {
+      const std::string& w = words[static_cast<size_t>(t)];
+      if (is_negation(w)) {
+        on_negation += weights.at({i, t});
+        ++negations;
       }
-    if (count == 0) continue;
-    share_sum += weight / static_cast<double>(count);
-    uniform_sum += 1.0 / static_cast<double>(len);
-    ++negated;
+      if (but >= 0) after_but += weights.at({i, t});
+      if (w == "but") but = t;
+    }
+    if (negations > 0) {  // per negation word, against 1/length
+      s.negation += on_negation / static_cast<double>(negations);
+      s.negation_uniform += 1.0 / static_cast<double>(len);
+      ++s.negated;
+    }
+    if (but >= 0) {  // the whole second clause, against its length/length
+      s.second_clause += after_but;
+      s.second_clause_uniform += static_cast<double>(len - but - 1) / static_cast<double>(len);
+      ++s.contrasts;
+    }
   }
-  const double negation_share = negated > 0 ? share_sum / static_cast<double>(negated) : 0;
-  const double uniform_share = negated > 0 ? uniform_sum / static_cast<double>(negated) : 0;
-  lesson.print("{} held-out sentences hold a negation (not, never, nobody, …)\n", negated);
-  lesson.print(
-      "mean attention on the negation word: {:.3f}; a word's share under uniform attention: {:.3f} ({:.1f}×)\n",
-      negation_share, uniform_share, uniform_share > 0 ? negation_share / uniform_share : 0.0);
-  lesson.print(
-      "The label of `the soup was not great` turns on the negation, and the one query learned to put it far\n"
-      "above the filler words. The sentiment word often gets much less (see the weights above), and that is\n"
-      "enough: the head's hidden layer reads it from the context vector even at a small weight.\n");
+  auto mean = [](double& sum, int64_t n) { sum = n > 0 ? sum / static_cast<double>(n) : 0; };
+  mean(s.negation, s.negated);
+  mean(s.negation_uniform, s.negated);
+  mean(s.second_clause, s.contrasts);
+  mean(s.second_clause_uniform, s.contrasts);
+  return s;
+}
 
-  lesson.result("losses", losses);
-  lesson.result("train_accuracies", accuracies);
-  lesson.result("test_accuracy", test_accuracy);
-  lesson.result("negated_sentences", negated);
-  lesson.result("negation_share", negation_share);
-  lesson.result("uniform_share", uniform_share);
-  lesson.result("test_weights", test_weights);
+// The held-out sentences as results.json keeps them: one line each.
+std::string lines_of(const Split& split, bool kinds) {
+  std::string out;
+  for (int64_t i = 0; i < split.size(); ++i) {
+    const auto u = static_cast<size_t>(i);
+    out += kinds ? KINDS[split.kinds[u]] + "\n" : fmt::format("{}\n", fmt::join(split.text.tokens[u], " "));
+  }
+  return out;
+}
 
+std::vector<double> doubles(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+// --- the sections of the comparison ---------------------------------------------------------
+
+const std::vector<std::string> NAMES = {"average", "attn", "attn + P"};  // short: they label the pictures' rows
+struct Training {
+  int64_t epochs, batch_size;
+  float lr;
+};
+struct Curves {
+  Curve average, unordered, attention;
+};
+
+Curves train_all(lesson::Lesson& lesson, AveragePooling& average, AttentionClassifier& unordered,
+                 AttentionClassifier& attention, const Split& train_split, const Training& t) {
+  lesson.section("Training with AdamW and cross-entropy, and two models to compare");
+  lesson.print("{}\n", attention.repr());
+  lesson.print(
+      "This is attn + P. Beside it, the same head on lesson 01's average pooling, `average` (every valid\n"
+      "word weighs 1/length: masked_softmax of equal scores), and `attn`, the attention model without P\n"
+      "(its keys see only the word).\n"
+      "Each: AdamW lr {}, weight decay 0.01, {} epochs of {} shuffled batches of {}; loss =\n"
+      "cross_entropy(logits, labels), the batch mean; the same loader seed, so the same batches.\n",
+      t.lr, t.epochs, (train_split.size() + t.batch_size - 1) / t.batch_size, t.batch_size);
+  Curves c;
+  lesson.print("{}:\n", NAMES[0]);
+  c.average = train(lesson, average, train_split, t.epochs, t.batch_size, t.lr);
+  lesson.print("{}:\n", NAMES[1]);
+  c.unordered = train(lesson, unordered, train_split, t.epochs, t.batch_size, t.lr);
+  lesson.print("{}:\n", NAMES[2]);
+  c.attention = train(lesson, attention, train_split, t.epochs, t.batch_size, t.lr);
+  std::vector<float> epoch_numbers;
+  for (int64_t e = 1; e <= t.epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
+  auto floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  lesson.line_plot(
+      "training.svg",
+      {{"attn + P: loss", epoch_numbers, floats(c.attention.losses)},
+       {"attn + P: accuracy", epoch_numbers, floats(c.attention.accuracies)},
+       {"average: loss", epoch_numbers, floats(c.average.losses)},
+       {"average: accuracy", epoch_numbers, floats(c.average.accuracies)}},
+      {.title = "Training loss and accuracy per epoch", .xlabel = "epoch", .ylabel = "loss (cross-entropy), accuracy"});
+  lesson.print(
+      "Both fit the training sentences: after {} epochs averaging gets {:.3f} of them right, attention {:.3f}.\n",
+      t.epochs, c.average.accuracies.back(), c.attention.accuracies.back());
+  return c;
+}
+
+void held_out(lesson::Lesson& lesson, const Split& test_split, const std::vector<const Scored*>& models,
+              const Curves& curves) {
+  lesson.section("Held-out accuracy, kind by kind");
+  accuracy_table(lesson, test_split, NAMES, models);
+  lesson.print(
+      "An average of word vectors, and attention whose keys see only the word, give \"A but B\" and \"B but A\"\n"
+      "the same output (the next section shows it): on contrasts they get {:.3f} and {:.3f} right, near a coin's\n"
+      "0.5, though averaging fits {:.3f} of the training sentences. With P in the keys the weights depend on\n"
+      "where each word stands, so the order reaches the head: {:.3f}.\n\n",
+      accuracy(models[0]->predicted, test_split, 3), accuracy(models[1]->predicted, test_split, 3),
+      curves.average.accuracies.back(), accuracy(models[2]->predicted, test_split, 3));
+}
+
+// Each contrast among the examples, and the same with its clauses swapped: P(positive) under
+// averaging and under attn + P, pair by pair; and how many pairs attn + P turns with the order.
+struct Swaps {
+  std::vector<double> average, attention;
+  int64_t turned = 0;
+};
+Swaps swap_examples(lesson::Lesson& lesson, const Split& test_split, const std::vector<int64_t>& examples,
+                    AveragePooling& average, AttentionClassifier& attention, const data::Vocab& vocab,
+                    int64_t num_steps) {
+  lesson.print("Both pictures use one colour scale, 0 to 1. Each contrast with its clauses swapped, P(positive):\n");
+  Swaps s;
+  for (int64_t i : examples) {
+    const std::vector<std::string>& words = test_split.text.tokens[static_cast<size_t>(i)];
+    if (test_split.kinds[static_cast<size_t>(i)] != 3) continue;
+    for (const auto& sentence : {words, swap_clauses(words)}) {
+      const double a = positive(average, sentence, vocab, num_steps),
+                   p = positive(attention, sentence, vocab, num_steps);
+      s.average.push_back(a);
+      s.attention.push_back(p);
+      lesson.print("  {:<60} average {:.3f}  attn + P {:.3f}\n", fmt::format("\"{}\"", fmt::join(sentence, " ")), a, p);
+    }
+  }
+  for (size_t k = 0; k + 1 < s.attention.size(); k += 2)  // the label flips with the order: does the prediction?
+    s.turned += (s.attention[k] > 0.5) != (s.attention[k + 1] > 0.5);
+  lesson.print("The average is the same for both orders (the same words); attn + P turns with the order in {} of {}.\n",
+               s.turned, s.attention.size() / 2);
+  return s;
+}
+
+void print_shares(lesson::Lesson& lesson, const Shares& shares) {
+  lesson.section("Where the attention goes");
+  lesson.print("{} held-out sentences hold a negation (not, never, nobody): attn + P puts {:.3f} on the\n",
+               shares.negated, shares.negation);
+  lesson.print("negation word, where averaging gives each word {:.3f} ({:.1f}×).\n", shares.negation_uniform,
+               shares.negation_uniform > 0 ? shares.negation / shares.negation_uniform : 0.0);
+  lesson.print("{} hold a contrast: it puts {:.3f} on the clause after \"but\", which decides, where averaging\n",
+               shares.contrasts, shares.second_clause);
+  lesson.print("gives that clause {:.3f}.\n", shares.second_clause_uniform);
+}
+
+// results.json: every held-out sentence with its kind, label and each model's prediction, so that a
+// reader can recount every accuracy printed; the attention weights, curves, examples and shares.
+void save_results(lesson::Lesson& lesson, const Split& test_split, const std::vector<const Scored*>& models,
+                  const Curves& curves, const std::vector<int64_t>& examples, const Swaps& swaps,
+                  const Shares& shares) {
+  lesson.result("kinds", std::string("plain\nnegation\nfar negation\ncontrast\n"));
+  lesson.result("test_sentences", lines_of(test_split, false));
+  lesson.result("test_kinds", lines_of(test_split, true));
+  lesson.result("test_labels", doubles(test_split.labels));
+  const std::vector<std::string> keys = {"average", "unordered", "attention"};
+  for (size_t m = 0; m < models.size(); ++m) {
+    lesson.result(keys[m] + "_predictions", doubles(models[m]->predicted));
+    lesson.result(m == 2 ? "test_accuracy" : keys[m] + "_test_accuracy", accuracy(models[m]->predicted, test_split));
+    std::vector<double> by_kind;
+    for (size_t k = 0; k < KINDS.size(); ++k)
+      by_kind.push_back(accuracy(models[m]->predicted, test_split, static_cast<int>(k)));
+    lesson.result(keys[m] + "_kind_accuracies", by_kind);
+  }
+  lesson.result("losses", curves.attention.losses);
+  lesson.result("train_accuracies", curves.attention.accuracies);
+  lesson.result("average_losses", curves.average.losses);
+  lesson.result("average_train_accuracies", curves.average.accuracies);
+  lesson.result("unordered_losses", curves.unordered.losses);
+  lesson.result("unordered_train_accuracies", curves.unordered.accuracies);
+  lesson.result("test_weights", models[2]->weights);
+  lesson.result("examples", doubles(examples));
+  lesson.result("swapped_average", swaps.average);
+  lesson.result("swapped_attention", swaps.attention);
+  lesson.result("swaps_turned", swaps.turned);
+  lesson.result("negated_sentences", shares.negated);
+  lesson.result("negation_share", shares.negation);
+  lesson.result("uniform_share", shares.negation_uniform);
+  lesson.result("contrast_sentences", shares.contrasts);
+  lesson.result("second_clause_share", shares.second_clause);
+  lesson.result("second_clause_uniform_share", shares.second_clause_uniform);
+}
+
+int main(int argc, char** argv) {
+  lesson::Lesson lesson(argc, argv, 12);
+  int64_t epochs = 15, batch_size = 32, embed = 32, hidden = 32;
+  const int64_t num_steps = 16;  // T: the corpus' longest sentence has 12 words
+  float lr = 0.01f;
+  lesson.option("--epochs", epochs, "passes over the training sentences");
+  lesson.option("--batch-size", batch_size, "sentences per minibatch");
+  lesson.option("--embed", embed, "embedding size D (even: the positional encoding pairs sin and cos)");
+  lesson.option("--hidden", hidden, "hidden units F of the classifier head");
+  lesson.option("--lr", lr, "AdamW learning rate");
+  lesson.data_option();
+  lesson.start();
+  if (epochs < 1 || batch_size < 1 || hidden < 1 || embed < 2 || embed % 2 != 0)
+    fail(
+        "12_attention_classifier: --epochs {}, --batch-size {} and --hidden {} must be at least 1, and --embed {} "
+        "even and at least 2",
+        epochs, batch_size, hidden, embed);
+
+  five_steps(lesson);
+  notes_model(lesson);
+
+  Split train_split = read_split(lesson.data() / "sentiment" / "train.txt");
+  Split test_split = read_split(lesson.data() / "sentiment" / "test.txt");
+  data::Vocab vocab(train_split.text.tokens, /*min_freq=*/1, {"<pad>"});
+  for (Split* s : {&train_split, &test_split}) {
+    for (const auto& words : s->text.tokens)
+      if (static_cast<int64_t>(words.size()) > num_steps)
+        fail("12_attention_classifier: \"{}\" has {} words, more than T = {}", fmt::join(words, " "), words.size(),
+             num_steps);
+    s->array = data::build_array(s->text.tokens, vocab, num_steps);  // (N, T), (N)
+  }
+  show_data(lesson, train_split, test_split, vocab, num_steps);
+
+  // Three models, each from the same seed: the same first draws, the same batches.
+  const int64_t V = vocab.size(), C = train_split.text.num_classes;
+  Generator gen_average(lesson.seed()), gen_unordered(lesson.seed()), gen_attention(lesson.seed());
+  AveragePooling average(V, embed, hidden, C, gen_average);
+  AttentionClassifier unordered(V, embed, hidden, C, num_steps, /*positions=*/false, gen_unordered);
+  AttentionClassifier attention(V, embed, hidden, C, num_steps, /*positions=*/true, gen_attention);
+  const Curves curves = train_all(lesson, average, unordered, attention, train_split, {epochs, batch_size, lr});
+
+  const Scored average_scored = score(average, test_split), unordered_scored = score(unordered, test_split),
+               scored = score(attention, test_split);
+  const std::vector<const Scored*> models = {&average_scored, &unordered_scored, &scored};
+  held_out(lesson, test_split, models, curves);
+
+  lesson.section("Two sentences averaging gets wrong");
+  const std::vector<int64_t> examples = two_examples(lesson, test_split, NAMES, models);
+  const Swaps swaps = swap_examples(lesson, test_split, examples, average, attention, vocab, num_steps);
+
+  const Shares shares = attention_shares(test_split, scored.weights);
+  print_shares(lesson, shares);
+  save_results(lesson, test_split, models, curves, examples, swaps, shares);
+
+  auto contrasts = [&](const Scored& m) { return accuracy(m.predicted, test_split, 3); };
   return lesson.finish(fmt::format(
-      "The notes' single-head attention classifier, made to run: Embedding -> features -> one learned query\n"
-      "over the words (padding masked) -> weighted sum -> Linear-relu-Linear. Trained with AdamW for {} epochs,\n"
-      "loss {:.4f} -> {:.4f}; held-out accuracy {:.3f}. On negated sentences the negation word gets {:.3f} of\n"
-      "the attention, {:.1f}× a uniform share.",
-      epochs, losses.front(), losses.back(), test_accuracy, negation_share,
-      uniform_share > 0 ? negation_share / uniform_share : 0.0));
+      "The notes' single-head attention classifier, made to run: Embedding -> features of each word at its\n"
+      "position -> one learned query over the words (padding masked) -> weighted sum -> Linear-relu-Linear.\n"
+      "Trained with AdamW for {} epochs, loss {:.4f} -> {:.4f}. Held-out accuracy: attention + P {:.3f},\n"
+      "attention without positions {:.3f}, averaging the word vectors {:.3f}; on contrasts with \"but\"\n"
+      "{:.3f}, {:.3f} and {:.3f}: only a model that knows the order can tell \"A but B\" from \"B but A\".",
+      epochs, curves.attention.losses.front(), curves.attention.losses.back(), accuracy(scored.predicted, test_split),
+      accuracy(unordered_scored.predicted, test_split), accuracy(average_scored.predicted, test_split),
+      contrasts(scored), contrasts(unordered_scored), contrasts(average_scored)));
 }

@@ -39,7 +39,7 @@ inline constexpr std::array<CatalogEntry, 13> catalog = {{
      "001 自注意力 (简介, 对比, 位置编码, 位置编码矩阵, 绝对/相对位置信息); 004 2.2 (位置编码)", true},
     {11, "11_transformer", "the Transformer", "004 2.2 Transformer与Scaled Dot-Product Attention; 001 位置编码", true},
     {12, "12_attention_classifier", "an attention text classifier", "004 1.简介, 3.1 概览, 3.2 模型实现", true},
-    {13, "13_your_own_layer", "writing your own layer", "(qkv's own: how a reader extends the framework)", true},
+    {13, "13_your_own_layer", "writing your own layer", "none: qkv's own, how a reader extends the framework", true},
 }};
 
 // The row of lesson `number`, or nothing if the course has no such lesson.

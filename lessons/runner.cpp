@@ -59,7 +59,11 @@ std::vector<CatalogEntry> select(const std::string& which, std::string& error) {
     error = fmt::format("lessons: '{}' is not a lesson number, a range like 1-7, or all", which);
     return {};
   }
-  if (first > last || first < 1 || last > static_cast<int>(catalog.size())) {
+  if (first > last) {
+    error = fmt::format("lessons: '{}' is a backwards range: did you mean {}-{}?", which, last, first);
+    return {};
+  }
+  if (first < 1 || last > static_cast<int>(catalog.size())) {
     error = fmt::format("lessons: '{}' is outside the course (lessons 1 to {})", which, catalog.size());
     return {};
   }

@@ -1146,10 +1146,19 @@ def make_eng_fra(r):
 
 
 # ============================================================================
-# Sentiment: label 1 positive, 0 negative. Each sentence has one word that
-# carries the sentiment; a negation (not, never, nobody, did not, would not)
-# flips it. "the movie was good" 1, "the movie was not good" 0,
-# "i did not hate the food" 1, "not bad at all" 1.
+# Sentiment: label 1 positive, 0 negative. Four kinds of sentence, which
+# lesson 12 tells apart by their words (sent_kind) and scores one by one:
+#   plain     one word carries the sentiment: "the movie was good" 1
+#   negation  a negation (not, never, nobody) next to it flips it:
+#             "the movie was not good" 0, "i did not hate the food" 1
+#   far       the negation governs a that-clause, four or more words before
+#             the sentiment word: "i do not think that the room was clean" 0
+#   contrast  two clauses of opposite sentiment joined by "but"; the second
+#             decides: "the food was good but the service was slow" 0
+# In a contrast, both orders of the same two clauses are equally likely, so
+# the words alone (a bag of words, an average of word vectors) cannot tell
+# the label: "the food was bad but the staff was friendly" 1 has the words of
+# "the staff was friendly but the food was bad" 0.
 # ============================================================================
 
 SENT_ITEMS = [  # (noun, domain, plural, takes my/our)
@@ -1325,43 +1334,108 @@ def sent_draw(r):
     return SENT_TEMPLATES[0][0](r)
 
 
-def make_sentiment(r, n_train=1200, n_test=200):
-    seen = set()
-    train = {0: [], 1: []}
-    for _ in range(500000):
-        if min(len(v) for v in train.values()) == n_train // 2:
-            break
-        got = sent_draw(r)
-        if got is None:
-            continue
-        words, label = got
-        s = " ".join(words)
-        if s in seen or len(train[label]) == n_train // 2:
-            continue
-        seen.add(s)
-        train[label].append(s)
-    counts = Counter(w for v in train.values() for s in v for w in s.split())
-    test = {0: [], 1: []}
-    for _ in range(500000):
-        if min(len(v) for v in test.values()) == n_test // 2:
-            break
-        got = sent_draw(r)
-        if got is None:
-            continue
-        words, label = got
-        s = " ".join(words)
-        if s in seen or len(test[label]) == n_test // 2 or any(counts[w] < 2 for w in words):
-            continue
-        seen.add(s)
-        test[label].append(s)
-    assert all(len(v) == n_train // 2 for v in train.values()), "sentiment: train not filled"
-    assert all(len(v) == n_test // 2 for v in test.values()), "sentiment: test not filled"
-    out = []
-    for split in (train, test):
-        lines = [(l, s) for l in (0, 1) for s in split[l]]
+NEGATIONS = {"not", "never", "nobody"}
+
+
+def sent_kind(words):
+    """plain, negation, far or contrast: lesson 12 applies the same rule."""
+    if "but" in words:
+        return "contrast"
+    if "that" in words:
+        return "far"
+    if any(w in NEGATIONS for w in words):
+        return "negation"
+    return "plain"
+
+
+# nouns that one review can set against each other with "but"
+CONTRASTS = {"film": {"film"}, "food": {"food", "service", "place"}, "place": {"place", "service", "food"},
+             "service": {"service", "food", "place"}, "product": {"product"}, "trip": {"trip", "place", "service"}}
+
+
+def sent_clause(r, item, domain, pl, past, want):
+    """One clause of sentiment `want` about item: the room was clean / the room was not clean /
+    the staff is never rude; None if the draw does not give that sentiment."""
+    adj, pos = sent_adj(r, domain)
+    be = ("were" if past else "are") if pl else ("was" if past else "is")
+    if r.random() < 0.6:
+        words = item + [be] + ([intensifier(r, adj)] if r.random() < 0.3 else []) + [adj]
+        label = int(pos)
+    elif not pos and adj not in NEGATABLE_NEG:
+        return None
+    elif pos and adj not in EXTREME and r.random() < 0.25:
+        words, label = item + [be, "not", "very", adj], 0
+    else:
+        words, label = item + [be, "not", adj], int(not pos)
+    return words if label == want else None
+
+
+def s_contrast(r):
+    """the food was good but the service was slow 0 / the room was not clean but the staff was friendly 1"""
+    first, domain, pl = sent_item(r)
+    second, domain2, pl2 = sent_item(r)
+    if domain2 not in CONTRASTS[domain] or second[1] == first[1]:
+        return None
+    label = int(r.random() < 0.5)
+    past = r.random() < 0.6
+    a = sent_clause(r, first, domain, pl, past, 1 - label)
+    b = sent_clause(r, second, domain2, pl2, past, label)
+    if a is None or b is None:
+        return None
+    return a + ["but"] + b, label
+
+
+FAR_FRAMES = [["i", "do", "not", "think"], ["i", "did", "not", "think"], ["we", "did", "not", "think"],
+              ["i", "would", "not", "say"], ["it", "is", "not", "true"], ["nobody", "would", "say"],
+              ["nobody", "thought"]]
+
+
+def s_far(r):
+    """i do not think that the food was good 0 / it is not true that the room was dirty 1"""
+    item, domain, pl = sent_item(r)
+    adj, pos = sent_adj(r, domain)
+    be = ("were" if pl else "was")
+    really = [intensifier(r, adj)] if r.random() < 0.2 else []
+    return r.choice(FAR_FRAMES) + ["that"] + item + [be] + really + [adj], int(not pos)
+
+
+def sent_of_kind(r, kind):
+    fn = {"contrast": s_contrast, "far": s_far}.get(kind, sent_draw)
+    for _ in range(10000):
+        got = fn(r)
+        if got is not None and sent_kind(got[0]) == kind:
+            return got
+    raise RuntimeError(f"sentiment: no sentence of kind {kind}")
+
+
+def make_sentiment(r, train_quota, test_quota):
+    """The training and held-out sentences, `quota` of each kind (half of them positive), shuffled.
+    A held-out sentence is new, and each of its words occurs at least twice in training."""
+    seen, counts, out = set(), None, []
+    for quota in (train_quota, test_quota):
+        lines = []
+        for kind, n in quota:
+            got = {0: [], 1: []}
+            for _ in range(500000):
+                if min(len(v) for v in got.values()) == n // 2:
+                    break
+                words, label = sent_of_kind(r, kind)
+                s = " ".join(words)
+                if s in seen or len(got[label]) == n // 2 or (counts and any(counts[w] < 2 for w in words)):
+                    continue
+                seen.add(s)
+                got[label].append(s)
+            assert all(len(v) == n // 2 for v in got.values()), f"sentiment: not enough {kind} sentences"
+            lines += [(label, s) for label in (0, 1) for s in got[label]]
         r.shuffle(lines)
         out.append(lines)
+        counts = Counter(w for _, s in lines for w in s.split())
     return out
+
+
+# The held-out set leans to the hard kinds; training has every kind.
+SENT_TRAIN = [("plain", 360), ("negation", 360), ("far", 180), ("contrast", 300)]
+SENT_TEST = [("plain", 30), ("negation", 50), ("far", 50), ("contrast", 70)]
 
 
 # ============================================================================
@@ -1379,7 +1453,7 @@ def main():
     train, test = make_eng_fra(r)
     write("data/eng-fra/train.txt", [f"{en}\t{fr}" for en, fr in train])
     write("data/eng-fra/test.txt", [f"{en}\t{fr}" for en, fr in test])
-    s_train, s_test = make_sentiment(random.Random(SEED + 1))
+    s_train, s_test = make_sentiment(random.Random(SEED + 1), SENT_TRAIN, SENT_TEST)
     write("data/sentiment/train.txt", [f"{label}\t{s}" for label, s in s_train])
     write("data/sentiment/test.txt", [f"{label}\t{s}" for label, s in s_test])
 

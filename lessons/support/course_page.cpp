@@ -203,9 +203,10 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
       if (!r.output->problem.empty()) add("<pre class=\"error\">{}</pre>\n", viz::xml_escape(r.output->problem));
       for (const Output::Picture& p : r.output->pictures) {
         std::string caption = viz::xml_escape(p.shows.empty() ? p.file : p.shows);
-        if (fs::path(p.file).extension() == ".svg")
-          add("<figure><img src=\"{}\" alt=\"{}\"/><figcaption>{} (<code>{}</code>)</figcaption></figure>\n",
-              viz::xml_escape(href(e.program, p.file)), caption, caption, viz::xml_escape(p.file));
+        if (fs::path(p.file).extension() == ".svg")  // the caption links the picture at full size (a wide graph)
+          add("<figure><img src=\"{0}\" alt=\"{1}\"/><figcaption>{1} (<a href=\"{0}\"><code>{2}</code></a> at full "
+              "size)</figcaption></figure>\n",
+              viz::xml_escape(href(e.program, p.file)), caption, viz::xml_escape(p.file));
         else  // the graphs' Graphviz sources
           add("<p>{}: <a href=\"{}\">{}</a></p>\n", caption, viz::xml_escape(href(e.program, p.file)),
               viz::xml_escape(p.file));

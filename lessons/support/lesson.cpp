@@ -6,6 +6,7 @@
 
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -85,7 +86,9 @@ Progress::Progress(Transcript& out, std::string unit, int64_t total)
 void Progress::update(int64_t done, const std::vector<std::pair<std::string, double>>& values) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string line = fmt::format("{} {}/{}", unit_, done, total_);
-  for (const auto& [name, value] : values) line += fmt::format("  {} {:.4f}", name, value);
+  for (const auto& [name, value] : values)  // a whole number as one ("n 64"), others to 4 decimals
+    line += std::abs(value) < 1e15 && value == std::round(value) ? fmt::format("  {} {:.0f}", name, value)
+                                                                 : fmt::format("  {} {:.4f}", name, value);
   if (done > 0 && seconds > 0) {
     double rate = static_cast<double>(done) / seconds;  // steps per second
     line += fmt::format("  {:.1f} {}/s  {:.1f} s left", rate, unit_, static_cast<double>(total_ - done) / rate);

@@ -61,8 +61,8 @@ class Transcript {
   std::string last_in_place_;  // on a terminal: the line showing now, copied when it ends
 };
 
-// A progress line for long work: step k of n, named numbers (the loss), the
-// rate and the time left.
+// A progress line for long work: step k of n, named numbers (the loss; a
+// whole number without decimals), the rate and the time left.
 //   epoch 3/5  loss 12.3456  41.2 epoch/s  0.0 s left
 class Progress {
  public:

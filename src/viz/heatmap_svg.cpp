@@ -6,7 +6,12 @@
 // axis labels, and a colour bar on the right. Every cell carries a <title>
 // (row, column and value), which a browser shows on hover. Masked cells are
 // grey, NaN/Inf cells white with a red cross; the notes under the picture
-// count them.
+// count them, and say when the colour scale is shared or fixed.
+//
+// Text is laid out by its estimated width (svg.hpp's text_extent), so that
+// no two texts overlap and none leaves the picture: a title or label that
+// would reach its neighbour is wrapped, set level instead of upright, or
+// cut with "…" (tests/viz check every picture's text boxes).
 #include <qkv/core/error.hpp>
 #include <qkv/viz/heatmap.hpp>
 
@@ -23,8 +28,9 @@ using detail::Kind;
 namespace {
 
 constexpr double MARGIN = 10, LABEL_SIZE = 11, GAP = 16;
-constexpr int64_t SVG_MAX_CELLS = 256;  // per side; larger matrices are pooled
-constexpr int64_t LABEL_WIDTH = 16;     // characters of a token label
+constexpr int64_t SVG_MAX_CELLS = 256;   // per side; larger matrices are pooled
+constexpr int64_t LABEL_WIDTH = 16;      // characters of a token label
+constexpr double ROW_TITLE_WIDTH = 150;  // px: a grid's level row titles wrap at this width
 
 // The axis labels of one matrix and the room they take.
 struct Labels {
@@ -106,8 +112,20 @@ std::string matrix_markup(const detail::Matrix& shown, const Labels& l, const de
 }
 
 // What the picture cannot show by colour alone; `pooling` is empty when nothing was pooled.
-std::vector<std::string> notes(const detail::Scale& scale, const HeatmapOptions& opt, const std::string& pooling) {
+// Panels (several, in a grid) share one colour scale, and the note says so;
+// a scale fixed by vmin and vmax is the same in every picture drawn with
+// them, so that pictures compared side by side can be compared by colour.
+std::vector<std::string> notes(const detail::Scale& scale, const HeatmapOptions& opt, const std::string& pooling,
+                               int64_t panels = 1) {
   std::vector<std::string> out;
+  const bool fixed = !std::isnan(opt.vmin) && !std::isnan(opt.vmax);
+  const std::string limits = fmt::format("{} to {}", detail::num(scale.lo), detail::num(scale.hi));
+  const std::string all = panels == 2 ? "both panels" : fmt::format("all {} panels", panels);
+  if (panels > 1 && !scale.empty)
+    out.push_back(fixed ? fmt::format("one colour scale, fixed at {}, for {}", limits, all)
+                        : fmt::format("one colour scale for {}", all));
+  else if (fixed && !scale.empty)
+    out.push_back(fmt::format("colour scale fixed at {}", limits));
   if (scale.constant) out.push_back(detail::constant_note(scale.lo));
   if (scale.empty) out.emplace_back("no colour scale: every entry is masked, NaN or Inf");
   if (!pooling.empty()) out.push_back(pooling);
@@ -116,9 +134,10 @@ std::vector<std::string> notes(const detail::Scale& scale, const HeatmapOptions&
   return out;
 }
 
-// The notes under a picture, from y on; returns the widest.
+// The notes under a picture, from y on (4 px more before the first); returns the widest.
 double notes_markup(std::string& out, const std::vector<std::string>& lines, double y) {
   double widest = 0;
+  y += 4;
   for (const std::string& s : lines) {
     y += 16;
     out += detail::svg_text(MARGIN, y, s, {.anchor = "start", .size = LABEL_SIZE, .cls = "note"});
@@ -164,18 +183,23 @@ void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const 
   std::string body = matrix_markup(shown, labels, scale, opt.masked_below, x0, y0, cell, true, true);
   double bar_width = 0;
   body += detail::svg_colorbar(scale, x0 + width + 20, y0, height, bar_width);
-  if (!opt.ylabel.empty())
-    body += detail::svg_text(MARGIN + 14, y0 + height / 2, opt.ylabel, {.rotate = -90, .cls = "ylabel"});
+  if (!opt.ylabel.empty())  // upright along the rows, cut to their height
+    body += detail::svg_text(MARGIN + 14, y0 + height / 2, detail::fit_text(opt.ylabel, height, 12),
+                             {.rotate = -90, .cls = "ylabel"});
   double y = y0 + height + labels.col_height;
+  double xlabel_right = 0;  // a label wider than the matrix reaches right of it: the picture widens
   if (!opt.xlabel.empty()) {
     y += 18;
-    body += detail::svg_text(x0 + width / 2, y, opt.xlabel, {.cls = "xlabel"});
+    const std::string xlabel = detail::fit_text(opt.xlabel, 2 * (x0 + width / 2 - MARGIN), 12);  // not past the left
+    body += detail::svg_text(x0 + width / 2, y, xlabel, {.cls = "xlabel"});
+    xlabel_right = x0 + width / 2 + detail::text_extent(xlabel, 12) / 2 + MARGIN;
   }
+  y = std::max(y, y0 + detail::colorbar_height(height));  // below a bar taller than the matrix
   std::vector<std::string> lines = notes(scale, opt, pooled.pooled() ? detail::pool_note(full, pooled) : "");
   double widest_note = notes_markup(body, lines, y);
-  y += 16 * static_cast<double>(lines.size());
+  y += lines.empty() ? 0 : 4 + 16 * static_cast<double>(lines.size());
 
-  const double body_width = std::max(x0 + width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN);
+  const double body_width = std::max({x0 + width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN, xlabel_right});
   detail::write_file(file, picture(opt.title, body, body_width, y + MARGIN), op);
 }
 
@@ -202,15 +226,44 @@ void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, c
     if (k == 0) first = one;
   }
   const detail::Matrix& shape = subplots[0].m;
-  const double cell = cell_size(shape.rows, shape.cols, 160, 24);
+  // Subplots up to 160 px a side, or more when there are only a few of them (up to 480 px in all).
+  const double cell =
+      cell_size(shape.rows, shape.cols, std::max(160.0, 480.0 / static_cast<double>(std::max(R, C))), 24);
   Labels labels = make_labels(opt.cell, first, subplots[0], cell);
   const double pw = static_cast<double>(shape.cols) * cell, ph = static_cast<double>(shape.rows) * cell;
-
-  const double x0 =
-      MARGIN + (opt.row_titles.empty() ? 0 : 22) + (opt.cell.ylabel.empty() ? 0 : 22) + labels.row_width + 6;
-  const double y0 = MARGIN + (opt.title.empty() ? 0 : 26) + (opt.col_titles.empty() ? 0 : 20);
   const double grid_width = static_cast<double>(C) * pw + static_cast<double>(C - 1) * GAP;
   const double grid_height = static_cast<double>(R) * ph + static_cast<double>(R - 1) * GAP;
+
+  // The titles never reach a neighbour's. A column title is wrapped to lines
+  // as wide as its panel. Row titles are upright beside their row when each
+  // fits the panel's height; otherwise level, in lines no taller than a
+  // panel and the gap after it. The cell's ylabel is upright beside each row
+  // when it fits a panel's height, else once along the whole grid.
+  constexpr double LINE = 15;  // px from one line of a title to the next
+  std::vector<std::vector<std::string>> col_lines;
+  size_t col_depth = 0;  // lines of the tallest column title
+  for (const std::string& t : opt.col_titles) {
+    col_lines.push_back(detail::wrap_text(t, pw + GAP - 8, 12));
+    col_depth = std::max(col_depth, col_lines.back().size());
+  }
+  const bool rows_upright = std::all_of(opt.row_titles.begin(), opt.row_titles.end(),
+                                        [&](const std::string& t) { return detail::text_extent(t, 12) <= ph; });
+  std::vector<std::vector<std::string>> row_lines;
+  double row_title_width = opt.row_titles.empty() ? 0 : 22;
+  if (!rows_upright) {
+    const auto max_lines = static_cast<size_t>(std::max(1.0, std::floor((ph + GAP / 2) / LINE)));
+    row_title_width = 0;
+    for (const std::string& t : opt.row_titles) {
+      row_lines.push_back(detail::wrap_text(t, ROW_TITLE_WIDTH, 12, max_lines));
+      for (const std::string& line : row_lines.back())
+        row_title_width = std::max(row_title_width, detail::text_extent(line, 12) + 10);
+    }
+  }
+  const bool ylabel_per_row = detail::text_extent(opt.cell.ylabel, 12) <= ph;
+
+  const double x0 = MARGIN + row_title_width + (opt.cell.ylabel.empty() ? 0 : 22) + labels.row_width + 6;
+  const double y0 =
+      MARGIN + (opt.title.empty() ? 0 : 26) + (col_depth > 0 ? 16 * static_cast<double>(col_depth) + 4 : 0);
 
   std::string body;
   for (int64_t i = 0; i < R; ++i) {
@@ -220,26 +273,44 @@ void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, c
       body += matrix_markup(subplots[static_cast<size_t>(i * C + j)].m, labels, scale, opt.cell.masked_below, x, y,
                             cell, /*row_labels=*/j == 0, /*col_labels=*/i == R - 1);
       body += "</g>\n";
-      if (i == 0 && !opt.col_titles.empty())
-        body += detail::svg_text(x + pw / 2, y0 - 8, opt.col_titles[static_cast<size_t>(j)], {.cls = "col-title"});
-      if (j == 0 && !opt.cell.ylabel.empty())
+      if (i == 0 && !opt.col_titles.empty()) {  // bottom-aligned over the panel
+        const std::vector<std::string>& lines = col_lines[static_cast<size_t>(j)];
+        for (size_t k = 0; k < lines.size(); ++k)
+          body += detail::svg_text(x + pw / 2, y0 - 8 - 16 * static_cast<double>(lines.size() - 1 - k), lines[k],
+                                   {.cls = "col-title"});
+      }
+      if (j == 0 && !opt.cell.ylabel.empty() && ylabel_per_row)
         body +=
             detail::svg_text(x0 - labels.row_width - 12, y + ph / 2, opt.cell.ylabel, {.rotate = -90, .cls = "ylabel"});
-      if (j == 0 && !opt.row_titles.empty())
-        body += detail::svg_text(MARGIN + 14, y + ph / 2, opt.row_titles[static_cast<size_t>(i)],
-                                 {.rotate = -90, .cls = "row-title"});
+      if (j == 0 && !opt.row_titles.empty()) {
+        if (rows_upright) {
+          body += detail::svg_text(MARGIN + 14, y + ph / 2, opt.row_titles[static_cast<size_t>(i)],
+                                   {.rotate = -90, .cls = "row-title"});
+        } else {  // level, the block of lines centred on the row
+          const std::vector<std::string>& lines = row_lines[static_cast<size_t>(i)];
+          const double top = y + ph / 2 - LINE * static_cast<double>(lines.size()) / 2;
+          for (size_t k = 0; k < lines.size(); ++k)
+            body += detail::svg_text(MARGIN, top + LINE * static_cast<double>(k) + 11, lines[k],
+                                     {.anchor = "start", .cls = "row-title"});
+        }
+      }
       if (i == R - 1 && !opt.cell.xlabel.empty())
-        body += detail::svg_text(x + pw / 2, y + ph + labels.col_height + 18, opt.cell.xlabel, {.cls = "xlabel"});
+        body += detail::svg_text(x + pw / 2, y + ph + labels.col_height + 18,
+                                 detail::fit_text(opt.cell.xlabel, pw + GAP - 8, 12), {.cls = "xlabel"});
     }
   }
+  if (!opt.cell.ylabel.empty() && !ylabel_per_row)
+    body += detail::svg_text(x0 - labels.row_width - 12, y0 + grid_height / 2,
+                             detail::fit_text(opt.cell.ylabel, grid_height, 12), {.rotate = -90, .cls = "ylabel"});
   double bar_width = 0;
   body += detail::svg_colorbar(scale, x0 + grid_width + 20, y0, grid_height, bar_width);
 
   double y = y0 + grid_height + labels.col_height + (opt.cell.xlabel.empty() ? 0 : 18);
-  std::vector<std::string> lines =
-      notes(scale, opt.cell, subplots[0].pooled() ? detail::pool_note(first, subplots[0]) + " in each subplot" : "");
+  y = std::max(y, y0 + detail::colorbar_height(grid_height));
+  std::vector<std::string> lines = notes(
+      scale, opt.cell, subplots[0].pooled() ? detail::pool_note(first, subplots[0]) + " in each subplot" : "", R * C);
   double widest_note = notes_markup(body, lines, y);
-  y += 16 * static_cast<double>(lines.size());
+  y += lines.empty() ? 0 : 4 + 16 * static_cast<double>(lines.size());
 
   const double body_width = std::max(x0 + grid_width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN);
   detail::write_file(file, picture(opt.title, body, body_width, y + MARGIN), op);

@@ -39,7 +39,60 @@ std::vector<double> nice_ticks(double lo, double hi, int parts) {
   return ticks;
 }
 
+std::vector<std::string> wrap_text(const std::string& s, double width, double size, size_t max_lines) {
+  const auto fits = [&](const std::string& t) { return text_extent(t, size) <= width; };
+  // The longest cut of t, ending in "…", that fits (one character and "…" at least).
+  const auto cut = [&](const std::string& t) {
+    int64_t n = text_width(t);
+    while (n > 2 && !fits(truncate(t, n))) --n;
+    return truncate(t, n);
+  };
+  std::vector<std::string> lines;
+  std::string line;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = std::min(s.find(' ', start), s.size());
+    std::string word = s.substr(start, end - start);
+    start = end + 1;
+    if (word.empty()) continue;
+    if (!line.empty() && fits(line + " " + word)) {
+      line += " " + word;
+      continue;
+    }
+    if (!line.empty()) lines.push_back(line);
+    line = fits(word) ? word : cut(word);
+  }
+  if (!line.empty()) lines.push_back(line);
+  if (lines.size() > max_lines) {
+    lines.resize(max_lines);
+    lines.back() = cut(lines.back() + " …");  // "…" ends the last line kept: something was left out
+  }
+  return lines;
+}
+
+std::string fit_text(const std::string& s, double width, double size) {
+  std::vector<std::string> lines = wrap_text(s, width, size, 1);
+  return lines.empty() ? "" : lines[0];
+}
+
+double colorbar_height(double height) { return std::max(height, 2 * TICK_GAP + 4); }
+
+std::vector<double> colorbar_ticks(double lo, double hi, double height) {
+  height = colorbar_height(height);
+  auto below_top = [&](double v) { return height * (hi - v) / (hi - lo); };  // in px
+  std::vector<double> ticks = {hi};
+  // The round values, top down, each kept if far enough below the last one kept and above lo.
+  std::vector<double> round = nice_ticks(lo, hi, std::max(1, static_cast<int>(height / 40)));
+  std::reverse(round.begin(), round.end());
+  for (double v : round)
+    if (below_top(v) - below_top(ticks.back()) >= TICK_GAP && below_top(lo) - below_top(v) >= TICK_GAP)
+      ticks.push_back(v);
+  ticks.push_back(lo);
+  return ticks;
+}
+
 std::string svg_colorbar(const Scale& scale, double x, double y, double height, double& width) {
+  height = colorbar_height(height);
   constexpr double BAR = 16, TICK = 4;
   std::string out = "<g class=\"colorbar\">\n";
   width = BAR;
@@ -70,12 +123,8 @@ std::string svg_colorbar(const Scale& scale, double x, double y, double height, 
     out += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"url(#viridis)\" stroke=\"black\"/>\n", x,
         y, BAR, height);
-    // The two ends, and round values between them (one per ~40 px) not crowding the ends.
     auto at = [&](double v) { return y + height * (scale.hi - v) / (static_cast<double>(scale.hi) - scale.lo); };
-    tick(at(scale.lo), scale.lo);
-    for (double v : nice_ticks(scale.lo, scale.hi, std::max(1, static_cast<int>(height / 40))))
-      if (at(v) < at(scale.lo) - 14 && at(v) > at(scale.hi) + 14) tick(at(v), v);
-    tick(at(scale.hi), scale.hi);
+    for (double v : colorbar_ticks(scale.lo, scale.hi, height)) tick(at(v), v);
   }
   return out + "</g>\n";
 }

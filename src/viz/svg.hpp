@@ -33,8 +33,24 @@ double text_extent(const std::string& s, double size = 12);
 // of 1, 2 or 5 times a power of ten that cuts the range into about `parts`.
 std::vector<double> nice_ticks(double lo, double hi, int parts);
 
-// A vertical colour bar with its values, top = hi, inside <g class="colorbar">;
-// returns the markup and sets `width` to how much room it takes right of x.
+// Text cut into lines at spaces, each at most `width` px wide at `size`; a
+// word wider than that is cut with "…". At most `max_lines` lines: the last
+// one kept ends in "…" when text was left out.
+std::vector<std::string> wrap_text(const std::string& s, double width, double size, size_t max_lines = 1000);
+// The one line of wrap_text(s, width, size, 1), or "" for a text of spaces.
+std::string fit_text(const std::string& s, double width, double size);
+
+// The colour bar's values, from hi down to lo: both ends, and between them
+// round values (nice_ticks, about one per 40 px), none nearer than TICK_GAP
+// px to another, so that no two labels crowd. A bar is never shorter than
+// colorbar_height(height), which leaves room for the two ends' labels.
+constexpr double TICK_GAP = 22;
+double colorbar_height(double height);
+std::vector<double> colorbar_ticks(double lo, double hi, double height);
+
+// A vertical colour bar with its values, top = hi, colorbar_height(height)
+// tall, inside <g class="colorbar">; returns the markup and sets `width` to
+// how much room it takes right of x.
 std::string svg_colorbar(const Scale& scale, double x, double y, double height, double& width);
 
 }  // namespace qkv::viz::detail

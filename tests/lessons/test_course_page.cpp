@@ -144,6 +144,8 @@ TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, 
   CHECK(std::string(images[0].node().attribute("src").value()) == std::string(one.program) + "/weights.svg");
   CHECK(std::string(images[0].node().attribute("alt").value()) == "weights <q, k> & more");
   CHECK(text_of(images[0].node().parent().child("figcaption")).find("weights <q, k> & more") != std::string::npos);
+  CHECK(std::string(images[0].node().parent().child("figcaption").child("a").attribute("href").value()) ==
+        std::string(one.program) + "/weights.svg");  // the picture at full size
   CHECK(l1.select_node(fmt::format(".//a[@href='{}/graph.dot']", one.program).c_str()));
   CHECK(text_of(l1).find("gone.svg") == std::string::npos);
   // Its source, copied beside its output and linked.

@@ -53,11 +53,28 @@ TEST_CASE("lesson support/progress prints plain lines when not a terminal") {
   std::string printed = contents(terminal);
   CHECK(printed.find('\r') == std::string::npos);
   CHECK(printed.find('\x1b') == std::string::npos);
-  CHECK(printed.find("epoch 1/3  loss 1.0000") != std::string::npos);
+  CHECK(printed.find("epoch 1/3  loss 1") != std::string::npos);  // a whole number, without decimals
+  CHECK(printed.find("loss 1.") == std::string::npos);
   CHECK(printed.find("epoch 2/3  loss 0.5000") != std::string::npos);
   CHECK(printed.find("epoch 3/3  loss 0.3333") != std::string::npos);
   CHECK(std::count(printed.begin(), printed.end(), '\n') == 3);  // one line per update
   CHECK(read_text(dir.path / "transcript.txt") == printed);
+  std::fclose(terminal);
+}
+
+TEST_CASE("lesson support/progress prints a whole number without decimals") {
+  std::FILE* terminal = std::tmpfile();
+  {
+    lesson::Transcript out(terminal, /*is_tty=*/false);
+    lesson::Progress progress(out, "size", 2);
+    progress.update(1, {{"n", 64.0}, {"loss", 0.25}});
+    progress.update(2, {{"d", 512.0}, {"loss", 2.0}});
+  }
+  std::string printed = contents(terminal);
+  CHECK(printed.find("size 1/2  n 64  loss 0.2500") != std::string::npos);
+  CHECK(printed.find("size 2/2  d 512  loss 2") != std::string::npos);
+  CHECK(printed.find("512.") == std::string::npos);
+  CHECK(printed.find("loss 2.") == std::string::npos);
   std::fclose(terminal);
 }
 
@@ -79,7 +96,8 @@ TEST_CASE("lesson support/progress updates one line in place on a terminal") {
   // The transcript keeps only the last state of the line.
   std::string copy = read_text(dir.path / "transcript.txt");
   CHECK(copy.find("epoch 1/2") == std::string::npos);
-  CHECK(copy.find("epoch 2/2  loss 1.0000") == 0);
+  CHECK(copy.find("epoch 2/2  loss 1") == 0);
+  CHECK(copy.find("loss 1.") == std::string::npos);
   CHECK(copy.find("\nafter\n") != std::string::npos);
   std::fclose(terminal);
 }
@@ -139,6 +157,11 @@ TEST_CASE("lesson support/--help lists the flags; a bad flag fails") {
   CHECK(bad.status != 0);
   qkv::lesson_test::Run bad_color = qkv::lesson_test::run_program("01_average_pooling", "--color sometimes", dir.path);
   CHECK(bad_color.status != 0);
+  // Lesson 13 covers none of the notes' sections: its --help says so once, in one pair of brackets.
+  qkv::lesson_test::Run help13 = qkv::lesson_test::run_program("13_your_own_layer", "--help", dir.path);
+  CHECK(help13.status == 0);
+  CHECK(help13.output.find("(none: qkv's own, how a reader extends the framework)") != std::string::npos);
+  CHECK(help13.output.find("((") == std::string::npos);
 }
 
 TEST_CASE("lesson support/--color always colours the terminal, never the transcript") {

@@ -9,8 +9,6 @@
 #include <numeric>
 #include <pugixml.hpp>
 
-#include <qkv/data/text_classification.hpp>
-
 #include "run_lesson.hpp"
 
 using qkv::lesson_test::check_ran;
@@ -91,68 +89,4 @@ TEST_CASE("lessons/13_your_own_layer") {
   CHECK(losses.back() < losses.front() / 10);
   CHECK(r.results().at("train_accuracy").get<double>() >= 0.95);
   CHECK(r.results().at("test_accuracy").get<double>() >= 0.95);
-}
-
-TEST_CASE("lessons/12_attention_classifier") {
-  LessonRun r("12_attention_classifier");
-  check_ran(r, {"1.简介", "3.1 概览", "3.2 模型实现", "对输入进行嵌入", "Erratum: 004 3.2"},
-            {"training.svg", "attention_sentence_0.svg"});
-  // The notes' Linear((10 + 5)·5, 10·5) on cat([embedded, embedded], -1), which has 2·5 features, is refused.
-  std::string error = r.results().at("notes_model_error").get<std::string>();
-  CHECK(error.find("10 features") != std::string::npos);
-  CHECK(error.find("expects 75") != std::string::npos);
-
-  // The held-out sentences, read here: which words are negations, and how long each sentence is.
-  qkv::data::LabeledText test = qkv::data::read_text_classification(std::string(QKV_DATA_DIR) + "/sentiment/test.txt");
-  const std::vector<std::string> negations = {"not", "never", "no", "nobody", "nothing", "none", "neither", "nor"};
-  auto is_negation = [&](const std::string& w) {
-    return std::find(negations.begin(), negations.end(), w) != negations.end() || w.ends_with("n't");
-  };
-  for (int seed : {0, 1, 2}) {
-    INFO("seed " << seed);
-    LessonRun run("12_attention_classifier", fmt::format("--seed {}", seed));
-    INFO(run.run.output);
-    REQUIRE(run.run.status == 0);
-    const nlohmann::json& res = run.json.at("results");
-    CHECK(res.at("test_accuracy").get<double>() >= 0.9);
-    std::vector<double> losses = res.at("losses").get<std::vector<double>>();
-    REQUIRE(!losses.empty());
-    CHECK(losses.back() < losses.front() / 4);
-    // The weights (N, T): each row a softmax over the sentence's valid words, zero on the padding.
-    std::vector<int64_t> shape = res.at("test_weights").at("shape").get<std::vector<int64_t>>();
-    REQUIRE(shape.size() == 2);
-    REQUIRE(shape[0] == static_cast<int64_t>(test.tokens.size()));
-    const size_t T = static_cast<size_t>(shape[1]);
-    std::vector<float> w = res.at("test_weights").at("values").get<std::vector<float>>();
-    // The negation word's mean share over the negated sentences, recomputed from the weights, against
-    // 1/length: the share of each word if attention were uniform.
-    double share = 0, uniform = 0;
-    int64_t negated = 0;
-    for (size_t i = 0; i < test.tokens.size(); ++i) {
-      const size_t len = std::min(test.tokens[i].size(), T);
-      double row = 0, on_negation = 0;
-      int64_t count = 0;
-      for (size_t t = 0; t < T; ++t) {
-        float p = w[i * T + t];
-        if (t >= len) CHECK(p == 0.0f);
-        row += p;
-        if (t < len && is_negation(test.tokens[i][t])) {
-          on_negation += p;
-          ++count;
-        }
-      }
-      CHECK(row == doctest::Approx(1).epsilon(1e-5));
-      if (count == 0) continue;
-      share += on_negation / static_cast<double>(count);
-      uniform += 1.0 / static_cast<double>(len);
-      ++negated;
-    }
-    REQUIRE(negated > 0);
-    share /= static_cast<double>(negated);
-    uniform /= static_cast<double>(negated);
-    CHECK(res.at("negated_sentences").get<int64_t>() == negated);
-    CHECK(res.at("negation_share").get<double>() == doctest::Approx(share).epsilon(1e-4));
-    CHECK(res.at("uniform_share").get<double>() == doctest::Approx(uniform).epsilon(1e-6));
-    CHECK(share >= 2 * uniform);
-  }
 }

@@ -78,6 +78,9 @@ TEST_CASE("lessons runner/one lesson, and what is not a lesson") {
   qkv::lesson_test::Run outside = run_program("lessons", "0-20", dir.path);
   CHECK(outside.status != 0);
   CHECK(outside.output.find("outside the course") != std::string::npos);
+  qkv::lesson_test::Run backwards = run_program("lessons", "5-3", dir.path);
+  CHECK(backwards.status != 0);
+  CHECK(backwards.output.find("'5-3' is a backwards range: did you mean 3-5?") != std::string::npos);
   qkv::lesson_test::Run junk = run_program("lessons", "three", dir.path);
   CHECK(junk.status != 0);
   CHECK(junk.output.find("not a lesson number") != std::string::npos);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "viz/svg.hpp"  // colorbar_ticks, TICK_GAP
 #include "viz/viz_test_util.hpp"
 
 using namespace qkv;
@@ -77,13 +78,13 @@ TEST_CASE("viz/save_heatmap_svg colours, positions and labels") {
   // "<eos>" (5 characters at 11 px, about 33 px) fits a cell of 40 px: the labels stay level.
   for (pugi::xml_node label : test::with_class(doc, "col-label")) CHECK_FALSE(label.attribute("transform"));
 
-  // One colour bar, labelled at its ends (0 and 3) and at the multiples of a
+  // One colour bar, labelled top down at its ends (3 and 0) and at the multiples of a
   // round step between them: 80 px make 2 parts of 1.5, rounded up to a step of 2.
   auto bars = test::with_class(doc, "colorbar");
   REQUIRE(bars.size() == 1);
   std::vector<std::string> ticks;
   for (pugi::xml_node t : bars[0].children("text")) ticks.push_back(t.child_value());
-  CHECK(ticks == std::vector<std::string>{"0", "2", "3"});
+  CHECK(ticks == std::vector<std::string>{"3", "2", "0"});
 }
 
 TEST_CASE("viz/save_heatmap_svg long column labels are turned upright") {
@@ -251,4 +252,114 @@ TEST_CASE("viz/heatmap svg: a title wider than the picture has it centred under 
     CHECK(long_width > short_width + 100);
     CHECK(shift == doctest::Approx((long_width - short_width) / 2).epsilon(0.01));
   }
+}
+
+TEST_CASE("viz/heatmap svg: no two texts overlap, none leaves the picture") {
+  // Each picture's text boxes, estimated from the characters (test::check_text_layout).
+  test::TempDir dir("viz_layout");
+  SUBCASE("d2l's masked softmax: long row titles are set level, wrapped, beside their row") {
+    // (2 valid-length kinds, 2 batches, 2 queries, 4 keys): panels 48 px tall, shorter than the titles.
+    Tensor m = reshape(arange(32), {2, 2, 2, 4}) / 32;
+    GridOptions opt{.title = "Masked softmax",
+                    .row_titles = {"valid lens [2, 3]", "valid lens [[1, 3], [2, 4]]"},
+                    .col_titles = {"batch 0", "batch 1"},
+                    .cell = {.xlabel = "keys", .ylabel = "queries"}};
+    save_heatmap_grid_svg(dir / "masked.svg", m, opt);
+    pugi::xml_document doc = test::load_svg(dir / "masked.svg");
+    test::check_text_layout(doc);
+    std::vector<pugi::xml_node> titles = test::with_class(doc, "row-title");
+    REQUIRE(titles.size() >= 2);
+    for (pugi::xml_node t : titles) CHECK_FALSE(t.attribute("transform"));  // level, not turned
+    std::string all;
+    for (pugi::xml_node t : titles) all += std::string(t.child_value()) + " ";
+    CHECK(all == "valid lens [2, 3] valid lens [[1, 3], [2, 4]] ");  // wrapped, nothing left out
+  }
+  SUBCASE("short row titles stay upright; long column titles wrap over their panel") {
+    Tensor m = reshape(arange(2 * 3 * 4 * 4), {2, 3, 4, 4});
+    GridOptions opt{.title = "t",
+                    .row_titles = {"block 0", "block 1"},
+                    .col_titles = {"sentence 0 of the batch, unmasked", "sentence 1", "a rather long third title"},
+                    .cell = {.xlabel = "keys", .ylabel = "queries"}};
+    save_heatmap_grid_svg(dir / "upright.svg", m, opt);
+    pugi::xml_document doc = test::load_svg(dir / "upright.svg");
+    test::check_text_layout(doc);
+    for (pugi::xml_node t : test::with_class(doc, "row-title"))
+      CHECK(std::string(t.attribute("transform").value()).find("rotate(-90") == 0);
+    CHECK(test::with_class(doc, "col-title").size() > 3);  // some wrapped into two lines
+  }
+  SUBCASE("titles too long for any room are cut with …") {
+    Tensor m = reshape(arange(4), {2, 2, 1, 1});
+    const std::string word(60, 'w');
+    save_heatmap_grid_svg(dir / "cut.svg", m,
+                          {.row_titles = {word, word + " " + word + " " + word},
+                           .col_titles = {word, "x"},
+                           .cell = {.xlabel = word, .ylabel = word}});
+    pugi::xml_document doc = test::load_svg(dir / "cut.svg");
+    test::check_text_layout(doc);
+    bool cut = false;
+    for (const std::string& t : test::texts(doc)) cut = cut || t.find("…") != std::string::npos;
+    CHECK(cut);
+  }
+  SUBCASE("single heatmaps: one row, upright tokens, a long axis label") {
+    save_heatmap_svg(
+        dir / "row.svg", reshape(arange(10), {1, 10}),
+        {.title = "one row",
+         .xlabel = "a label much wider than the ten cells above it, by far",
+         .ylabel = "a long y label",
+         .row_labels = {"weight"},
+         .col_labels = {"this", "concert", "is", "amazing", "but", "the", "album", "is", "not", "lovely"}});
+    test::check_text_layout(test::load_svg(dir / "row.svg"));
+    save_heatmap_svg(dir / "big.svg", reshape(arange(50 * 50), {50, 50}) / 2500,
+                     {.title = "Nadaraya–Watson attention weights",
+                      .xlabel = "training inputs x_i (keys, sorted)",
+                      .ylabel = "test inputs x (queries)"});
+    test::check_text_layout(test::load_svg(dir / "big.svg"));
+  }
+}
+
+TEST_CASE("viz/heatmap svg: the colour bar's ticks are round values at least TICK_GAP apart") {
+  // Every bar is labelled at both ends; between them only multiples of one
+  // step of 1, 2 or 5 times a power of ten, each at least TICK_GAP px from its neighbours.
+  for (auto [lo, hi] : {std::pair{0.0, 1.0},
+                        {0.0, 0.672},
+                        {0.4, 0.97},
+                        {-3.0, 7.5},
+                        {0.211, 0.304},
+                        {0.0, 1e-6},
+                        {-1e6, 0.0},
+                        {12.0, 12.5}}) {
+    for (double height : {2.0, 24.0, 48.0, 80.0, 96.0, 160.0, 480.0}) {
+      CAPTURE(lo);
+      CAPTURE(hi);
+      CAPTURE(height);
+      std::vector<double> ticks = detail::colorbar_ticks(lo, hi, height);
+      const double bar = detail::colorbar_height(height);
+      CHECK(bar >= height);
+      REQUIRE(ticks.size() >= 2);
+      CHECK(ticks.front() == hi);
+      CHECK(ticks.back() == lo);
+      for (size_t i = 1; i < ticks.size(); ++i)
+        CHECK(bar * (ticks[i - 1] - ticks[i]) / (hi - lo) >= detail::TICK_GAP - 1e-9);  // px apart, top down
+      if (ticks.size() > 3) {                     // the step between interior ticks: 1, 2 or 5 times a power of ten
+        const double step = ticks[1] - ticks[2];  // (up to the rounding of k·step in floats)
+        const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+        CHECK((std::abs(mantissa - 1) < 1e-6 || std::abs(mantissa - 2) < 1e-6 || std::abs(mantissa - 5) < 1e-6));
+        for (size_t i = 2; i + 1 < ticks.size(); ++i) CHECK(ticks[i - 1] - ticks[i] == doctest::Approx(step));
+      }
+    }
+  }
+}
+
+TEST_CASE("viz/heatmap svg: the notes say when panels share a scale, or it is fixed") {
+  test::TempDir dir("viz_scale_notes");
+  save_heatmap_grid_svg(dir / "grid.svg", reshape(arange(16), {2, 2, 2, 2}));
+  CHECK(note_containing(test::load_svg(dir / "grid.svg"), "one colour scale for all 4 panels") != "");
+  save_heatmap_grid_svg(dir / "fixed_grid.svg", reshape(arange(16), {2, 2, 2, 2}) / 16,
+                        {.cell = {.vmin = 0, .vmax = 1}});
+  CHECK(note_containing(test::load_svg(dir / "fixed_grid.svg"),
+                        "one colour scale, fixed at 0 to 1, for all 4 panels") != "");
+  save_heatmap_svg(dir / "fixed.svg", reshape(arange(4), {2, 2}) / 4, {.vmin = 0, .vmax = 1});
+  CHECK(note_containing(test::load_svg(dir / "fixed.svg"), "colour scale fixed at 0 to 1") != "");
+  save_heatmap_svg(dir / "free.svg", reshape(arange(4), {2, 2}));
+  CHECK(note_containing(test::load_svg(dir / "free.svg"), "colour scale") == "");
 }

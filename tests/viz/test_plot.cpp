@@ -6,9 +6,12 @@
 #include <qkv/qkv.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "viz/viz_test_util.hpp"
 
@@ -129,4 +132,90 @@ TEST_CASE("viz/save_line_plot_svg") {
   for (pugi::xml_node t : test::with_class(doc, "tick")) ticks.push_back(t.child_value());
   for (const char* t : {"1", "1.5", "2", "2.5", "3", "3.5", "4"})
     CHECK(std::find(ticks.begin(), ticks.end(), t) != ticks.end());
+}
+
+namespace {
+
+// The legend's box, and every line segment and point drawn, in px.
+struct Drawn {
+  double lx0, ly0, lx1, ly1;
+  std::vector<std::array<double, 4>> segments;
+  std::vector<std::array<double, 2>> points;
+};
+Drawn drawn(const pugi::xml_document& doc) {
+  Drawn d{};
+  pugi::xml_node box = test::with_class(doc, "legend").at(0).child("rect");
+  d.lx0 = box.attribute("x").as_double();
+  d.ly0 = box.attribute("y").as_double();
+  d.lx1 = d.lx0 + box.attribute("width").as_double();
+  d.ly1 = d.ly0 + box.attribute("height").as_double();
+  for (pugi::xml_node line : test::with_class(doc, "series")) {
+    std::istringstream in(line.attribute("points").value());
+    std::vector<std::array<double, 2>> xy;
+    double x = 0, y = 0;
+    char comma = 0;
+    while (in >> x >> comma >> y) xy.push_back({x, y});
+    for (size_t i = 1; i < xy.size(); ++i) d.segments.push_back({xy[i - 1][0], xy[i - 1][1], xy[i][0], xy[i][1]});
+  }
+  for (pugi::xml_node p : test::with_class(doc, "point"))
+    d.points.push_back({p.attribute("cx").as_double(), p.attribute("cy").as_double()});
+  return d;
+}
+
+// Whether any line or point falls in the legend's box: each segment sampled every 0.25 px.
+bool legend_covers_something(const Drawn& d) {
+  auto inside = [&](double x, double y) { return x >= d.lx0 && x <= d.lx1 && y >= d.ly0 && y <= d.ly1; };
+  for (const auto& [ax, ay, bx, by] : d.segments) {
+    const int n = 1 + static_cast<int>(4 * std::hypot(bx - ax, by - ay));
+    for (int k = 0; k <= n; ++k) {
+      const double t = static_cast<double>(k) / n;
+      if (inside(ax + t * (bx - ax), ay + t * (by - ay))) return true;
+    }
+  }
+  for (const auto& [x, y] : d.points)
+    if (inside(x, y)) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("viz/save_line_plot_svg: the legend covers no line") {
+  test::TempDir dir("viz_legend");
+  std::vector<float> epochs;
+  for (int e = 1; e <= 15; ++e) epochs.push_back(static_cast<float>(e));
+  auto curve = [&](auto f) {
+    std::vector<float> y;
+    for (float e : epochs) y.push_back(f(e));
+    return y;
+  };
+  SUBCASE("accuracy rising into the upper right corner, loss falling") {
+    // Lesson 12's picture: the upper right, matplotlib's first place, is taken by the accuracies.
+    std::vector<Series> series = {
+        {"attn + P: loss", epochs, curve([](float e) { return 0.7f * std::exp(-e / 3); })},
+        {"attn + P: accuracy", epochs, curve([](float e) { return 1 - 0.5f * std::exp(-e / 2); })},
+        {"average: loss", epochs, curve([](float e) { return 0.7f * std::exp(-e / 5); })},
+        {"average: accuracy", epochs, curve([](float e) { return 1 - 0.5f * std::exp(-e / 4); })}};
+    save_line_plot_svg(dir / "training.svg", series, {.title = "training", .xlabel = "epoch", .ylabel = "loss"});
+    pugi::xml_document doc = test::load_svg(dir / "training.svg");
+    Drawn d = drawn(doc);
+    CHECK(d.segments.size() == 4 * 14);
+    CHECK_FALSE(legend_covers_something(d));
+    CHECK(doc.document_element().attribute("width").as_double() == 640);  // inside the frame
+    test::check_text_layout(doc);
+  }
+  SUBCASE("lines everywhere: the legend goes right of the frame, and the picture widens") {
+    std::vector<Series> series;
+    for (int k = 0; k < 12; ++k)  // zigzags across the whole frame, each at its own height
+      series.push_back({fmt::format("zigzag {}", k), epochs, curve([k](float e) {
+                          return static_cast<float>(k) + (static_cast<int>(e) % 2 ? 3.0f : 0.0f);
+                        })});
+    save_line_plot_svg(dir / "busy.svg", series, {.title = "busy"});
+    pugi::xml_document doc = test::load_svg(dir / "busy.svg");
+    Drawn d = drawn(doc);
+    CHECK_FALSE(legend_covers_something(d));
+    pugi::xml_node frame = test::with_class(doc, "axes").at(0);
+    CHECK(d.lx0 > frame.attribute("x").as_double() + frame.attribute("width").as_double());
+    CHECK(doc.document_element().attribute("width").as_double() >= d.lx1);
+    test::check_text_layout(doc);
+  }
 }

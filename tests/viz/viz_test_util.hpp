@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <pugixml.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -41,6 +42,66 @@ inline bool has_text(const pugi::xml_document& doc, const std::string& s) {
   for (const std::string& t : texts(doc))
     if (t == s) return true;
   return false;
+}
+
+// The box a <text> element takes in the picture, estimated as qkv's pictures
+// estimate text (0.6 em per character; 0.8 em above the baseline, 0.2 em
+// below), turned by its rotate(-90 x y) and moved by the translate(dx,dy) of
+// the groups around it.
+struct TextBox {
+  double x0, y0, x1, y1;
+  std::string text, cls;
+};
+inline std::vector<TextBox> text_boxes(const pugi::xml_document& doc) {
+  std::vector<TextBox> out;
+  for (const pugi::xpath_node& found : doc.select_nodes("//text")) {
+    pugi::xml_node t = found.node();
+    const std::string s = t.child_value();
+    size_t chars = 0;  // code points: count the bytes that start one
+    for (char c : s) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    const double size = t.attribute("font-size").as_double(), x = t.attribute("x").as_double(),
+                 y = t.attribute("y").as_double(), w = 0.6 * size * static_cast<double>(chars);
+    const std::string anchor = t.attribute("text-anchor").value();
+    // Along the text from its anchor: [a0, a1]; across it, from the baseline: [-0.8 em, 0.2 em].
+    const double a0 = anchor == "end" ? -w : anchor == "middle" ? -w / 2 : 0, a1 = a0 + w;
+    TextBox b{x + a0, y - 0.8 * size, x + a1, y + 0.2 * size, s, t.attribute("class").value()};
+    const std::string transform = t.attribute("transform").value();
+    if (!transform.empty()) {  // rotate(-90 x y): along the text is upwards, across it rightwards
+      REQUIRE_MESSAGE(transform.rfind("rotate(-90 ", 0) == 0, transform);
+      b = {x - 0.8 * size, y - a1, x + 0.2 * size, y - a0, s, b.cls};
+    }
+    for (pugi::xml_node g = t.parent(); g; g = g.parent()) {
+      double dx = 0, dy = 0;
+      if (std::sscanf(g.attribute("transform").value(), "translate(%lf,%lf)", &dx, &dy) == 2) {
+        b.x0 += dx, b.x1 += dx, b.y0 += dy, b.y1 += dy;
+      }
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+// No two texts of the picture overlap, and each lies inside it: the check
+// every qkv picture passes, whatever its titles and labels.
+inline void check_text_layout(const pugi::xml_document& doc) {
+  pugi::xml_node svg = doc.document_element();
+  const double width = svg.attribute("width").as_double(), height = svg.attribute("height").as_double();
+  std::vector<TextBox> boxes = text_boxes(doc);
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const TextBox& a = boxes[i];
+    INFO("'" << a.text << "' (" << a.cls << ") at x " << a.x0 << " … " << a.x1 << ", y " << a.y0 << " … " << a.y1
+             << " in " << width << " x " << height);
+    CHECK(a.x0 >= 0);
+    CHECK(a.y0 >= 0);
+    CHECK(a.x1 <= width);
+    CHECK(a.y1 <= height);
+    for (size_t j = i + 1; j < boxes.size(); ++j) {
+      const TextBox& b = boxes[j];
+      INFO("and '" << b.text << "' (" << b.cls << ") at x " << b.x0 << " … " << b.x1 << ", y " << b.y0 << " … "
+                   << b.y1);
+      CHECK_FALSE((a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1));
+    }
+  }
 }
 
 // Sets (or, with nullopt, unsets) an environment variable until the end of the scope.

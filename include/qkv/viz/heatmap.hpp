@@ -29,8 +29,10 @@ struct HeatmapOptions {
   std::string title{};
   std::string xlabel{}, ylabel{};                       // e.g. "keys", "queries"
   std::vector<std::string> row_labels{}, col_labels{};  // tokens on the axes; empty = indices 0, 1, …
-  float vmin = NAN, vmax = NAN;  // colour-scale limits; NaN = min/max of the finite, unmasked entries
-  float masked_below = -1e5f;    // entries <= this are masked scores (d2l masks with -1e6)
+  // Colour-scale limits; NaN = min/max of the finite, unmasked entries. Pictures
+  // meant to be compared by colour should share both (the SVG notes a fixed scale).
+  float vmin = NAN, vmax = NAN;
+  float masked_below = -1e5f;  // entries <= this are masked scores (d2l masks with -1e6)
 };
 
 // A 2-D tensor as a heatmap for the terminal; returns the text (the caller prints it).
@@ -40,7 +42,11 @@ std::string heatmap_text(const Tensor& m, const HeatmapOptions& opt = {}, const 
 // labels, colour bar). Missing folders are created.
 void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const HeatmapOptions& opt = {});
 
-// d2l's show_heatmaps: m is (rows, cols, H, W), one subplot per (r, c), one shared colour bar.
+// d2l's show_heatmaps: m is (rows, cols, H, W), one subplot per (r, c), one
+// colour scale shared by every subplot (a note under the grid says so). A
+// column title too wide for its subplot is wrapped; row titles stand upright
+// beside their row when they fit its height, else level, wrapped: titles
+// never overlap each other or leave the picture.
 struct GridOptions {
   std::string title{};
   std::vector<std::string> row_titles{}, col_titles{};  // e.g. "block 0", "head 1"
