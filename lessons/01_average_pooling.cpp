@@ -6,10 +6,14 @@
 //   001 注意力提示               the two kinds of cue
 //   001 注意力汇聚, 1、平均汇聚   f(x) = (1/n) Σᵢ yᵢ, the "dumbest" estimator
 //
-// The learner sees d2l's toy regression data (50 noisy training points of
-// y = 2 sin(x) + x^0.8 + ε), average pooling's prediction, a flat line at the
-// mean of the training y, drawn against the truth, and its test MSE: the
-// number lessons 02 and 03 will beat.
+// The learner sees d2l's attention-cue picture (show_heatmaps(eye(10)): each
+// query puts all its weight on the key of its own index); d2l's toy
+// regression data (50 noisy training points of y = 2 sin(x) + x^0.8 + ε);
+// 003's contrast of attention with a fully connected layer and max and
+// average pooling, which read the inputs alone: three queries, and which of
+// the four outputs change with them; average pooling's prediction, a flat
+// line at the mean of the training y, drawn against the truth, and its test
+// MSE: the number lessons 02 and 03 will beat.
 //
 // Run: build/release/lessons/01_average_pooling [--seed S] [--n-train N] [--out DIR]
 #include <qkv/qkv.hpp>
@@ -18,6 +22,51 @@
 #include "toy_data.hpp"
 
 using namespace qkv;
+
+namespace {
+
+// 003 注意力机制产生的原因: with non-volitional cues alone, a fully connected layer, max pooling or
+// average pooling can select among the inputs; "是否包含自主性提示" (whether there is a query) is what
+// sets attention apart. Each of the four reads the n training values y (the sensory inputs) and gives
+// one number; only attention also reads the query x:
+//   fully connected  w·y + b             w (n) and b fixed once trained (here: initialised)
+//   max pooling      max_i yᵢ            chosen by the inputs themselves: what stands out
+//   average pooling  (1/n) Σ yᵢ
+//   attention        Σᵢ softmax_i(-(x - xᵢ)²/2) yᵢ   the keys xᵢ matched against the query x
+void contrast_with_pooling(lesson::Lesson& lesson, const lesson::ToyData& data, Generator& gen) {
+  lesson.section("003 注意力机制产生的原因: attention against fully connected and pooling layers");
+  const int64_t n = data.y_train.size(0);
+  nn::Linear fc(n, 1, /*bias=*/true, gen);                                   // Linear(n, 1): n inputs -> 1 output
+  const Tensor values = reshape(data.y_train, {1, n});                       // (1, n): the sensory inputs
+  const Tensor queries = tensor({1.0f, 2.5f, 4.0f});                         // (3,): three volitional cues
+  const Tensor keys = reshape(data.x_train, {1, n});                         // (1, n)
+  Tensor diff = reshape(queries, {3, 1}) - keys;                             // (3, 1) - (1, n) -> (3, n)
+  Tensor weights = (diff * diff * -0.5f).softmax(1);                         // (3, n): one row per query
+  Tensor attention = reshape(weights.matmul(reshape(values, {n, 1})), {3});  // (3, n) x (n, 1) -> (3,)
+  const float fc_out = fc(values).item(), max_out = max(values).item(), mean_out = mean(values).item();
+  lesson.print("The same {} training values y, read by four layers, for three queries x:\n", n);
+  lesson.print("{:>8} │ {:>15} {:>11} {:>15} {:>10}\n", "query x", "fully connected", "max pooling", "average pooling",
+               "attention");
+  for (int64_t i = 0; i < 3; ++i)
+    lesson.print("{:>8.1f} │ {:>15.4f} {:>11.4f} {:>15.4f} {:>10.4f}\n", queries.at({i}), fc_out, max_out, mean_out,
+                 attention.at({i}));
+  const double attention_spread = max(attention).item() - min(attention).item();
+  lesson.print(
+      "Fully connected, max and average pooling give the same number whatever the query: they have no\n"
+      "input for it. Their choice is fixed by parameters (w, b) or by the inputs (max picks what stands\n"
+      "out, 非自主性提示). Attention's output moves by {:.4f} across the three queries: the query\n"
+      "(自主性提示) chooses, through weights that match it against the keys xᵢ. (Lesson 02 is that kernel.)\n",
+      attention_spread);
+  lesson.result("contrast_queries", queries);
+  lesson.result("contrast_fully_connected", static_cast<double>(fc_out));
+  lesson.result("contrast_fc_weight", fc.weight);  // (1, n)
+  lesson.result("contrast_fc_bias", fc.bias);      // (1)
+  lesson.result("contrast_max_pooling", static_cast<double>(max_out));
+  lesson.result("contrast_average_pooling", static_cast<double>(mean_out));
+  lesson.result("contrast_attention", attention);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 1);
@@ -33,6 +82,17 @@ int main(int argc, char** argv) {
       "Each key is paired with a value (感官输入), and attention pooling (注意力汇聚) mixes the\n"
       "values with weights that say how well each key matches the query.\n"
       "Without a query there is only pooling: every value gets the same weight. That is this lesson.\n");
+  // d2l 10.1.4: attention_weights = torch.eye(10).reshape((1, 1, 10, 10)); show_heatmaps(…)
+  Tensor cues = eye(10);  // (queries 10, keys 10): weight 1 where query i meets key i
+  lesson.print(
+      "d2l draws the simplest weights there are: eye(10), {} (queries, keys). Query i gives weight 1 to\n"
+      "key i and 0 to the other keys: the query chooses, and each row still sums to 1 ({} rows of {}).\n",
+      cues.shape(), cues.size(0), sum(cues, 1).at({0}));
+  lesson.heatmap("attention_cues.svg", cues,
+                 {.title = "d2l's show_heatmaps(eye(10)): weight 1 only where query and key match",
+                  .xlabel = "keys",
+                  .ylabel = "queries"});
+  lesson.result("attention_cues", cues);
 
   lesson.section("The data: y = 2 sin(x) + x^0.8 + ε");
   Generator gen(lesson.seed());
@@ -42,6 +102,8 @@ int main(int argc, char** argv) {
   lesson.print("test x = 0, 0.1, …, 4.9:  x_test {}  (the queries)\n", data.x_test.shape());
   lesson.print("first five training points:\n  x {}\n  y {}\n", slice(data.x_train, 0, 0, 5),
                slice(data.y_train, 0, 0, 5));
+
+  contrast_with_pooling(lesson, data, gen);
 
   lesson.section("1、平均汇聚: f(x) = (1/n) Σᵢ yᵢ");
   Tensor y_mean = data.y_train.mean();                  // (n,) -> ()

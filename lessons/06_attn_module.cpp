@@ -7,7 +7,10 @@
 // The learner sees the notes' Attn class written as a qkv module, its forward
 // completed as 3.3 describes it, in three labelled steps; its printed
 // structure; and one call: Q (1,1,32), K (1,1,32), V (1,32,64) -> output
-// (1,1,64) and attention weights (1,32), with the weights drawn.
+// (1,1,64) and attention weights (1,32), with the weights drawn. Then 3.3's
+// other branch: with the transposed dot product (self-attention, Q = K = V)
+// step 2 has nothing to join, and step 3's Linear reads the attention's
+// output alone.
 //
 // Run: build/release/lessons/06_attn_module [--seed S] [--out DIR]
 #include <qkv/qkv.hpp>
@@ -57,6 +60,34 @@ class Attn : public nn::Module {
   static Tensor select0(const Tensor& x) { return squeeze(slice(x, 0, 0, 1), 0); }  // x[0]: drop the batch dim
 };
 
+// 3.3 第二步's other branch: "如果是转置点积，一般是自注意力，Q与V相同，则不需要进行与Q的拼接".
+// Rule 3 on X (1, n, D) as Q = K = V:
+//   step 1  softmax(X Xᵀ/√D) X               (1, n, n) x (1, n, D) -> (1, n, D)
+//   step 2  nothing to join: row i of step 1 already is query i's representation (Q = V)
+//   step 3  Linear(D, output_size)          (1, n, D) -> (1, n, output_size)
+void dot_product_branch(lesson::Lesson& lesson, const Attn& attn, Generator& gen) {
+  lesson.section("3.3 第二步, the other branch: transposed dot product, no concatenation");
+  const int64_t n = 5, D = attn.query_size;
+  Tensor X = randn({1, n, D}, gen);                                                        // (1, n, D)
+  Tensor w = X.bmm(transpose(X, 1, 2)).div(std::sqrt(static_cast<float>(D))).softmax(-1);  // (1, n, n)
+  Tensor step1 = w.bmm(X);                                                                 // (1, n, D)
+  nn::Linear combine(D, attn.output_size, /*bias=*/true, gen);                             // step 3
+  Tensor out = combine(step1);                                                             // (1, n, output_size)
+  lesson.print(
+      "Step 1 with rule 3 on X {} as Q = K = V: weights softmax(XXᵀ/√{}) {}, times X -> {}.\n"
+      "Step 2: the weights mix rows of X = Q, so row i is already query i's representation; nothing is\n"
+      "joined. Step 3: Linear({}, {}) -> {}.\n",
+      X.shape(), D, w.shape(), step1.shape(), D, attn.output_size, out.shape());
+  const int64_t joined = attn.attn_combine->weight.size(1), alone = combine.weight.size(1);
+  lesson.print(
+      "The final Linear reads {} features per query in Attn (Q joined to the attention's output: {} + {})\n"
+      "and {} here: {} parameters against {}.\n",
+      joined, attn.query_size, attn.value_size2, alone, attn.attn_combine->num_parameters(), combine.num_parameters());
+  lesson.result("dot_branch_output_shape", out.shape());
+  lesson.result("dot_branch_combine_in_features", alone);
+  lesson.result("attn_combine_in_features", joined);
+}
+
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 6);
   lesson.start();
@@ -98,8 +129,20 @@ int main(int argc, char** argv) {
   lesson.result("weights_shape", weights.shape());
   lesson.result("weights", weights);
   lesson.result("num_parameters", attn.num_parameters());
+  // The inputs and every parameter, so that the output can be recomputed from this file alone.
+  lesson.result("Q", Q);
+  lesson.result("K", K);
+  lesson.result("V", V);
+  lesson.result("attn_weight", attn.attn->weight);                  // (32, 64)
+  lesson.result("attn_bias", attn.attn->bias);                      // (32)
+  lesson.result("attn_combine_weight", attn.attn_combine->weight);  // (64, 96)
+  lesson.result("attn_combine_bias", attn.attn_combine->bias);      // (64)
+  lesson.result("output", output);
+
+  dot_product_branch(lesson, attn, gen);
 
   return lesson.finish(
       "The notes' Attn, completed: rule 1's weights (1, 32) over the 32 value rows, their bmm with V, Q\n"
-      "joined to it, and attn_combine to the output size: Q (1,1,32), K (1,1,32), V (1,32,64) -> (1,1,64).");
+      "joined to it, and attn_combine to the output size: Q (1,1,32), K (1,1,32), V (1,32,64) -> (1,1,64).\n"
+      "With the transposed dot product and Q = K = V, step 2 joins nothing and step 3 reads (…, D) alone.");
 }

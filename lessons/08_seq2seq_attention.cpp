@@ -9,14 +9,17 @@
 //                                      the input and fed to the RNN), and a model trained with it
 //
 // The learner sees the decoder's state, built from a batch of real
-// sentences, with its shapes; one decoding step's attention, the padding
-// masked out; then d2l's model (a GRU encoder, nn::Seq2SeqEncoder, and the
-// Bahdanau decoder, nn::Seq2SeqAttentionDecoder) trained with d2l's
-// train_seq2seq on qkv's English–French corpus, with two regularisers d2l
-// leaves out (label smoothing 0.1, AdamW's weight decay 0.1); the loss curve;
-// d2l's four test sentences translated (`go .`, `i lost .`, `i'm home .`
-// exactly), scored with BLEU and their attention drawn; BLEU over the 100
-// held-out pairs (0.89 at the default seed, 0.88-0.91 at seeds 0-2); and,
+// sentences, with its shapes; one decoding step's attention worked by hand,
+// the padding masked out, and the same weights from the library's decoder
+// loop (Seq2SeqAttentionDecoder::forward, src/nn/seq2seq.cpp); then d2l's
+// model (a GRU encoder, nn::Seq2SeqEncoder, and the Bahdanau decoder,
+// nn::Seq2SeqAttentionDecoder) trained with d2l's train_seq2seq on qkv's
+// English–French corpus, with two regularisers d2l leaves out (label
+// smoothing 0.1, AdamW's weight decay 0.1); the loss curve; BLEU, d2l's
+// formula worked by hand on two sentences; d2l's four test sentences
+// translated, scored, checked against their references (a wrong one is
+// called wrong) and their attention drawn; BLEU over the 100 held-out pairs
+// (0.89 at the default seed, 0.88-0.91 at seeds 0-2), every pair saved; and,
 // for a held-out sentence whose French puts the adjective after the noun,
 // which English word each French word attended to most, and whether the
 // alignment crosses where the word orders do (at the default seed it does:
@@ -34,32 +37,13 @@
 
 #include "lesson.hpp"
 #include "translation.hpp"
+#include "translation_report.hpp"
 
 using namespace qkv;
 
 namespace {
 
-// The position of `token` in `tokens`, or -1.
-int64_t position(const std::vector<std::string>& tokens, const std::string& token) {
-  auto it = std::find(tokens.begin(), tokens.end(), token);
-  return it == tokens.end() ? -1 : static_cast<int64_t>(it - tokens.begin());
-}
-
-// The column of row r's largest entry in the 2-D m.
-int64_t argmax_column(const Tensor& m, int64_t r) {
-  const int64_t cols = m.size(1);
-  const float* row = m.data() + r * cols;
-  return static_cast<int64_t>(std::max_element(row, row + cols) - row);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  lesson::Lesson lesson(argc, argv, 8);
+struct Sizes {
   // d2l trains 2 layers with dropout 0.1 for 250 epochs; on this corpus, in seconds, one layer without
   // dropout learns faster and attends more sharply (dropout on the attention weights spreads them).
   // Two regularisers d2l does not use keep it from learning the training pairs by heart (see the
@@ -68,106 +52,113 @@ int main(int argc, char** argv) {
   // 28 epochs rather than 30 pay for the smoothed loss's extra work and still leave a margin.
   int64_t epochs = 28, batch_size = 64, embed = 48, hidden = 96, layers = 1, num_steps = 10;
   float lr = 0.01f, dropout = 0.0f, label_smoothing = 0.1f, weight_decay = 0.1f;
-  lesson.option("--epochs", epochs, "passes over the training pairs");
-  lesson.option("--batch-size", batch_size, "pairs per minibatch");
-  lesson.option("--embed", embed, "embedding size E (both sides)");
-  lesson.option("--hidden", hidden, "GRU hidden size H (encoder, decoder and attention)");
-  lesson.option("--layers", layers, "GRU layers L");
-  lesson.option("--num-steps", num_steps, "tokens per padded sentence T (and the longest translation)");
-  lesson.option("--lr", lr, "Adam learning rate");
-  lesson.option("--dropout", dropout, "dropout between GRU layers and on the attention weights");
-  lesson.option("--label-smoothing", label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");
-  lesson.option("--weight-decay", weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
-  lesson.data_option();
-  lesson.start();
-  if (epochs < 1 || batch_size < 1 || embed < 1 || hidden < 1 || layers < 1 || num_steps < 2)
-    fail(
-        "08_seq2seq_attention: --epochs {}, --batch-size {}, --embed {}, --hidden {}, --layers {} must be at least 1 "
-        "and --num-steps {} at least 2",
-        epochs, batch_size, embed, hidden, layers, num_steps);
-  if (!(label_smoothing >= 0 && label_smoothing < 1) || !(weight_decay >= 0))
-    fail("08_seq2seq_attention: --label-smoothing {} must be in [0, 1) and --weight-decay {} at least 0",
-         label_smoothing, weight_decay);
-  Generator gen(lesson.seed());
+};
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Row r of the (N, T) array a.
+std::vector<int64_t> row_of(const IntTensor& a, int64_t r) {
+  const std::vector<int64_t> all = a.to_vector();
+  const int64_t T = a.size(1);
+  return {all.begin() + r * T, all.begin() + (r + 1) * T};
+}
+
+// The position of `token` in `tokens`, or -1.
+int64_t position(const std::vector<std::string>& tokens, const std::string& token) {
+  auto it = std::find(tokens.begin(), tokens.end(), token);
+  return it == tokens.end() ? -1 : static_cast<int64_t>(it - tokens.begin());
+}
+
+// The column of row r's largest entry in the 2-D m.
+int64_t argmax_column(const Tensor& m, int64_t r) { return argmax(narrow(m, 0, r, 1)).item(); }
+
+void the_data(lesson::Lesson& lesson, const data::NMTData& nmt, size_t test_pairs) {
   lesson.section("The data: English–French pairs");
-  data::NMTData nmt = lesson::load_translation_data(lesson.data(), num_steps);
-  std::vector<lesson::TranslationPair> test_pairs = lesson::load_test_pairs(lesson.data());
-  const int64_t n_train = nmt.src_array.size(0);
+  const int64_t n_train = nmt.src_array.size(0), T = nmt.src_array.size(1);
   lesson.print("{} training pairs from eng-fra/train.txt, {} held-out pairs from eng-fra/test.txt\n", n_train,
-               test_pairs.size());
+               test_pairs);
   lesson.print("vocabularies (tokens seen at least twice, with <unk> <pad> <bos> <eos>): English {}, French {}\n",
                nmt.src_vocab.size(), nmt.tgt_vocab.size());
-  lesson.print("every sentence + <eos>, padded with <pad> to T = {} ids: src {}, tgt {}, valid lengths {}\n", num_steps,
+  lesson.print("every sentence + <eos>, padded with <pad> to T = {} ids: src {}, tgt {}, valid lengths {}\n", T,
                nmt.src_array.shape(), nmt.tgt_array.shape(), nmt.src_valid_len.shape());
-  {
-    const int64_t row = n_train / 2;  // a pair from the middle of the file (it is sorted by length)
-    std::vector<int64_t> src(nmt.src_array.data() + row * num_steps, nmt.src_array.data() + (row + 1) * num_steps);
-    std::vector<int64_t> tgt(nmt.tgt_array.data() + row * num_steps, nmt.tgt_array.data() + (row + 1) * num_steps);
-    lesson.print("pair {}: [{}] -> [{}]\n", row, fmt::join(nmt.src_vocab.to_tokens(src), " "),
-                 fmt::join(nmt.tgt_vocab.to_tokens(tgt), " "));
-    lesson.print("         ids [{}] -> [{}], valid lengths {} and {}\n", fmt::join(src, ", "), fmt::join(tgt, ", "),
-                 nmt.src_valid_len.data()[row], nmt.tgt_valid_len.data()[row]);
-  }
+  const int64_t row = n_train / 2;  // a pair from the middle of the file (it is sorted by length)
+  const std::vector<int64_t> src = row_of(nmt.src_array, row), tgt = row_of(nmt.tgt_array, row);
+  lesson.print("pair {}: [{}] -> [{}]\n", row, fmt::join(nmt.src_vocab.to_tokens(src), " "),
+               fmt::join(nmt.tgt_vocab.to_tokens(tgt), " "));
+  lesson.print("         ids [{}] -> [{}], valid lengths {} and {}\n", fmt::join(src, ", "), fmt::join(tgt, ", "),
+               nmt.src_valid_len.at({row}), nmt.tgt_valid_len.at({row}));
+}
 
+// 003's forward, one step of it by hand on a batch of four sentences before training, then the same
+// step from the library's decoder loop.
+void decoder_state(lesson::Lesson& lesson, nn::EncoderDecoder& model, nn::Seq2SeqEncoder& encoder,
+                   nn::Seq2SeqAttentionDecoder& decoder, const data::NMTData& nmt, int64_t layers, int64_t hidden) {
   lesson.section("带有注意力机制的seq2seq模型: the decoder's state");
-  auto encoder = std::make_shared<nn::Seq2SeqEncoder>(nmt.src_vocab.size(), embed, hidden, layers, dropout, gen);
-  auto decoder =
-      std::make_shared<nn::Seq2SeqAttentionDecoder>(nmt.tgt_vocab.size(), embed, hidden, layers, dropout, gen);
-  auto model = std::make_shared<nn::EncoderDecoder>(encoder, decoder);
-  lesson.print("{}\n", model->repr());
-  double max_weight_on_padding = 0;
-  {
-    // Four pairs of different lengths, as a batch: (4, T).
-    const std::vector<int64_t> rows = {0, n_train / 3, 2 * n_train / 3, n_train - 1};
-    std::vector<int64_t> ids, lens;
-    for (int64_t r : rows) {
-      ids.insert(ids.end(), nmt.src_array.data() + r * num_steps, nmt.src_array.data() + (r + 1) * num_steps);
-      lens.push_back(nmt.src_valid_len.data()[r]);
-    }
-    IntTensor X = int_tensor(ids, {4, num_steps});  // (4, T)
-    IntTensor X_len = int_tensor(lens, {4});        // (4)
-    model->eval();
-    NoGradGuard no_grad;
-    nn::EncoderOutput enc = (*encoder)(X, X_len);
-    nn::DecoderState state = decoder->init_state(enc, X_len);
-    lesson.print(
-        "初始化解码器的状态, from a batch of 4 source sentences X {}, valid lengths [{}]:\n"
-        "  编码器在所有时间步的最终层输出   enc_outputs {} (B, T, H): attention's keys and values\n"
-        "  编码器在最后一个时间步的全层隐状态 hidden {} (L, B, H): the decoder's initial hidden state\n"
-        "  编码器有效长度                   enc_valid_lens {} (B): the source positions attention may look at\n",
-        X.shape(), fmt::join(X_len.to_vector(), ", "), state.enc_outputs.shape(), state.hidden.shape(),
-        state.enc_valid_lens.shape());
-    // One decoding step, by hand: the query is the last layer's hidden state.
-    Tensor query =
-        reshape(slice(state.hidden, 0, layers - 1, layers), {4, 1, hidden});  // (L, B, H) -> (1, B, H) -> (B, 1, H)
-    Tensor context = (*decoder->attention)(query, state.enc_outputs, state.enc_outputs, state.enc_valid_lens);
-    Tensor weights = decoder->attention->attention_weights;  // (B, 1, T)
-    lesson.print(
-        "one step of the forward in 003: query = hidden_state[-1].unsqueeze(1) {} (B, 1, H);\n"
-        "context = attention(query, enc_outputs, enc_outputs, enc_valid_lens) {} (B, 1, H); weights {} (B, 1, T),\n"
-        "each row a softmax over the valid source positions (before training):\n",
-        query.shape(), context.shape(), weights.shape());
-    lesson.print("{}\n", reshape(weights, {4, num_steps}));
-    for (int64_t b = 0; b < 4; ++b)
-      for (int64_t t = X_len.data()[b]; t < num_steps; ++t)
-        max_weight_on_padding = std::max<double>(max_weight_on_padding, weights.data()[b * num_steps + t]);
-    lesson.print("largest weight on a padded position: {} (masked scores underflow to 0 in exp)\n",
-                 max_weight_on_padding);
-    lesson.print(
-        "Then, as the note under 003's code says, the context is concatenated with the step's embedded input,\n"
-        "x = cat(context, embed(y)) (B, 1, H + E), and fed to the GRU; the GRU's new hidden state is the next\n"
-        "step's query, which is why the decoder runs one step at a time, and dense(h) gives the logits (B, 1, V).\n");
+  lesson.print("{}\n", model.repr());
+  // Four pairs of different lengths, as a batch: (4, T).
+  const int64_t n_train = nmt.src_array.size(0), T = nmt.src_array.size(1);
+  std::vector<int64_t> ids, lens;
+  for (int64_t r : {int64_t{0}, n_train / 3, 2 * n_train / 3, n_train - 1}) {
+    const std::vector<int64_t> src = row_of(nmt.src_array, r);
+    ids.insert(ids.end(), src.begin(), src.end());
+    lens.push_back(nmt.src_valid_len.at({r}));
   }
-  lesson.result("max_weight_on_padding", max_weight_on_padding);
+  IntTensor X = int_tensor(ids, {4, T});    // (4, T)
+  IntTensor X_len = int_tensor(lens, {4});  // (4)
+  model.eval();
+  NoGradGuard no_grad;
+  nn::EncoderOutput enc = encoder(X, X_len);
+  nn::DecoderState state = decoder.init_state(enc, X_len);
+  lesson.print(
+      "初始化解码器的状态, from a batch of 4 source sentences X {}, valid lengths [{}]:\n"
+      "  编码器在所有时间步的最终层输出   enc_outputs {} (B, T, H): attention's keys and values\n"
+      "  编码器在最后一个时间步的全层隐状态 hidden {} (L, B, H): the decoder's initial hidden state\n"
+      "  编码器有效长度                   enc_valid_lens {} (B): the source positions attention may look at\n",
+      X.shape(), fmt::join(lens, ", "), state.enc_outputs.shape(), state.hidden.shape(), state.enc_valid_lens.shape());
+  // One decoding step, by hand: the query is the last layer's hidden state.
+  Tensor query = reshape(narrow(state.hidden, 0, layers - 1, 1), {4, 1, hidden});  // (1, B, H) -> (B, 1, H)
+  Tensor context = (*decoder.attention)(query, state.enc_outputs, state.enc_outputs, state.enc_valid_lens);
+  Tensor weights = reshape(decoder.attention->attention_weights, {4, T});  // (B, 1, T) -> (B, T)
+  lesson.print(
+      "one step of the forward in 003: query = hidden_state[-1].unsqueeze(1) {} (B, 1, H);\n"
+      "context = attention(query, enc_outputs, enc_outputs, enc_valid_lens) {} (B, 1, H); weights {} (B, 1, T),\n"
+      "each row a softmax over the valid source positions (before training):\n{}\n",
+      query.shape(), context.shape(), decoder.attention->attention_weights.shape(), weights);
+  double on_padding = 0;
+  for (int64_t b = 0; b < 4; ++b) {
+    const int64_t len = X_len.at({b});
+    if (len < T)
+      on_padding = std::max<double>(on_padding, max(narrow(narrow(weights, 0, b, 1), 1, len, T - len)).item());
+  }
+  lesson.print("largest weight on a padded position: {} (masked scores underflow to 0 in exp)\n", on_padding);
+  lesson.print(
+      "Then, as the note under 003's code says, the context is concatenated with the step's embedded input,\n"
+      "x = cat(context, embed(y)) (B, 1, H + E), and fed to the GRU; the GRU's new hidden state is the next\n"
+      "step's query, which is why the decoder runs one step at a time, and dense(h) gives the logits (B, 1, V).\n");
+  // The library's loop over the steps is that code: its first step must give the same weights.
+  IntTensor bos = int_tensor(std::vector<int64_t>(4, nmt.tgt_vocab["<bos>"]), {4, 1});  // (B, 1)
+  Tensor logits = decoder(bos, state);                                                  // (B, 1, V)
+  const double step_diff = max(abs(reshape(decoder.attention_weights().front(), {4, T}) - weights)).item();
+  lesson.print(
+      "003's loop is Seq2SeqAttentionDecoder::forward in src/nn/seq2seq.cpp (`for (int64_t s = 0; s < S; ++s)`).\n"
+      "Run on <bos> for this batch it gives logits {} and, at its step 0, the weights above: largest\n"
+      "difference {}.\n",
+      logits.shape(), step_diff);
+  lesson.result("max_weight_on_padding", on_padding);
+  lesson.result("decoder_step_max_diff", step_diff);
+}
 
+std::vector<double> training(lesson::Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt,
+                             const Sizes& z, Generator& gen) {
   lesson.section("Training: d2l's train_seq2seq");
   lesson.print(
       "E = {}, H = {}, L = {}, dropout {}; AdamW lr {}, batches of {}, {} epochs, gradients clipped to norm 1;\n"
       "teacher forcing (the decoder reads <bos> y_1 … y_(S-1)), loss = masked softmax cross-entropy\n",
-      embed, hidden, layers, dropout, lr, batch_size, epochs);
+      z.embed, z.hidden, z.layers, z.dropout, z.lr, z.batch_size, z.epochs);
   lesson.print(
-      "Two changes to d2l's training, against learning 1,772 pairs by heart (trained as d2l does, the loss\n"
+      "Two changes to d2l's training, against learning {} pairs by heart (trained as d2l does, the loss\n"
       "falls to 0.03 per token, yet only about 2 held-out sentences in 5 come out exactly right, most of the\n"
       "others one content word off):\n"
       "  label smoothing ε = {}: the target of each step is 1-ε on the right token and ε/V spread over all V,\n"
@@ -175,72 +166,60 @@ int main(int argc, char** argv) {
       "  weight decay λ = {} (AdamW): every weight shrinks by lr·λ each step, so only weights the data\n"
       "    keeps asking for stay large.\n"
       "The printed loss is the plain cross-entropy; with smoothing it cannot reach 0.\n",
-      label_smoothing, weight_decay);
-  const auto train_start = std::chrono::steady_clock::now();
-  std::vector<double> losses = lesson::train_seq2seq(*model, nmt,
-                                                     {.epochs = epochs,
-                                                      .lr = lr,
-                                                      .batch_size = batch_size,
-                                                      .weight_decay = weight_decay,
-                                                      .label_smoothing = label_smoothing},
+      nmt.src_array.size(0), z.label_smoothing, z.weight_decay);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<double> losses = lesson::train_seq2seq(model, nmt,
+                                                     {.epochs = z.epochs,
+                                                      .lr = z.lr,
+                                                      .batch_size = z.batch_size,
+                                                      .weight_decay = z.weight_decay,
+                                                      .label_smoothing = z.label_smoothing},
                                                      gen, lesson);
-  const double train_seconds = seconds_since(train_start);
-  lesson.print("loss per target token {:.4f} -> {:.4f} in {:.1f} s\n", losses.front(), losses.back(), train_seconds);
+  const double seconds = seconds_since(start);
+  lesson.print("loss per target token {:.4f} -> {:.4f} in {:.1f} s\n", losses.front(), losses.back(), seconds);
   std::vector<float> epoch_numbers;
-  for (int64_t e = 1; e <= epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
+  for (int64_t e = 1; e <= z.epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
   lesson.line_plot("loss.svg", {{"loss", epoch_numbers, std::vector<float>(losses.begin(), losses.end())}},
                    {.title = "Training loss per target token", .xlabel = "epoch", .ylabel = "cross-entropy"});
+  lesson.result("losses", losses);
+  lesson.result("train_seconds", seconds);
+  return losses;
+}
 
-  lesson.section("d2l's four sentences, translated");
-  const std::vector<std::pair<std::string, std::string>> d2l_pairs = {{"go .", "va !"},
-                                                                      {"i lost .", "j'ai perdu ."},
-                                                                      {"he's calm .", "il est calme ."},
-                                                                      {"i'm home .", "je suis chez moi ."}};
-  for (size_t i = 0; i < d2l_pairs.size(); ++i) {
-    const auto& [english, french] = d2l_pairs[i];
-    lesson::Translation t = lesson::translate(*model, nmt, english, num_steps);
-    const double score = data::bleu(t.text(), french, 2);
-    lesson.print("{} => {}, bleu {:.3f}   (reference: {})\n", english, t.text(), score, french);
-    lesson.result(fmt::format("d2l_{}_translation", i), t.text());
-    lesson.result(fmt::format("d2l_{}_bleu", i), score);
-    std::vector<std::string> rows = t.tokens;
-    if (t.attention.size(0) > static_cast<int64_t>(rows.size())) rows.push_back("<eos>");
-    lesson.heatmap(fmt::format("attention_{}.svg", i), t.attention,
-                   {.title = fmt::format("\"{}\" => \"{}\": attention per output step", english, t.text()),
-                    .xlabel = "source (keys)",
-                    .ylabel = "output (queries)",
-                    .row_labels = rows,
-                    .col_labels = t.source,
-                    .vmin = 0,
-                    .vmax = 1});
+// d2l 10.7.6's BLEU, before the lesson reports it: the formula, then two sentences worked step by step
+// and held against data::bleu, which the rest of the lesson uses.
+void bleu_explained(lesson::Lesson& lesson) {
+  lesson.section("BLEU: how a translation is scored (d2l 10.7.6)");
+  lesson.print(
+      "BLEU = exp(min(0, 1 - len_label / len_pred)) · Π_(n=1..k) p_n^(1/2ⁿ)\n"
+      "p_n, the n-gram precision: of the prediction's n-grams, the fraction found in the label (each of the\n"
+      "label's n-grams matched at most as often as it occurs there). The first factor, the brevity penalty,\n"
+      "is 1 for a prediction at least as long as the label and below 1 for a shorter one, which would\n"
+      "otherwise score high precisions by saying little. The exponent 1/2ⁿ halves with each n, so the same\n"
+      "precision costs less at a longer n: 0.5^(1/2) = {:.3f} at n = 1, 0.5^(1/4) = {:.3f} at n = 2 (d2l:\n"
+      "longer matching n-grams weigh more). These lessons use k = 2; a perfect translation scores 1.\n\n",
+      std::pow(0.5, 0.5), std::pow(0.5, 0.25));
+  const std::vector<lesson::TranslationPair> worked = {{"je suis chez toi .", "je suis chez moi ."},
+                                                       {"il est .", "il est calme ."}};
+  double largest_diff = 0;
+  for (size_t i = 0; i < worked.size(); ++i) {
+    const double by_hand = lesson::bleu_by_hand(lesson, worked[i].source, worked[i].target, 2);
+    const double library = data::bleu(worked[i].source, worked[i].target, 2);
+    lesson.print("  data::bleu gives {:.4f}\n\n", library);
+    largest_diff = std::max(largest_diff, std::abs(by_hand - library));
+    lesson.result(fmt::format("bleu_worked_{}_prediction", i), worked[i].source);
+    lesson.result(fmt::format("bleu_worked_{}_label", i), worked[i].target);
+    lesson.result(fmt::format("bleu_worked_{}", i), by_hand);
   }
+  lesson.result("bleu_worked_max_diff", largest_diff);
+}
 
-  lesson.section("BLEU on the held-out pairs");
-  const auto bleu_start = std::chrono::steady_clock::now();
-  lesson::BleuScores scores = lesson::bleu(*model, nmt, test_pairs, num_steps, 2);
-  const double bleu_seconds = seconds_since(bleu_start);
-  int64_t exact = 0;
-  for (const lesson::ScoredPair& s : scores.pairs) exact += s.bleu == 1.0;
-  for (size_t i = 0; i < 8 && i < scores.pairs.size(); ++i) {
-    const lesson::ScoredPair& s = scores.pairs[i];
-    lesson.print("{} => {}, bleu {:.3f}   (reference: {})\n", s.pair.source, s.prediction, s.bleu, s.pair.target);
-  }
-  lesson.print("…\nmean BLEU (k = 2) over all {} held-out pairs: {:.3f}; {} translated exactly\n", scores.pairs.size(),
-               scores.mean, exact);
-  std::vector<double> test_bleus;
-  std::string test_translations;  // one line per held-out pair: "english => prediction"
-  for (const lesson::ScoredPair& s : scores.pairs) {
-    test_bleus.push_back(s.bleu);
-    test_translations += fmt::format("{} => {}\n", s.pair.source, s.prediction);
-  }
-  lesson.result("mean_bleu", scores.mean);
-  lesson.result("test_bleus", test_bleus);
-  lesson.result("test_translations", test_translations);
-  lesson.result("exact_translations", exact);
-
+// "The black dog swims." has the adjective before the noun; "le chien noir nage ." after it.
+// Returns a line for the summary.
+std::string word_orders_cross(lesson::Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt, int64_t T) {
   lesson.section("Where the word orders cross");
   const std::string sentence = "The black dog swims.";
-  lesson::Translation t = lesson::translate(*model, nmt, sentence, num_steps);
+  lesson::Translation t = lesson::translate(model, nmt, sentence, T);
   lesson.print("{} => {}   (held out; reference: le chien noir nage .)\n", sentence, t.text());
   lesson.print("the source position each output token attends to most:\n");
   for (size_t k = 0; k < t.tokens.size(); ++k) {
@@ -267,17 +246,9 @@ int main(int argc, char** argv) {
         "no crossing here: `chien` (output {}) looks most at `{}`, `noir` (output {}) at `{}`. The GRU reads the\n"
         "source left to right, so its output at `dog` has read `black` too: the model can find `black` there.\n",
         chien, t.source[static_cast<size_t>(chien_looks)], noir, t.source[static_cast<size_t>(noir_looks)]);
-  std::vector<std::string> rows = t.tokens;
-  if (t.attention.size(0) > static_cast<int64_t>(rows.size())) rows.push_back("<eos>");
-  lesson.heatmap("attention_crossing.svg", t.attention,
-                 {.title = fmt::format("\"{}\" => \"{}\": {}", sentence, t.text(),
-                                       crossing ? "noir looks at black, chien at dog" : "attention per output step"),
-                  .xlabel = "source (keys)",
-                  .ylabel = "output (queries)",
-                  .row_labels = rows,
-                  .col_labels = t.source,
-                  .vmin = 0,
-                  .vmax = 1});
+  lesson::attention_heatmap(lesson, "attention_crossing.svg", t,
+                            fmt::format("\"{}\" => \"{}\": {}", sentence, t.text(),
+                                        crossing ? "noir looks at black, chien at dog" : "attention per output step"));
   lesson.result("crossing_translation", t.text());
   lesson.result("crossing_source_black", black);
   lesson.result("crossing_source_dog", dog);
@@ -286,16 +257,66 @@ int main(int argc, char** argv) {
   lesson.result("crossing_noir_argmax", noir_looks);
   lesson.result("crossing_chien_argmax", chien_looks);
   lesson.result("crossing", crossing);
+  return fmt::format("`{}` => `{}`{}", sentence, t.text(),
+                     crossing ? ", its attention crossing where the word orders do" : "");
+}
 
-  lesson.result("losses", losses);
-  lesson.result("train_seconds", train_seconds);
-  lesson.result("bleu_seconds", bleu_seconds);
+}  // namespace
+
+int main(int argc, char** argv) {
+  lesson::Lesson lesson(argc, argv, 8);
+  Sizes z;
+  lesson.option("--epochs", z.epochs, "passes over the training pairs");
+  lesson.option("--batch-size", z.batch_size, "pairs per minibatch");
+  lesson.option("--embed", z.embed, "embedding size E (both sides)");
+  lesson.option("--hidden", z.hidden, "GRU hidden size H (encoder, decoder and attention)");
+  lesson.option("--layers", z.layers, "GRU layers L");
+  lesson.option("--num-steps", z.num_steps, "tokens per padded sentence T (and the longest translation)");
+  lesson.option("--lr", z.lr, "Adam learning rate");
+  lesson.option("--dropout", z.dropout, "dropout between GRU layers and on the attention weights");
+  lesson.option("--label-smoothing", z.label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");
+  lesson.option("--weight-decay", z.weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
+  lesson.data_option();
+  lesson.start();
+  if (z.epochs < 1 || z.batch_size < 1 || z.embed < 1 || z.hidden < 1 || z.layers < 1 || z.num_steps < 2)
+    fail(
+        "08_seq2seq_attention: --epochs {}, --batch-size {}, --embed {}, --hidden {}, --layers {} must be at least 1 "
+        "and --num-steps {} at least 2",
+        z.epochs, z.batch_size, z.embed, z.hidden, z.layers, z.num_steps);
+  if (!(z.label_smoothing >= 0 && z.label_smoothing < 1) || !(z.weight_decay >= 0))
+    fail("08_seq2seq_attention: --label-smoothing {} must be in [0, 1) and --weight-decay {} at least 0",
+         z.label_smoothing, z.weight_decay);
+  Generator gen(lesson.seed());
+
+  data::NMTData nmt = lesson::load_translation_data(lesson.data(), z.num_steps);
+  std::vector<lesson::TranslationPair> test_pairs = lesson::load_test_pairs(lesson.data());
+  the_data(lesson, nmt, test_pairs.size());
+
+  auto encoder =
+      std::make_shared<nn::Seq2SeqEncoder>(nmt.src_vocab.size(), z.embed, z.hidden, z.layers, z.dropout, gen);
+  auto decoder =
+      std::make_shared<nn::Seq2SeqAttentionDecoder>(nmt.tgt_vocab.size(), z.embed, z.hidden, z.layers, z.dropout, gen);
+  nn::EncoderDecoder model(encoder, decoder);
+  decoder_state(lesson, model, *encoder, *decoder, nmt, z.layers, z.hidden);
+
+  std::vector<double> losses = training(lesson, model, nmt, z, gen);
+
+  bleu_explained(lesson);
+
+  lesson.section("d2l's four sentences, translated");
+  lesson::report_d2l_sentences(lesson, model, nmt, z.num_steps, {.draw_attention = true});
+
+  lesson.section("BLEU on the held-out pairs");
+  const auto bleu_start = std::chrono::steady_clock::now();
+  lesson::BleuScores scores = lesson::report_held_out_bleu(lesson, model, nmt, test_pairs, z.num_steps);
+  lesson.result("bleu_seconds", seconds_since(bleu_start));
+
+  const std::string crossing = word_orders_cross(lesson, model, nmt, z.num_steps);
 
   return lesson.finish(fmt::format(
       "003's seq2seq with attention: the decoder's state is the encoder's outputs (keys and values), its last\n"
       "hidden state (the decoder's first) and the source lengths (the mask); each step's query is the decoder's\n"
       "last hidden state. Trained for {} epochs, loss {:.4f} -> {:.4f}; mean BLEU {:.3f} on {} held-out pairs;\n"
-      "`{}` => `{}`{}.",
-      epochs, losses.front(), losses.back(), scores.mean, scores.pairs.size(), sentence, t.text(),
-      crossing ? ", its attention crossing where the word orders do" : ""));
+      "{}.",
+      z.epochs, losses.front(), losses.back(), scores.mean, scores.pairs.size(), crossing));
 }

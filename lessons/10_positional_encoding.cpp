@@ -6,13 +6,15 @@
 //   001 绝对位置信息            the binary counter: higher dims change more slowly, like higher bits
 //   001 相对位置信息            P[i+δ] is a fixed linear map (a rotation per column pair) of P[i]
 //   001 对比                    CNN, RNN and self-attention: compute, sequential operations, longest path
-//   004 2.2 位置编码            the same formula (and an erratum about what attention "consists of")
+//   004 2.2 位置编码            the same formula (and two errata: what attention "consists of", and
+//                               "位置编码越靠近某个时间步，它的作用就越小")
 //
 // The learner sees that self-attention without positions is blind to order
 // (permuting the inputs only permutes the outputs), the 60 × 32 encoding
 // matrix as a heatmap and four of its columns as curves, the bits of 0…7
 // beside the sign changes of the encoding's columns, the rotation that moves
 // every row δ positions on (its largest error over 1000 positions, ~1e-7),
+// the rows' equal lengths and P[i]·P[i+δ] depending on δ alone,
 // and the 对比 table measured: the engine's own Conv1d, RNN and scaled
 // dot-product attention timed as n and d grow, with log-log slopes beside
 // the formulas, FLOPs counted from the shapes, sequential steps and path
@@ -176,17 +178,10 @@ void time_point(int64_t B, int64_t n, int64_t d, int64_t k, int64_t reps, Genera
   t.attention.push_back(median_ms([&] { attention(X, X, X); }, reps));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  lesson::Lesson lesson(argc, argv, 10);
-  int64_t reps = 5;
-  lesson.option("--reps", reps, "timed repetitions per size (the median is kept)");
-  lesson.start();
-  Generator gen(lesson.seed());
-  if (reps < 1) reps = 1;
-
-  // ---- 简介 --------------------------------------------------------------------------
+// ---- 简介 --------------------------------------------------------------------------
+// Self-attention with Q = K = V = X is blind to order: a reordering of the positions only reorders the
+// outputs, until a positional encoding is added.
+void introduction(lesson::Lesson& lesson, Generator& gen) {
   lesson.section("自注意力 简介: every xᵢ is query, key and value");
   lesson.print(
       "yᵢ = f(xᵢ, (x₁, x₁), …, (xₙ, xₙ)): attention pooling where the sequence attends to itself.\n"
@@ -207,10 +202,15 @@ int main(int argc, char** argv) {
       max(abs(self_attention(XpP, XpP, XpP) - index_select(self_attention(XP, XP, XP), 1, perm))).item();
   lesson.print("With a positional encoding added (X + P, 001 位置编码), the same reordering changes the output:\n");
   lesson.print("  largest |f(X reordered + P) - f(X + P) reordered| = {:.3f}\n", with_positions);
+  lesson.result("permutation_error", equivariance);
+  lesson.result("permutation_change_with_pe", with_positions);
+}
 
-  // ---- 位置编码矩阵 ---------------------------------------------------------------------
+// ---- 位置编码矩阵 ---------------------------------------------------------------------
+// d2l's picture: 60 positions × 32 dims. Returns P (60, 32).
+Tensor encoding_matrix(lesson::Lesson& lesson, Generator& gen) {
   lesson.section("位置编码矩阵: P[i, 2j] = sin(i/10000^(2j/d)), P[i, 2j+1] = cos(i/10000^(2j/d))");
-  const int64_t n_pe = 60, d_pe = 32;  // d2l's picture: 60 positions, 32 dims
+  const int64_t n_pe = 60, d_pe = 32;
   nn::PositionalEncoding pe(d_pe, 0, n_pe, gen);
   Tensor P = pe.P.reshape({n_pe, d_pe});  // (1, n, d) -> (n, d)
   lesson.print(
@@ -235,9 +235,15 @@ int main(int argc, char** argv) {
       "encoding. It does not: scaled dot-product attention is softmax(QKᵀ/√d_k)·V alone. Positional\n"
       "encoding is a separate step on the input, X + P, done once before the first attention layer\n"
       "(nn::PositionalEncoding here; the attention above ran without it).");
+  lesson.result("pe_shape", P.shape());
+  lesson.result("pe", P);
+  return P;
+}
 
-  // ---- 绝对位置信息 ---------------------------------------------------------------------
+// ---- 绝对位置信息 ---------------------------------------------------------------------
+void absolute_position(lesson::Lesson& lesson, const Tensor& P) {
   lesson.section("绝对位置信息: like a binary counter, higher dims change more slowly");
+  const int64_t n_pe = P.size(0), d_pe = P.size(1);
   lesson.print(" i  bits (b2 b1 b0)   P[i,0]  P[i,2]  P[i,4]  P[i,6]   (sine columns of pairs j = 0…3)\n");
   for (int64_t i = 0; i < 8; ++i) {
     lesson.print("{:2}  {}  {}  {}        ", i, (i >> 2) & 1, (i >> 1) & 1, i & 1);
@@ -263,10 +269,15 @@ int main(int argc, char** argv) {
   lesson.print(
       "A bit k flips every 2^k steps; column pair j turns with frequency 1/10000^(2j/d). Each row is a\n"
       "unique code of its position, with smooth sin/cos in place of the bits' 0/1 jumps.\n");
+  lesson.result("bit_flips", bit_flips);
+  lesson.result("pe_sign_changes", pe_sign_changes);
+}
 
-  // ---- 相对位置信息 ---------------------------------------------------------------------
+// ---- 相对位置信息 ---------------------------------------------------------------------
+// Returns the largest |R(δ)·P[i] - P[i+δ]|.
+double relative_position(lesson::Lesson& lesson, Generator& gen) {
   lesson.section("相对位置信息: P[i+δ] = R(δ)·P[i], one rotation for every i");
-  const int64_t n_rel = 1000;
+  const int64_t n_rel = 1000, d_pe = 32;
   nn::PositionalEncoding pe_long(d_pe, 0, n_rel, gen);
   Tensor P_long = pe_long.P.reshape({n_rel, d_pe});  // (1000, 32)
   lesson.print("R(1), its first two 2 × 2 blocks (column pairs j = 0, 1):\n{}\n",
@@ -282,68 +293,83 @@ int main(int argc, char** argv) {
   lesson.print(
       "R(δ) depends on δ alone (an angle ω_j·δ per pair), so a layer can learn to attend \"δ positions back\"\n"
       "with one linear map, wherever it is in the sequence. (The error is float32 rounding.)\n");
+  lesson.result("relative_max_error", relative_error);
 
-  // ---- 对比 ---------------------------------------------------------------------------
-  lesson.section("对比: CNN, RNN and self-attention, counted and measured");
-  const int64_t B = 8, k = 3, d_fixed = 64, n_fixed = 128;
-  const std::vector<double> n_sizes = {64, 128, 256, 512, 1024}, d_sizes = {32, 64, 128, 256, 512};
-  lesson.print(
-      "The notes' table (n positions, d features, k kernel size):\n"
-      "                         CNN         RNN        self-attention\n"
-      "  compute                O(knd²)     O(nd²)     O(n²d)\n"
-      "  sequential operations  O(1)        O(n)       O(1)\n"
-      "  longest path           O(n/k)      O(n)       O(1)\n"
-      "(001 lists 并行度, parallelism: O(n), O(1), O(n), which is n / sequential operations.)\n"
-      "Measured on the engine's layers: nn::Conv1d(d, d, k = {}, padding {}), nn::RNN(d, d), and\n"
-      "nn::DotProductAttention with Q = K = V = X (without the projections, which would add O(nd²)),\n"
-      "B = {}, forward only, the median CPU time of at least {} runs per size (more for fast sizes).\n",
-      k, (k - 1) / 2, B, reps);
+  // What can be said of P and distance: every row has the same length, Σⱼ sin² + cos² = d/2, and
+  // P[i]·P[i+δ] = Σⱼ cos(ω_j δ) depends on δ alone, largest at δ = 0.
+  Tensor norms = sqrt(sum(P_long * P_long, 1));  // (1000,)
+  const double norm_spread = max(norms).item() - min(norms).item();
+  lesson.print("\nEvery row of P has length √(d/2) = {:.4f}: measured {:.4f} … {:.4f} over the {} positions.\n",
+               std::sqrt(d_pe / 2.0), min(norms).item(), max(norms).item(), n_rel);
+  lesson.print("P[i]·P[i+δ], the same at every i:\n     δ │ i = 0    i = 100  i = 500\n");
+  std::vector<double> similarity;  // at i = 0, for each δ
+  for (int64_t delta : {0, 1, 2, 5, 10, 20, 50}) {
+    lesson.print("{:6} │", delta);
+    for (int64_t i : {0, 100, 500}) {
+      const double dot = sum(slice(P_long, 0, i, i + 1) * slice(P_long, 0, i + delta, i + delta + 1)).item();
+      if (i == 0) similarity.push_back(dot);
+      lesson.print(" {:8.4f}", dot);
+    }
+    lesson.print("\n");
+  }
+  lesson.erratum(
+      "004 §2.2 says \"位置编码越靠近某个时间步，它的作用就越小\" (the closer a positional encoding is to a time\n"
+      "step, the smaller its effect). That has no meaning as written: P has no strength that varies with\n"
+      "position (every row has the same length, above), and its effect on attention comes through dot\n"
+      "products such as P[i]·P[i+δ], which depend on the distance δ alone and are largest at δ = 0.");
+  lesson.result("pe_row_norm_spread", norm_spread);
+  lesson.result("pe_similarity_by_distance", similarity);
+  return relative_error;
+}
 
+// ---- 对比 ---------------------------------------------------------------------------
+struct Comparison {
+  int64_t B = 8, k = 3, d_fixed = 64, n_fixed = 128;
+  std::vector<double> n_sizes = {64, 128, 256, 512, 1024}, d_sizes = {32, 64, 128, 256, 512};
   Timing by_n, by_d;
-  auto bar = lesson.progress("size", static_cast<int64_t>(n_sizes.size() + d_sizes.size()));
+  std::vector<double> cnn_path, rnn_path, attention_path;  // at each n
+};
+
+// The three layers timed at every size, and the longest paths counted.
+Comparison measure_comparison(lesson::Lesson& lesson, int64_t reps, Generator& gen) {
+  Comparison c;
+  auto bar = lesson.progress("size", static_cast<int64_t>(c.n_sizes.size() + c.d_sizes.size()));
   int64_t done = 0;
-  for (double n : n_sizes) {
-    time_point(B, static_cast<int64_t>(n), d_fixed, k, reps, gen, by_n);
+  for (double n : c.n_sizes) {
+    time_point(c.B, static_cast<int64_t>(n), c.d_fixed, c.k, reps, gen, c.by_n);
     bar.update(++done, {{"n", n}});
   }
-  for (double d : d_sizes) {
-    time_point(B, n_fixed, static_cast<int64_t>(d), k, reps, gen, by_d);
+  for (double d : c.d_sizes) {
+    time_point(c.B, c.n_fixed, static_cast<int64_t>(d), c.k, reps, gen, c.by_d);
     bar.update(++done, {{"d", d}});
   }
   bar.finish();
-
-  std::vector<double> cnn_path, rnn_path, attention_path;
-  for (double n : n_sizes) {
+  nn::DotProductAttention self_attention(0, gen);
+  for (double n : c.n_sizes) {
     const int64_t ni = static_cast<int64_t>(n);
-    cnn_path.push_back(static_cast<double>(conv_path_length(ni, k, gen)));
+    c.cnn_path.push_back(static_cast<double>(conv_path_length(ni, c.k, gen)));
     // The RNN's only link between steps is h: x₀ reaches y_{n-1} through n-1 products by W_hh.
-    rnn_path.push_back(n - 1);
+    c.rnn_path.push_back(n - 1);
     // One attention layer: y_{n-1} reads x₀ directly (one weight of one softmax). Checked: its gradient is not 0.
     Tensor Xa = randn({1, ni, 4}, gen).requires_grad_();
     sum(slice(self_attention(Xa, Xa, Xa), 1, ni - 1, ni)).backward();  // d y_{n-1} / d X
-    attention_path.push_back(max(abs(slice(Xa.grad(), 1, 0, 1))).item() > 0 ? 1 : -1);
+    c.attention_path.push_back(max(abs(slice(Xa.grad(), 1, 0, 1))).item() > 0 ? 1 : -1);
   }
+  return c;
+}
 
-  lesson.print("\nAs n grows (d = {}):\n", d_fixed);
-  lesson.print("     n │ CNN ms   GFLOP  steps  path │ RNN ms   GFLOP  steps  path │ attn ms  GFLOP  steps  path\n");
-  for (size_t i = 0; i < n_sizes.size(); ++i)
-    lesson.print("{:6} │ {:6.2f} {:7.3f} {:6} {:5} │ {:6.2f} {:7.3f} {:6} {:5} │ {:6.2f} {:7.3f} {:6} {:5}\n",
-                 n_sizes[i], by_n.cnn[i], by_n.cnn_flops[i] / 1e9, by_n.cnn_steps[i], cnn_path[i], by_n.rnn[i],
-                 by_n.rnn_flops[i] / 1e9, by_n.rnn_steps[i], rnn_path[i], by_n.attention[i],
-                 by_n.attention_flops[i] / 1e9, by_n.attention_steps[i], attention_path[i]);
-  lesson.print("\nAs d grows (n = {}):\n", n_fixed);
-  lesson.print("     d │ CNN ms   GFLOP │ RNN ms   GFLOP │ attn ms  GFLOP\n");
-  for (size_t i = 0; i < d_sizes.size(); ++i)
-    lesson.print("{:6} │ {:6.2f} {:7.3f} │ {:6.2f} {:7.3f} │ {:6.2f} {:7.3f}\n", d_sizes[i], by_d.cnn[i],
-                 by_d.cnn_flops[i] / 1e9, by_d.rnn[i], by_d.rnn_flops[i] / 1e9, by_d.attention[i],
-                 by_d.attention_flops[i] / 1e9);
-  lesson.print("The path through stacked convolutions is ⌈(n-1)/(k-1)⌉ layers: {} for n = {} and k = {}.\n",
-               cnn_path.back(), n_sizes.back(), k);
+struct Slopes {
+  double cnn_n, rnn_n, attention_n, cnn_d, rnn_d, attention_d;  // time ~ size^slope
+  int64_t d_fixed;                                              // the d of the slopes against n
+};
 
-  const double slope_cnn_n = loglog_slope(n_sizes, by_n.cnn), slope_rnn_n = loglog_slope(n_sizes, by_n.rnn);
-  const double slope_attention_n = loglog_slope(n_sizes, by_n.attention);
-  const double slope_cnn_d = loglog_slope(d_sizes, by_d.cnn), slope_rnn_d = loglog_slope(d_sizes, by_d.rnn);
-  const double slope_attention_d = loglog_slope(d_sizes, by_d.attention);
+// The log-log slopes against the formulas' exponents, and the two plots.
+Slopes comparison_slopes(lesson::Lesson& lesson, const Comparison& c) {
+  const Timing &by_n = c.by_n, &by_d = c.by_d;
+  const double slope_cnn_n = loglog_slope(c.n_sizes, by_n.cnn), slope_rnn_n = loglog_slope(c.n_sizes, by_n.rnn);
+  const double slope_attention_n = loglog_slope(c.n_sizes, by_n.attention);
+  const double slope_cnn_d = loglog_slope(c.d_sizes, by_d.cnn), slope_rnn_d = loglog_slope(c.d_sizes, by_d.rnn);
+  const double slope_attention_d = loglog_slope(c.d_sizes, by_d.attention);
   lesson.print("\nFitted log-log slopes (time ~ size^slope), measured against the formula's exponent:\n");
   lesson.print("                  vs n (formula)   vs d (formula)\n");
   lesson.print("  CNN             {:5.2f}  (1)       {:5.2f}  (2)      O(knd²)\n", slope_cnn_n, slope_cnn_d);
@@ -357,59 +383,108 @@ int main(int argc, char** argv) {
       "so its last point is slower than n² alone predicts). CPU time leaves out other programs' turns on\n"
       "the cores, not their use of the caches: run it again, or with --reps 15, to see how much slopes move.\n");
 
-  std::vector<float> log_n = log2_of(n_sizes), log_d = log2_of(d_sizes);
+  std::vector<float> log_n = log2_of(c.n_sizes), log_d = log2_of(c.d_sizes);
   lesson.line_plot("time_vs_n.svg",
                    {{"CNN", log_n, log2_of(by_n.cnn)},
                     {"RNN", log_n, log2_of(by_n.rnn)},
                     {"self-attention", log_n, log2_of(by_n.attention)}},
-                   {.title = fmt::format("Forward time as n grows (d = {}, B = {}), log-log", d_fixed, B),
+                   {.title = fmt::format("Forward time as n grows (d = {}, B = {}), log-log", c.d_fixed, c.B),
                     .xlabel = "log2 n",
                     .ylabel = "log2 ms"});
   lesson.line_plot("time_vs_d.svg",
                    {{"CNN", log_d, log2_of(by_d.cnn)},
                     {"RNN", log_d, log2_of(by_d.rnn)},
                     {"self-attention", log_d, log2_of(by_d.attention)}},
-                   {.title = fmt::format("Forward time as d grows (n = {}, B = {}), log-log", n_fixed, B),
+                   {.title = fmt::format("Forward time as d grows (n = {}, B = {}), log-log", c.n_fixed, c.B),
                     .xlabel = "log2 d",
                     .ylabel = "log2 ms"});
-
-  lesson.result("permutation_error", equivariance);
-  lesson.result("permutation_change_with_pe", with_positions);
-  lesson.result("pe_shape", P.shape());
-  lesson.result("pe", P);
-  lesson.result("bit_flips", bit_flips);
-  lesson.result("pe_sign_changes", pe_sign_changes);
-  lesson.result("relative_max_error", relative_error);
-  lesson.result("B", B);
-  lesson.result("k", k);
-  lesson.result("d_fixed", d_fixed);
-  lesson.result("n_fixed", n_fixed);
-  lesson.result("n_sizes", n_sizes);
-  lesson.result("d_sizes", d_sizes);
-  lesson.result("flops_cnn_n", by_n.cnn_flops);
-  lesson.result("flops_rnn_n", by_n.rnn_flops);
-  lesson.result("flops_attention_n", by_n.attention_flops);
-  lesson.result("flops_cnn_d", by_d.cnn_flops);
-  lesson.result("flops_rnn_d", by_d.rnn_flops);
-  lesson.result("flops_attention_d", by_d.attention_flops);
-  lesson.result("steps_cnn", by_n.cnn_steps);
-  lesson.result("steps_rnn", by_n.rnn_steps);
-  lesson.result("steps_attention", by_n.attention_steps);
-  lesson.result("path_cnn", cnn_path);
-  lesson.result("path_rnn", rnn_path);
-  lesson.result("path_attention", attention_path);
-  lesson.result("ms_cnn_n", by_n.cnn);
-  lesson.result("ms_rnn_n", by_n.rnn);
-  lesson.result("ms_attention_n", by_n.attention);
-  lesson.result("ms_cnn_d", by_d.cnn);
-  lesson.result("ms_rnn_d", by_d.rnn);
-  lesson.result("ms_attention_d", by_d.attention);
   lesson.result("slope_cnn_n", slope_cnn_n);
   lesson.result("slope_rnn_n", slope_rnn_n);
   lesson.result("slope_attention_n", slope_attention_n);
   lesson.result("slope_cnn_d", slope_cnn_d);
   lesson.result("slope_rnn_d", slope_rnn_d);
   lesson.result("slope_attention_d", slope_attention_d);
+  return {slope_cnn_n, slope_rnn_n, slope_attention_n, slope_cnn_d, slope_rnn_d, slope_attention_d, c.d_fixed};
+}
+
+void comparison_results(lesson::Lesson& lesson, const Comparison& c) {
+  lesson.result("B", c.B);
+  lesson.result("k", c.k);
+  lesson.result("d_fixed", c.d_fixed);
+  lesson.result("n_fixed", c.n_fixed);
+  lesson.result("n_sizes", c.n_sizes);
+  lesson.result("d_sizes", c.d_sizes);
+  lesson.result("flops_cnn_n", c.by_n.cnn_flops);
+  lesson.result("flops_rnn_n", c.by_n.rnn_flops);
+  lesson.result("flops_attention_n", c.by_n.attention_flops);
+  lesson.result("flops_cnn_d", c.by_d.cnn_flops);
+  lesson.result("flops_rnn_d", c.by_d.rnn_flops);
+  lesson.result("flops_attention_d", c.by_d.attention_flops);
+  lesson.result("steps_cnn", c.by_n.cnn_steps);
+  lesson.result("steps_rnn", c.by_n.rnn_steps);
+  lesson.result("steps_attention", c.by_n.attention_steps);
+  lesson.result("path_cnn", c.cnn_path);
+  lesson.result("path_rnn", c.rnn_path);
+  lesson.result("path_attention", c.attention_path);
+  lesson.result("ms_cnn_n", c.by_n.cnn);
+  lesson.result("ms_rnn_n", c.by_n.rnn);
+  lesson.result("ms_attention_n", c.by_n.attention);
+  lesson.result("ms_cnn_d", c.by_d.cnn);
+  lesson.result("ms_rnn_d", c.by_d.rnn);
+  lesson.result("ms_attention_d", c.by_d.attention);
+}
+
+Slopes comparison(lesson::Lesson& lesson, int64_t reps, Generator& gen) {
+  lesson.section("对比: CNN, RNN and self-attention, counted and measured");
+  const Comparison sizes;  // the sizes, before anything is measured
+  lesson.print(
+      "The notes' table (n positions, d features, k kernel size):\n"
+      "                         CNN         RNN        self-attention\n"
+      "  compute                O(knd²)     O(nd²)     O(n²d)\n"
+      "  sequential operations  O(1)        O(n)       O(1)\n"
+      "  longest path           O(n/k)      O(n)       O(1)\n"
+      "(001 lists 并行度, parallelism: O(n), O(1), O(n), which is n / sequential operations.)\n"
+      "Measured on the engine's layers: nn::Conv1d(d, d, k = {}, padding {}), nn::RNN(d, d), and\n"
+      "nn::DotProductAttention with Q = K = V = X (without the projections, which would add O(nd²)),\n"
+      "B = {}, forward only, the median CPU time of at least {} runs per size (more for fast sizes).\n",
+      sizes.k, (sizes.k - 1) / 2, sizes.B, reps);
+  Comparison c = measure_comparison(lesson, reps, gen);
+  const Timing &by_n = c.by_n, &by_d = c.by_d;
+  lesson.print("\nAs n grows (d = {}):\n", c.d_fixed);
+  lesson.print("     n │ CNN ms   GFLOP  steps  path │ RNN ms   GFLOP  steps  path │ attn ms  GFLOP  steps  path\n");
+  for (size_t i = 0; i < c.n_sizes.size(); ++i)
+    lesson.print("{:6} │ {:6.2f} {:7.3f} {:6} {:5} │ {:6.2f} {:7.3f} {:6} {:5} │ {:6.2f} {:7.3f} {:6} {:5}\n",
+                 c.n_sizes[i], by_n.cnn[i], by_n.cnn_flops[i] / 1e9, by_n.cnn_steps[i], c.cnn_path[i], by_n.rnn[i],
+                 by_n.rnn_flops[i] / 1e9, by_n.rnn_steps[i], c.rnn_path[i], by_n.attention[i],
+                 by_n.attention_flops[i] / 1e9, by_n.attention_steps[i], c.attention_path[i]);
+  lesson.print("\nAs d grows (n = {}):\n", c.n_fixed);
+  lesson.print("     d │ CNN ms   GFLOP │ RNN ms   GFLOP │ attn ms  GFLOP\n");
+  for (size_t i = 0; i < c.d_sizes.size(); ++i)
+    lesson.print("{:6} │ {:6.2f} {:7.3f} │ {:6.2f} {:7.3f} │ {:6.2f} {:7.3f}\n", c.d_sizes[i], by_d.cnn[i],
+                 by_d.cnn_flops[i] / 1e9, by_d.rnn[i], by_d.rnn_flops[i] / 1e9, by_d.attention[i],
+                 by_d.attention_flops[i] / 1e9);
+  lesson.print("The path through stacked convolutions is ⌈(n-1)/(k-1)⌉ layers: {} for n = {} and k = {}.\n",
+               c.cnn_path.back(), c.n_sizes.back(), c.k);
+  Slopes slopes = comparison_slopes(lesson, c);
+  comparison_results(lesson, c);
+  return slopes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lesson::Lesson lesson(argc, argv, 10);
+  int64_t reps = 5;
+  lesson.option("--reps", reps, "timed repetitions per size (the median is kept)");
+  lesson.start();
+  Generator gen(lesson.seed());
+  if (reps < 1) reps = 1;
+
+  introduction(lesson, gen);
+  Tensor P = encoding_matrix(lesson, gen);
+  absolute_position(lesson, P);
+  const double relative_error = relative_position(lesson, gen);
+  const Slopes slopes = comparison(lesson, reps, gen);
 
   return lesson.finish(fmt::format(
       "Self-attention alone is blind to order; adding the sinusoidal encoding P (60 × 32 drawn) gives each\n"
@@ -417,5 +492,5 @@ int main(int argc, char** argv) {
       "P[i+δ] = R(δ)·P[i] for every i (largest error {:.1e}). Timed on this machine, attention grows as\n"
       "n^{:.2f} at d = {}, the RNN as n^{:.2f} and d^{:.2f}, the CNN as n^{:.2f} and d^{:.2f}; the RNN needs n\n"
       "sequential steps and a path of n-1, the CNN ⌈(n-1)/(k-1)⌉ layers, attention 1.",
-      relative_error, slope_attention_n, d_fixed, slope_rnn_n, slope_rnn_d, slope_cnn_n, slope_cnn_d));
+      relative_error, slopes.attention_n, slopes.d_fixed, slopes.rnn_n, slopes.rnn_d, slopes.cnn_n, slopes.cnn_d));
 }

@@ -2,14 +2,17 @@
 // seeds 0, 1 and 2 and checked from the numbers it writes to results.json.
 // The expected translations are the references of data/eng-fra/train.txt
 // (d2l's sentences are training pairs); a translation equal to its reference
-// has BLEU 1 by BLEU's definition; the source positions of `black` and `dog`
-// are those of "the black dog swims . <eos>".
+// has BLEU 1 by BLEU's definition; every held-out pair's BLEU and the worked
+// examples are recomputed from the saved strings with d2l's formula written
+// again (plain_bleu.hpp); the source positions of `black` and `dog` are those
+// of "the black dog swims . <eos>".
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <numeric>
 #include <pugixml.hpp>
 
+#include "plain_bleu.hpp"
 #include "run_lesson.hpp"
 
 namespace {
@@ -81,6 +84,23 @@ void check_run(uint64_t seed) {
 
   // Before training, attention already skips the padding: a masked score of -1e6 underflows to 0 in exp.
   CHECK(res.at("max_weight_on_padding").get<double>() == 0.0);
+  // The step worked by hand is the library decoder's step 0: the same ops on the same numbers.
+  CHECK(res.at("decoder_step_max_diff").get<double>() == 0.0);
+  // src/nn/seq2seq.cpp holds the loop the lesson points to.
+  CHECK(qkv::lesson_test::read_text(std::filesystem::path(QKV_SOURCE_DIR) / "src" / "nn" / "seq2seq.cpp")
+            .find("Tensor Seq2SeqAttentionDecoder::forward") != std::string::npos);
+  CHECK(transcript.find("Seq2SeqAttentionDecoder::forward in src/nn/seq2seq.cpp") != std::string::npos);
+
+  // BLEU worked by hand: "je suis chez toi ." against "je suis chez moi ." is exp(0)·(4/5)^(1/2)·(2/4)^(1/4),
+  // "il est ." against "il est calme ." is exp(1 - 4/3)·(3/3)^(1/2)·(1/2)^(1/4) (d2l's formula).
+  CHECK(res.at("bleu_worked_0").get<double>() == doctest::Approx(std::sqrt(0.8) * std::pow(0.5, 0.25)));
+  CHECK(res.at("bleu_worked_1").get<double>() == doctest::Approx(std::exp(1 - 4.0 / 3) * std::pow(0.5, 0.25)));
+  for (int i = 0; i < 2; ++i)
+    CHECK(res.at(fmt::format("bleu_worked_{}", i)).get<double>() ==
+          doctest::Approx(
+              qkv::lesson_test::plain_bleu(res.at(fmt::format("bleu_worked_{}_prediction", i)).get<std::string>(),
+                                           res.at(fmt::format("bleu_worked_{}_label", i)).get<std::string>(), 2)));
+  CHECK(res.at("bleu_worked_max_diff").get<double>() <= 1e-12);
 
   // The loss per target token falls by more than ten times, and keeps falling: the second half's
   // lowest is below the first half's.
@@ -91,21 +111,29 @@ void check_run(uint64_t seed) {
   CHECK(*std::min_element(half, losses.end()) < *std::min_element(losses.begin(), half));
 
   // d2l's sentences, against their references in train.txt; exact ones score 1.
-  CHECK(res.at("d2l_0_translation").get<std::string>() == "va !");
-  CHECK(res.at("d2l_1_translation").get<std::string>() == "j'ai perdu .");
-  CHECK(res.at("d2l_3_translation").get<std::string>() == "je suis chez moi .");
-  for (const char* key : {"d2l_0_bleu", "d2l_1_bleu", "d2l_3_bleu"}) {
-    INFO(key);
-    CHECK(res.at(key).get<double>() == 1.0);
+  const std::vector<std::string> fras = {"va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."};
+  for (size_t k = 0; k < fras.size(); ++k) {
+    INFO("sentence " << k);
+    CHECK(res.at(fmt::format("d2l_{}_translation", k)).get<std::string>() == fras[k]);
+    CHECK(res.at(fmt::format("d2l_{}_bleu", k)).get<double>() == 1.0);
+    CHECK(res.at(fmt::format("d2l_{}_in_training_file", k)).get<bool>());
   }
+  CHECK(res.at("d2l_wrong").get<int64_t>() == 0);
 
   // BLEU (k = 2) over all 100 held-out pairs: the mean of the per-pair scores, each in [0, 1]; the
   // course asks for at least 0.8. A sentence of four tokens with one wrong word scores at most
   // exp(0)·(3/4)^(1/2)·(2/3)^(1/4) ≈ 0.78, so a mean of 0.8 needs most held-out sentences exactly
   // right. (An untrained model scores about 0.)
   std::vector<double> bleus = res.at("test_bleus").get<std::vector<double> >();
+  const std::vector<std::string> translations =
+      qkv::lesson_test::split_lines(res.at("test_translations").get<std::string>());
+  const std::vector<std::string> references =
+      qkv::lesson_test::split_lines(res.at("test_references").get<std::string>());
   REQUIRE(bleus.size() == 100);
-  for (double b : bleus) CHECK((b >= 0 && b <= 1));
+  REQUIRE(translations.size() == 100);
+  REQUIRE(references.size() == 100);
+  for (size_t i = 0; i < 100; ++i)
+    CHECK(bleus[i] == doctest::Approx(qkv::lesson_test::plain_bleu(translations[i], references[i], 2)));
   const double mean = std::accumulate(bleus.begin(), bleus.end(), 0.0) / 100;
   CHECK(res.at("mean_bleu").get<double>() == doctest::Approx(mean));
   CHECK(mean >= 0.8);

@@ -70,6 +70,21 @@ TEST_CASE("lessons/10_positional_encoding") {
     CHECK(r.results().at("relative_max_error").get<double>() < 1e-4);
   }
 
+  SUBCASE("every row of P has length √(d/2), and P[i]·P[i+δ] = Σⱼ cos(ω_j δ) depends on δ alone (004 §2.2's erratum)") {
+    CHECK(r.results().at("pe_row_norm_spread").get<double>() < 1e-5);
+    // P[i]·P[i+δ] = Σⱼ sin(ω_j i) sin(ω_j (i+δ)) + cos(ω_j i) cos(ω_j (i+δ)) = Σⱼ cos(ω_j δ), ω_j = 1/10000^(2j/d).
+    const std::vector<double> similarity = doubles(r, "pe_similarity_by_distance");
+    const std::vector<int> deltas = {0, 1, 2, 5, 10, 20, 50};
+    REQUIRE(similarity.size() == deltas.size());
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      double expected = 0;
+      for (int j = 0; j < 16; ++j) expected += std::cos(deltas[i] / std::pow(10000.0, 2.0 * j / 32));
+      CHECK(similarity[i] == doctest::Approx(expected).epsilon(1e-4));
+    }
+    CHECK(similarity[0] == doctest::Approx(16));  // d/2
+    qkv::lesson_test::check_ran(r, {"位置编码越靠近某个时间步"}, {});
+  }
+
   SUBCASE("对比: FLOPs from the shapes, sequential steps and path lengths (001 对比)") {
     const double B = r.results().at("B").get<double>(), k = r.results().at("k").get<double>();
     const double d_fixed = r.results().at("d_fixed").get<double>(), n_fixed = r.results().at("n_fixed").get<double>();

@@ -1,5 +1,6 @@
 // The translation machinery of lessons 08 and 11 (lessons/support/translation.hpp):
-// reading the held-out pairs, train_seq2seq, translate and the mean BLEU.
+// reading the held-out pairs, train_seq2seq, translate and the mean BLEU; and
+// what both lessons report of a trained model (translation_report.hpp).
 // Expected values come from d2l's preprocessing rules, from the softmax (each
 // attention row sums to 1 over the valid source positions) and from BLEU's
 // definition (a translation equal to its reference scores 1).
@@ -9,6 +10,7 @@
 
 #include "run_lesson.hpp"
 #include "translation.hpp"
+#include "translation_report.hpp"
 
 using namespace qkv;
 using qkv::lesson_test::TempDir;
@@ -32,11 +34,13 @@ struct TestLesson {
   std::vector<std::string> args;
   std::vector<char*> argv;
   std::unique_ptr<lesson::Lesson> lesson;
+  // --data is `dir` too: the lesson reads <dir>/eng-fra/.
   explicit TestLesson(const std::filesystem::path& dir)
-      : args{"08_seq2seq_attention", "--out", (dir / "out").string(), "--color", "never"} {
+      : args{"08_seq2seq_attention", "--out", (dir / "out").string(), "--color", "never", "--data", dir.string()} {
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     lesson = std::make_unique<lesson::Lesson>(static_cast<int>(args.size()), argv.data(), 8);
+    lesson->data_option();
     lesson->start();
   }
 };
@@ -119,4 +123,68 @@ TEST_CASE("lesson support/translation: train_seq2seq learns a tiny corpus, and B
   CHECK_THROWS_WITH_AS(lesson::train_seq2seq(*model, nmt, {.epochs = 0}, gen, *l.lesson),
                        doctest::Contains("train_seq2seq: epochs 0"), Error);
   CHECK_THROWS_WITH_AS(lesson::bleu(*model, nmt, {}, 6), doctest::Contains("bleu: no pairs"), Error);
+}
+
+TEST_CASE("lesson support/translation_report: BLEU by hand is d2l's BLEU") {
+  TempDir dir("bleu_by_hand");
+  TestLesson l(dir.path);
+  // Against data::bleu (itself checked against d2l's values in tests/data): a wrong word, a short
+  // prediction (brevity penalty), a prediction shorter than k, repeated n-grams (each label n-gram
+  // matched once), no match at all, and an empty prediction.
+  const std::vector<std::pair<std::string, std::string>> cases = {{"je suis chez toi .", "je suis chez moi ."},
+                                                                  {"il est .", "il est calme ."},
+                                                                  {"va", "va !"},
+                                                                  {"le le le le", "le chat"},
+                                                                  {"a b c", "x y z"},
+                                                                  {"", "va !"},
+                                                                  {"il est calme .", "il est calme ."}};
+  for (const auto& [prediction, label] : cases) {
+    INFO(prediction << " / " << label);
+    for (int64_t k : {1, 2, 3})
+      CHECK(lesson::bleu_by_hand(*l.lesson, prediction, label, k) == doctest::Approx(data::bleu(prediction, label, k)));
+  }
+  l.lesson->finish("");
+  const std::string transcript = qkv::lesson_test::read_text(dir.path / "out" / "transcript.txt");
+  CHECK(transcript.find("p_2 = 2/4 = 0.5000") != std::string::npos);  // "je suis", "suis chez" of four bigrams
+  CHECK(transcript.find("exp(min(0, 1 - 4/3)) = 0.7165") != std::string::npos);
+}
+
+TEST_CASE("lesson support/translation_report: d2l's sentences and the held-out pairs, reported and saved") {
+  TempDir dir("translation_report");
+  write_corpus(dir.path);  // d2l's four pairs, twice each; two of them again as the held-out pairs
+  data::NMTData nmt = lesson::load_translation_data(dir.path, 6);
+  Generator gen(0);
+  auto model = make_model(nmt, gen);
+  TestLesson l(dir.path);
+  CHECK(lesson::load_training_pairs(dir.path).size() == 8);
+  // Untrained, every sentence comes out wrong, and each is called a training pair not learned.
+  lesson::D2lReport untrained = lesson::report_d2l_sentences(*l.lesson, *model, nmt, 6, {.draw_attention = true});
+  CHECK(untrained.wrong == 4);
+  REQUIRE(untrained.translations.size() == 4);
+  lesson::train_seq2seq(*model, nmt, {.epochs = 100, .lr = 0.01f, .batch_size = 4}, gen, *l.lesson);
+  lesson::D2lReport trained = lesson::report_d2l_sentences(*l.lesson, *model, nmt, 6);
+  CHECK(trained.wrong == 0);
+  lesson::BleuScores scores =
+      lesson::report_held_out_bleu(*l.lesson, *model, nmt, lesson::load_test_pairs(dir.path), 6);
+  CHECK(scores.mean == 1.0);
+  l.lesson->finish("");
+
+  std::ifstream in(dir.path / "out" / "results.json");
+  const nlohmann::json res = nlohmann::json::parse(in).at("results");
+  CHECK(res.at("d2l_wrong").get<int64_t>() == 0);  // the last report's
+  CHECK(res.at("d2l_0_source").get<std::string>() == "go .");
+  CHECK(res.at("d2l_0_reference").get<std::string>() == "va !");
+  CHECK(res.at("d2l_0_translation").get<std::string>() == "va !");
+  CHECK(res.at("d2l_3_in_training_file").get<bool>());
+  CHECK(res.at("test_sources").get<std::string>() == "i lost .\nhe's calm .\n");
+  CHECK(res.at("test_references").get<std::string>() == "j'ai perdu .\nil est calme .\n");
+  CHECK(res.at("test_translations").get<std::string>() == "j'ai perdu .\nil est calme .\n");
+  CHECK(res.at("test_bleus").get<std::vector<double>>() == std::vector<double>{1.0, 1.0});
+  CHECK(res.at("exact_translations").get<int64_t>() == 2);
+  CHECK(res.at("test_pairs_in_training_file").get<int64_t>() == 2);  // this corpus's held-out pairs are not held out
+  const std::string transcript = qkv::lesson_test::read_text(dir.path / "out" / "transcript.txt");
+  CHECK(
+      transcript.find("wrong: \"go .\" => \"va !\" is a pair of the training file, and the model has not learned it") !=
+      std::string::npos);
+  for (int i = 0; i < 4; ++i) CHECK(std::filesystem::exists(dir.path / "out" / fmt::format("attention_{}.svg", i)));
 }
