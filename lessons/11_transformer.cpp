@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
 
   lesson.section("The data: English–French pairs as arrays of ids");
   data::NMTData nmt = lesson::load_translation_data(lesson.data(), num_steps);
+  // Read (and checked) now, not after training: a broken test.txt is found before minutes of work.
+  const std::vector<lesson::TranslationPair> test_pairs = lesson::load_test_pairs(lesson.data());
   const int64_t n_train = nmt.src_array.size(0);
   lesson.print(
       "{} training pairs; vocabularies of {} English and {} French tokens (seen at least twice, with\n"
@@ -259,7 +261,7 @@ int main(int argc, char** argv) {
 
   lesson.section("BLEU over the held-out pairs");
   const auto test_start = std::chrono::steady_clock::now();
-  lesson::BleuScores test = lesson::bleu(model, nmt, lesson::load_test_pairs(lesson.data()), num_steps, 2);
+  lesson::BleuScores test = lesson::bleu(model, nmt, test_pairs, num_steps, 2);
   std::vector<double> scores;
   int64_t exact = 0;
   for (const lesson::ScoredPair& p : test.pairs) {

@@ -177,6 +177,7 @@ int main(int argc, char** argv) {
       optimizer.zero_grad();
       Tensor logits = model(X, valid_len);     // (B, T), (B) -> (B, C)
       Tensor loss = cross_entropy(logits, y);  // (B, C) x (B) -> ()
+      lesson::check_finite_loss(loss.item(), "epoch", epoch + 1);
       loss.backward();
       optimizer.step();
       loss_sum += loss.item() * static_cast<double>(X.size(0));
