@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
     sgd.zero_grad();
     Pooled fit = nw_kernel_regression(data.x_train, keys, values, w);  // (n,)
     Tensor loss = mse_loss(fit.y_hat, data.y_train, Reduction::Sum);   // (n,) x (n,) -> ()
+    lesson::check_finite_loss(loss.item(), "epoch", epoch + 1);        // stops at a NaN or inf
     if (epoch == 0) {  // the graph backward() is about to walk, drawn before it runs
       lesson.graph("loss_graph", loss, "the computation graph of the loss");
     }

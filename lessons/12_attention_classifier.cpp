@@ -166,6 +166,7 @@ Curve train(lesson::Lesson& lesson, Model& model, const Split& train_split, int6
       optimizer.zero_grad();
       Tensor logits = model(X, valid_len);     // (B, T), (B) -> (B, C)
       Tensor loss = cross_entropy(logits, y);  // (B, C) x (B) -> ()
+      lesson::check_finite_loss(loss.item(), "epoch", epoch + 1);
       loss.backward();
       optimizer.step();
       loss_sum += loss.item() * static_cast<double>(X.size(0));

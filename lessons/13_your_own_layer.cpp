@@ -203,6 +203,7 @@ int main(int argc, char** argv) {
     adam.zero_grad();
     Tensor logits = model(train.x);                // (N, 2)
     Tensor loss = cross_entropy(logits, train.y);  // (N, 2) x (N) -> ()
+    lesson::check_finite_loss(loss.item(), "step", step + 1);
     loss.backward();
     adam.step();
     losses.push_back(loss.item());

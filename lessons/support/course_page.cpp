@@ -122,17 +122,25 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
     std::string error;
     std::optional<Output> output;
     bool source = false;
+    bool earlier = false;  // failed: in an earlier run, as its folder's unfinished.txt says
   };
   std::vector<Row> rows;
   for (const CatalogEntry& e : catalog) {
-    Row row{e, State::Planned, {}, {}};
+    Row row{e, State::Planned, {}, {}, false, false};
     fs::path folder = out / std::string(e.program);
     const LessonOutcome* outcome = nullptr;
     for (const LessonOutcome& o : run)
       if (o.number == e.number) outcome = &o;
+    std::error_code ec;
+    const fs::path unfinished = folder / std::string(unfinished_name);
     if (outcome && !outcome->ok) {
       row.state = State::Failed;
       row.error = outcome->error;
+    } else if (e.written && fs::is_regular_file(unfinished, ec)) {
+      // The folder's own mark: the run (this one, or an earlier one) did not finish.
+      row.state = State::Failed;
+      row.error = read_file(unfinished);
+      row.earlier = outcome == nullptr;
     } else if (e.written) {
       row.output = read_output(folder);
       row.state = outcome ? State::Finished : row.output ? State::Earlier : State::NotRun;
@@ -169,7 +177,7 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
     std::string title = viz::xml_escape(r.entry.title);
     if (shown(r.state)) title = fmt::format("<a href=\"#{}\">{}</a>", anchor(r.entry), title);
     std::string_view state = r.state == State::Finished  ? "finished"
-                             : r.state == State::Failed  ? "failed"
+                             : r.state == State::Failed  ? (r.earlier ? "failed (an earlier run)" : "failed")
                              : r.state == State::Earlier ? "from an earlier run"
                              : r.state == State::NotRun  ? "not run yet"
                                                          : "planned";
@@ -195,7 +203,9 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
           viz::xml_escape(e.program));
     add(" · <a href=\"#contents\">contents</a></p>\n");
     if (r.state == State::Failed) {
-      add("<p class=\"state-failed\">This lesson failed in this run:</p>\n");
+      add("<p class=\"state-failed\">{}</p>\n", r.earlier
+                                                    ? "This lesson did not finish when it last ran (not run this time):"
+                                                    : "This lesson failed in this run:");
       add("<pre class=\"error\">{}</pre>\n", viz::xml_escape(r.error));
     } else {
       if (r.state == State::Earlier)

@@ -11,7 +11,11 @@
 // What a lesson shows depends on the run that writes the page and on what
 // its folder holds:
 //   ran in this run and finished   its transcript, pictures and source
-//   ran in this run and failed     "failed", the error, and its source
+//   ran in this run and failed     "failed", the error, and its source (a
+//                                  folder still marked unfinished.txt is
+//                                  failed too, whatever the exit status)
+//   not in this run, marked        "failed (an earlier run)", what its
+//     unfinished.txt               unfinished.txt says, and its source
 //   not in this run, has output    its transcript, pictures and source as an
 //                                  earlier run left them (so a page written
 //                                  after `lessons 3` still shows the others)
@@ -35,6 +39,11 @@ struct LessonOutcome {
 // The name of the source copy inside a lesson's folder: a plain-text name, so
 // a browser shows it instead of offering to download a C++ file.
 inline constexpr std::string_view source_copy_name = "source.cpp.txt";
+
+// The mark of a lesson's folder whose run has not finished (lesson.hpp): it
+// says when the run started, or the error that ended it. While it is there,
+// the folder holds no results of that run.
+inline constexpr std::string_view unfinished_name = "unfinished.txt";
 
 // Writes <out>/index.html for the lessons of the catalogue, `run` being the
 // lessons of this run, and copies each shown lesson's source

@@ -4,13 +4,21 @@
 
 #include <unistd.h>
 
+#include <fmt/chrono.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <fstream>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "course_page.hpp"  // unfinished_name
 
 #ifndef QKV_DATA_DIR
 #error "the build passes QKV_DATA_DIR, the repository's data/ folder"
@@ -98,10 +106,90 @@ void Progress::update(int64_t done, const std::vector<std::pair<std::string, dou
 
 void Progress::finish() { out_.end_in_place(); }
 
+void check_finite_loss(double loss, std::string_view unit, int64_t step, std::string_view detail) {
+  if (std::isfinite(loss)) return;
+  fail(
+      "training stopped at {} {}{}: the loss is {}, not a finite number, and every weight it reaches would be NaN "
+      "from here on (a smaller --lr may help)",
+      unit, step, detail, loss);
+}
+
+// --- flags -------------------------------------------------------------------------
+// CLI11's own conversions are not used for numbers: they read "" as 0, clamp
+// what overflows to the largest value, and read "010" as octal.
+
+namespace {
+
+// `text` as a whole decimal number ('-' first if negative, then digits) in
+// [min, max]; a CLI::ValidationError naming `flag` otherwise.
+template <class Int>
+Int parse_integer(const std::string& flag, const std::string& text, Int min, Int max) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const bool digits = text.size() > (negative ? 1u : 0u) && std::all_of(text.begin() + (negative ? 1 : 0), text.end(),
+                                                                        [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) throw CLI::ValidationError(flag, fmt::format("'{}' is not a whole number", text));
+  Int value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const bool fits = error == std::errc() && end == text.data() + text.size();  // unsigned: "-1" does not fit
+  if (fits && value >= min && value <= max) return value;
+  const bool low = fits ? value < min : negative;
+  throw CLI::ValidationError(flag, low ? fmt::format("{} is too small: it must be at least {}", text, min)
+                                       : fmt::format("{} is too large: it must be at most {}", text, max));
+}
+
+// `text` as a finite float; a CLI::ValidationError naming `flag` otherwise.
+float parse_float(const std::string& flag, const std::string& text) {
+  float value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error == std::errc::invalid_argument || end != text.data() + text.size())
+    throw CLI::ValidationError(flag, fmt::format("'{}' is not a number", text));
+  if (error == std::errc::result_out_of_range)
+    throw CLI::ValidationError(flag, fmt::format("{} is out of a float's range (about 1e-38 to 3.4e38)", text));
+  if (!std::isfinite(value)) throw CLI::ValidationError(flag, fmt::format("{} is not a finite number", text));
+  return value;
+}
+
+// --- a run that fails ----------------------------------------------------------------
+
+// What the terminate handler needs to report a failed run and mark its
+// folder; filled in by start(), cleared by finish().
+struct RunState {
+  std::string program;
+  std::filesystem::path marker;  // <out>/unfinished.txt while the run has not finished
+  std::string flags;             // the number flags given: "--n-train 3000000000 --lr 0.1"
+};
+RunState& run_state() {
+  static RunState state;
+  return state;
+}
+
+// Best effort, and never throws: it runs while a lesson is failing.
+void write_text(const std::filesystem::path& file, const std::string& text) noexcept {
+  if (std::FILE* f = std::fopen(file.c_str(), "w")) {
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
+}
+
+// Print the error, name the flags, mark the folder, and end the process with status 1.
+[[noreturn]] void fail_run(std::string message, bool memory) {
+  const RunState& run = run_state();
+  if (!run.flags.empty())
+    message += fmt::format("\n  with the flags {}{}", run.flags, memory ? ": smaller values need less memory" : "");
+  std::fflush(stdout);
+  fmt::print(stderr, "error: {}\n", message);
+  if (!run.marker.empty()) write_text(run.marker, fmt::format("{} failed:\nerror: {}\n", run.program, message));
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+}  // namespace
+
 // --- lesson ------------------------------------------------------------------------
 
 struct Lesson::Impl {
   CLI::App app;
+  std::vector<std::string> numbers_given;  // "--n-train 3000000000", "--lr 0.1": the number flags given
   nlohmann::json results = nlohmann::json::object();
   nlohmann::json pictures = nlohmann::json::array();
   nlohmann::json sections = nlohmann::json::array();
@@ -110,19 +198,26 @@ struct Lesson::Impl {
 Lesson::Lesson(int argc, char** argv, int number)
     : impl_(std::make_unique<Impl>()), argc_(argc), argv_(argv), start_(std::chrono::steady_clock::now()) {
   // A lesson is a straight script with no try/catch: an error it does not catch
-  // (a bad flag value, a qkv::Error) ends it with the message and exit status 1.
+  // (a qkv::Error, memory that cannot be had) ends it with the message, the
+  // flags it was given, its folder marked unfinished, and exit status 1.
   std::set_terminate([] {
+    std::string message = "an unknown exception";
+    bool memory = false;
     if (std::exception_ptr error = std::current_exception()) {
       try {
         std::rethrow_exception(error);
+      } catch (const std::bad_alloc&) {
+        message = "out of memory (std::bad_alloc)";
+        memory = true;
+      } catch (const std::length_error& e) {
+        message = fmt::format("a size too large to allocate ({})", e.what());
+        memory = true;
       } catch (const std::exception& e) {
-        fmt::print(stderr, "error: {}\n", e.what());
+        message = e.what();
       } catch (...) {
-        fmt::print(stderr, "error: an unknown exception\n");
       }
     }
-    std::fflush(stdout);
-    std::_Exit(1);
+    fail_run(message, memory);
   });
   std::optional<CatalogEntry> entry = find_lesson(number);
   if (!entry) fail("lesson: the catalogue has no lesson {}", number);
@@ -131,23 +226,64 @@ Lesson::Lesson(int argc, char** argv, int number)
   CLI::App& app = impl_->app;
   app.description(fmt::format("Lesson {:02d}: {}\n  ({})", entry_.number, entry_.title, entry_.sections));
   app.name(std::string(entry_.program));
-  app.add_option("--out", out_, "folder for the pictures, transcript.txt and results.json")->capture_default_str();
-  app.add_option("--seed", seed_, "seed of the random numbers (same seed, same numbers)")->capture_default_str();
+  option("--out", out_, "folder for the pictures, transcript.txt and results.json");
+  app.add_option_function<std::string>(
+         "--seed",
+         [this](const std::string& text) {
+           seed_ = parse_integer<uint64_t>("--seed", text, 0, std::numeric_limits<uint64_t>::max());
+         },
+         "seed of the random numbers (same seed, same numbers)")
+      ->type_name("UINT")
+      ->default_str(std::to_string(seed_));
   app.add_option("--color", color_, "colour in the terminal pictures")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
 }
 
-Lesson::~Lesson() = default;
+Lesson::~Lesson() {
+  // main returned without finish(): the folder is not complete, and says so.
+  if (started_ && !finished_)
+    write_text(out_ / std::string(unfinished_name),
+               fmt::format("{} ended without finishing (main returned before lesson.finish())\n", entry_.program));
+  if (started_) run_state() = RunState{};
+}
 
-void Lesson::option(const std::string& flag, int64_t& value, const std::string& help) {
-  impl_->app.add_option(flag, value, help)->capture_default_str();
+void Lesson::option(const std::string& flag, int64_t& value, const std::string& help, Range range) {
+  if (range.min > range.max) fail("lesson: {}: the range [{}, {}] is empty", flag, range.min, range.max);
+  impl_->app
+      .add_option_function<std::string>(
+          flag,
+          [&value, flag, range, impl = impl_.get()](const std::string& text) {
+            value = parse_integer<int64_t>(flag, text, range.min, range.max);
+            impl->numbers_given.push_back(fmt::format("{} {}", flag, text));
+          },
+          help)
+      ->type_name("INT")
+      ->default_str(std::to_string(value));
 }
 void Lesson::option(const std::string& flag, float& value, const std::string& help) {
-  impl_->app.add_option(flag, value, help)->capture_default_str();
+  impl_->app
+      .add_option_function<std::string>(
+          flag,
+          [&value, flag, impl = impl_.get()](const std::string& text) {
+            value = parse_float(flag, text);
+            impl->numbers_given.push_back(fmt::format("{} {}", flag, text));
+          },
+          help)
+      ->type_name("FLOAT")
+      ->default_str(fmt::format("{}", value));
 }
 void Lesson::option(const std::string& flag, std::filesystem::path& value, const std::string& help) {
-  impl_->app.add_option(flag, value, help)->capture_default_str();
+  impl_->app
+      .add_option_function<std::string>(
+          flag,
+          [&value, flag](const std::string& text) {
+            if (text.empty()) throw CLI::ValidationError(flag, "an empty path");
+            value = text;
+          },
+          help)
+      ->type_name("PATH")
+      ->default_str(value.string());
 }
 void Lesson::data_option() {
   data_ = QKV_DATA_DIR;
@@ -160,7 +296,18 @@ void Lesson::start() {
   } catch (const CLI::ParseError& e) {
     std::exit(impl_->app.exit(e));  // --help prints and exits 0; a bad flag says why and exits non-zero
   }
+  // From here the folder is this run's: an earlier run's results must not
+  // read as this run's, and until finish() the folder says it is unfinished.
   std::filesystem::create_directories(out_);
+  std::filesystem::remove(out_ / "results.json");
+  RunState& run = run_state();
+  run.program = entry_.program;
+  run.marker = out_ / std::string(unfinished_name);
+  run.flags = fmt::format("{}", fmt::join(impl_->numbers_given, " "));
+  write_text(run.marker, fmt::format("{} started at {:%Y-%m-%d %H:%M:%S} (process {}) and has not finished: it is "
+                                     "still running, or it was stopped (killed, out of memory)\n",
+                                     entry_.program, fmt::localtime(std::time(nullptr)), getpid()));
+  started_ = true;
   transcript_ = std::make_unique<Transcript>(stdout, isatty(fileno(stdout)) != 0);
   transcript_->open(out_ / "transcript.txt");
   std::string title = fmt::format("Lesson {:02d} · {}", entry_.number, entry_.title);
@@ -252,9 +399,17 @@ int Lesson::finish(const std::string& summary) {
   nlohmann::json doc = {
       {"lesson", entry_.number},   {"program", entry_.program},   {"title", entry_.title},      {"seed", seed_},
       {"results", impl_->results}, {"pictures", impl_->pictures}, {"sections", impl_->sections}};
-  std::ofstream file(out_ / "results.json");
-  file << doc.dump(2) << "\n";
-  if (!file) fail("lesson: cannot write {}", (out_ / "results.json").string());
+  // Written whole beside it, then renamed into place: never a half results.json.
+  const std::filesystem::path results = out_ / "results.json", partial = out_ / "results.json.partial";
+  {
+    std::ofstream file(partial);
+    file << doc.dump(2) << "\n";
+    if (!file) fail("lesson: cannot write {}", partial.string());
+  }
+  std::filesystem::rename(partial, results);
+  std::filesystem::remove(out_ / std::string(unfinished_name));
+  run_state().marker.clear();
+  finished_ = true;
   return 0;
 }
 

@@ -20,6 +20,19 @@
 //    "results": {"test_mse": 0.123, "weights": {"shape": [50, 50], "values": […]}, …},
 //    "pictures": [{"file": "attention_weights.svg", "shows": "…"}], "sections": […]}
 // which the tests read instead of the prose.
+//
+// Flags are checked before anything runs: a value that is empty, not a
+// number, out of its range (an integer flag is a count or a size: at least 1
+// unless the lesson says otherwise) or not finite is refused with a message
+// naming the flag, and the program exits non-zero without touching its
+// folder.
+//
+// A run completes its folder or leaves it marked unfinished: start() removes
+// the old results.json and writes <out>/unfinished.txt; finish() writes the
+// new results.json and removes the mark. An error (or a kill) in between
+// leaves the mark, with the error in it, and the course page shows the
+// lesson as failed. An error names the number flags the run was given, so
+// a size too large to allocate points at the flag that asked for it.
 #pragma once
 #include <qkv/qkv.hpp>
 #include <qkv/viz.hpp>
@@ -27,6 +40,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -75,6 +89,19 @@ class Progress {
   std::string unit_;
   int64_t total_;
   std::chrono::steady_clock::time_point start_;
+  bool started_ = false, finished_ = false;
+};
+
+// Training stops at the first loss that is not a finite number: after a NaN
+// or an infinity every weight it reaches is NaN too, and nothing after it
+// would mean anything. Throws qkv::Error: "training stopped at epoch 3
+// (batch 7): the loss is nan, not a finite number …".
+void check_finite_loss(double loss, std::string_view unit, int64_t step, std::string_view detail = "");
+
+// The range an integer flag must be in: by default a count or a size, at least 1.
+struct Range {
+  int64_t min = 1;
+  int64_t max = std::numeric_limits<int64_t>::max();
 };
 
 class Lesson {
@@ -84,8 +111,8 @@ class Lesson {
   Lesson(int argc, char** argv, int number);
   ~Lesson();
 
-  void option(const std::string& flag, int64_t& value, const std::string& help);
-  void option(const std::string& flag, float& value, const std::string& help);
+  void option(const std::string& flag, int64_t& value, const std::string& help, Range range = {});
+  void option(const std::string& flag, float& value, const std::string& help);  // any finite float
   void option(const std::string& flag, std::filesystem::path& value, const std::string& help);
   // --data: the folder a lesson reads its files from (default: the repository's data/).
   void data_option();
@@ -135,7 +162,7 @@ class Lesson {
   void graph(const std::string& stem, const Tensor& root, const std::string& shows);
 
   // The closing summary (what was shown, where the pictures are); writes
-  // results.json. Returns main's exit code.
+  // results.json and removes unfinished.txt. Returns main's exit code.
   int finish(const std::string& summary);
 
  private:
@@ -150,6 +177,7 @@ class Lesson {
   std::unique_ptr<Transcript> transcript_;
   int sections_ = 0;
   std::chrono::steady_clock::time_point start_;
+  bool started_ = false, finished_ = false;
 };
 
 }  // namespace qkv::lesson

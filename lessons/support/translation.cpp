@@ -14,8 +14,17 @@ data::NMTData load_translation_data(const std::filesystem::path& data_dir, int64
 
 std::vector<TranslationPair> load_test_pairs(const std::filesystem::path& data_dir) {
   // The same reading as the training file's: preprocess, split each side on spaces.
-  const std::string text = data::read_data_nmt((data_dir / "eng-fra" / "test.txt").string());
-  data::ParallelTokens tokens = data::tokenize_nmt(data::preprocess_nmt(text));
+  const std::string file = (data_dir / "eng-fra" / "test.txt").string();
+  const std::string text = data::read_data_nmt(file);  // its errors name the file
+  data::ParallelTokens tokens;
+  try {
+    tokens = data::tokenize_nmt(data::preprocess_nmt(text));
+  } catch (const Error& e) {
+    fail("load_test_pairs: '{}': {}", file, e.what());  // say which file the line is in
+  }
+  // Checked here, before any training: the BLEU at the end needs at least one pair.
+  if (tokens.source.empty())
+    fail("load_test_pairs: '{}' has no sentence pairs (the file is empty or blank): there is nothing to score", file);
   std::vector<TranslationPair> pairs;
   for (size_t i = 0; i < tokens.source.size(); ++i)
     pairs.push_back(
@@ -43,7 +52,7 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
   Progress progress = lesson.progress("epoch", options.epochs);
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
     double loss_sum = 0;
-    int64_t tokens = 0;
+    int64_t tokens = 0, batch = 0;
     for (auto& [X, X_valid_len, Y, Y_valid_len] : loader) {  // (B, T), (B), (B, S), (B)
       const int64_t B = Y.size(0), S = Y.size(1);
       // Teacher forcing: the decoder reads bos, y_1, …, y_{S-1} and predicts y_1, …, y_S.
@@ -66,10 +75,13 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
       } else {
         sum(l).backward();
       }
+      // l[b] = (the cross-entropy summed over b's real tokens) / S: undo the 1/S.
+      const double batch_loss = static_cast<double>(sum(l).item()) * static_cast<double>(S);
+      check_finite_loss(batch_loss, "epoch", epoch + 1, fmt::format(" (batch {})", batch + 1));  // before the step
       optim::clip_grad_norm_(model.parameters(), options.grad_clip);
       optimizer.step();
-      // l[b] = (the cross-entropy summed over b's real tokens) / S: undo the 1/S.
-      loss_sum += static_cast<double>(sum(l).item()) * static_cast<double>(S);
+      ++batch;
+      loss_sum += batch_loss;
       for (int64_t b = 0; b < B; ++b) tokens += Y_valid_len.data()[b];
     }
     losses.push_back(loss_sum / static_cast<double>(tokens));

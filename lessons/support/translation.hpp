@@ -35,7 +35,9 @@ data::NMTData load_translation_data(const std::filesystem::path& data_dir, int64
 struct TranslationPair {
   std::string source, target;
 };
-// The held-out pairs of <data>/eng-fra/test.txt, in file order.
+// The held-out pairs of <data>/eng-fra/test.txt, in file order. A file that
+// cannot be read, a malformed line or a file with no pairs is a qkv::Error
+// naming the file: a lesson calls this before it trains.
 std::vector<TranslationPair> load_test_pairs(const std::filesystem::path& data_dir);
 
 struct TrainOptions {
@@ -61,6 +63,8 @@ struct TrainOptions {
 // summed over the real tokens (eos included, padding not) divided by their
 // number. (d2l prints the same sum divided by num_steps once more, because
 // its l is a mean over the S steps.)
+// Training stops with a qkv::Error at the first batch whose loss is NaN or
+// infinite (check_finite_loss), before that batch's step.
 // The model is left in training mode.
 std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData& nmt, const TrainOptions& options,
                                   Generator& gen, Lesson& lesson);

@@ -10,12 +10,15 @@
 #include <qkv/core/error.hpp>
 #include <qkv/viz/graph.hpp>
 
+#include <fcntl.h>  // O_RDONLY, O_CLOEXEC
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -56,6 +59,49 @@ std::string find_on_path(std::string_view program) {
     if (colon == std::string_view::npos) return "";
     folders.remove_prefix(colon + 1);
   }
+}
+
+// `dot -Tsvg` run on the file `in`: the SVG it prints.
+// NOTE: no file name is given to dot at all. The .dot file is its standard
+// input and the SVG comes back on its standard output, so no name (a stem
+// "-V" or "-Tpng") can be read as an option, and the SVG is then written by
+// the same atomic save as every picture. dot is run directly, without a shell.
+std::string render_svg(const std::string& dot, const std::filesystem::path& in, const char* op) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) fail("{}: cannot make a pipe for {}: {}", op, dot, std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  std::string program = dot, format = "-Tsvg";
+  std::vector<char*> argv{program.data(), format.data(), nullptr};
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, dot.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (spawned != 0) {
+    ::close(out[0]);
+    fail("{}: cannot run {} to render '{}': {}", op, dot, in.string(), std::strerror(spawned));
+  }
+  std::string svg;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(out[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    svg.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) fail("{}: lost the dot process rendering '{}'", op, in.string());
+  const std::string command = fmt::format("`{} -Tsvg < '{}'`", dot, in.string());
+  if (!WIFEXITED(status)) fail("{}: {} was killed (signal {})", op, command, WTERMSIG(status));
+  if (WEXITSTATUS(status) != 0) fail("{}: {} failed (exit status {})", op, command, WEXITSTATUS(status));
+  if (svg.find("<svg") == std::string::npos)
+    fail("{}: {} exited 0 but printed no SVG ({} bytes{})", op, command, svg.size(),
+         svg.empty() ? "" : fmt::format(", starting '{}'", svg.substr(0, 40)));
+  return svg;
 }
 
 }  // namespace
@@ -128,18 +174,7 @@ GraphFiles save_graph(const std::filesystem::path& stem, const Tensor& root) {
   if (dot.empty()) return files;  // no Graphviz: the .dot file is all there is
   std::filesystem::path svg = stem;
   svg += ".svg";
-  // Run dot directly, without a shell, so no path needs quoting.
-  std::string in = files.dot.string(), out = svg.string();
-  std::vector<char*> argv{dot.data(), const_cast<char*>("-Tsvg"), in.data(), const_cast<char*>("-o"), out.data(),
-                          nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, dot.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
-    fail("{}: cannot run {} to render {}", op, dot, in);
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) fail("{}: lost the dot process rendering {}", op, in);
-  if (!WIFEXITED(status)) fail("{}: `dot -Tsvg {} -o {}` was killed (signal {})", op, in, out, WTERMSIG(status));
-  if (WEXITSTATUS(status) != 0)
-    fail("{}: `dot -Tsvg {} -o {}` failed (exit status {})", op, in, out, WEXITSTATUS(status));
+  detail::write_file(svg, render_svg(dot, files.dot, op), op);
   files.svg = svg;
   return files;
 }

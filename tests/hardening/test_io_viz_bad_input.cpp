@@ -13,6 +13,8 @@
 #include <qkv/qkv.hpp>
 #include <qkv/viz.hpp>
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -21,6 +23,7 @@
 
 #include "hardening/bad_input.hpp"
 #include "io/io_test_util.hpp"
+#include "viz/viz_test_util.hpp"
 
 using namespace qkv;
 using qkv::test::BadInput;
@@ -34,6 +37,9 @@ TEST_CASE("hardening/io: file names that are no file, and files that are not saf
   test::write_bytes(dir / "text.safetensors", "hello, this is text and not a safetensors file");
   io::save_safetensors(dir / "w.safetensors", {{"weight", ones({2, 3})}});
   test::write_bytes(dir / "empty", "");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  std::filesystem::create_symlink("/dev/null", dir / "null_link");
+  std::filesystem::create_symlink("loop", dir / "loop");
 
   check_bad_inputs({
       {"save_safetensors: an empty path",
@@ -50,14 +56,34 @@ TEST_CASE("hardening/io: file names that are no file, and files that are not saf
        [=] {
          io::save_safetensors(folder, {{"w", ones({1})}});
        },
-       "cannot rename '" + folder.string() + "." + std::to_string(getpid()) + "-0.tmp' to '" + folder.string() +
-           "': Is a directory"},
+       "save_safetensors: '" + folder.string() + "': '" + folder.string() +
+           "' is a folder, not a regular file: nothing was written"},
       {"save_safetensors: inside a file",
        [=] {
          io::save_safetensors(folder / "plain.txt" / "w", {{"w", ones({1})}});
        },
-       "cannot create a temporary file beside it ('" + (folder / "plain.txt" / "w").string() + "." +
-           std::to_string(getpid()) + "-0.tmp'): Not a directory"},
+       "cannot look at '" + (folder / "plain.txt" / "w").string() + "': Not a directory"},
+      {"save_safetensors: in a folder that does not exist",
+       [=] {
+         io::save_safetensors(folder / "missing" / "w", {{"w", ones({1})}});
+       },
+       "cannot open the folder '" + (folder / "missing").string() + "': No such file or directory"},
+      {"save_safetensors: over a FIFO",
+       [=] {
+         io::save_safetensors(folder / "fifo", {{"w", ones({1})}});
+       },
+       fmt::format("'{}' is a FIFO (named pipe), not a regular file: nothing was written", (folder / "fifo").string())},
+      {"save_safetensors: over a device (through a link)",
+       [=] {
+         io::save_safetensors(folder / "null_link", {{"w", ones({1})}});
+       },
+       fmt::format("save_safetensors: '{}': '/dev/null' is a character device, not a regular file",
+                   (folder / "null_link").string())},
+      {"save_safetensors: a loop of links",
+       [=] {
+         io::save_safetensors(folder / "loop", {{"w", ones({1})}});
+       },
+       "more than 40 symbolic links in a row from '" + (folder / "loop").string() + "' (a loop?)"},
       {"load_safetensors: an empty path", [] { io::load_safetensors(""); },
        "load_safetensors: '': cannot open: No such file or directory"},
       {"load_safetensors: a folder", [=] { io::load_safetensors(folder); }, "is a directory"},
@@ -148,6 +174,9 @@ TEST_CASE("hardening/data: Vocab, bleu, truncate_pad, the NMT arrays and rows by
 
 TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
   test::TempDir dir("hardening_viz");
+  std::filesystem::create_directories(dir / "bin");
+  test::write_bytes(dir / "bin/dot", "#!/bin/sh\nexit 0\n");  // a Graphviz that draws nothing
+  std::filesystem::permissions(dir / "bin/dot", std::filesystem::perms::owner_all);
   const auto svg = dir / "picture.svg", stem = dir / "graph";
   viz::HeatmapOptions reversed;
   reversed.vmin = 1;
@@ -245,6 +274,12 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
        "width and height must be at least 2"},
       {"graph_dot: undefined", [] { viz::graph_dot(Tensor()); }, "graph_dot: undefined tensor"},
       {"save_graph: undefined", [=] { viz::save_graph(stem, Tensor()); }, "save_graph: undefined tensor"},
+      {"save_graph: a dot that prints no SVG",
+       [=] {
+         test::ScopedEnv path("PATH", (dir / "bin").string());
+         viz::save_graph(stem, sum(ones({2}).requires_grad_()));
+       },
+       "exited 0 but printed no SVG (0 bytes)"},
   });
   CHECK_FALSE(std::filesystem::exists(svg));
 }

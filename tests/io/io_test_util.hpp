@@ -59,6 +59,7 @@ inline std::string zero_floats(size_t n) { return std::string(4 * n, '\0'); }
 // What a child process said and how it ended.
 struct ChildResult {
   int exit_code = -1;  // -1 unless it exited normally
+  int signal = 0;      // the signal that ended it, if one did
   std::string output;  // what it wrote to `out`
 };
 
@@ -98,6 +99,7 @@ inline ChildResult run_in_child(const std::function<int(std::string& out)>& body
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;
 }
 

@@ -1,8 +1,10 @@
 // io::save_safetensors writes through a fresh temporary file renamed into
-// place: nothing already on the disk is written through (a symlink, a
-// stranger's "<path>.tmp"), two processes saving to one path never mix their
-// bytes, a reader sees a whole old or new file, and a save that cannot finish
-// (a read-only folder, a full disk) says why and leaves the old file.
+// place: nothing already on the disk is written through (a symlink or a
+// stranger's file at a temporary's name), two processes saving to one path
+// never mix their bytes, a reader sees a whole old or new file, and a save
+// that cannot finish (a read-only folder, a full disk, a file size limit)
+// says why, or is ended by SIGXFSZ, and leaves the old file and no temporary.
+// What a save does with what is at the path itself: test_save_targets.cpp.
 #include <doctest/doctest.h>
 
 #include <qkv/io/safetensors.hpp>
@@ -78,13 +80,6 @@ TEST_CASE("io/safetensors: saving never writes through an existing file or symli
           (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
            std::filesystem::perms::group_read | std::filesystem::perms::others_read));
   }
-  SUBCASE("a symlink at the path itself is replaced, not written through (as rename does)") {
-    std::filesystem::create_symlink(victim, path);
-    io::save_safetensors(path, filled(4.0f));
-    CHECK_FALSE(std::filesystem::is_symlink(path));
-    CHECK(file_value(path) == 4.0f);
-    CHECK(test::read_bytes(victim) == "a user's file");
-  }
 }
 
 TEST_CASE("io/safetensors: a folder that may be written but not read: the save succeeds") {
@@ -93,6 +88,7 @@ TEST_CASE("io/safetensors: a folder that may be written but not read: the save s
   test::TempDir dir("atomic_save_write_only");
   auto path = dir / "w.safetensors";
   io::save_safetensors(path, filled(1.0f));
+  if (geteuid() == 0) REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);  // the child's, so it may replace it
   using std::filesystem::perms;
   std::filesystem::permissions(dir.path, perms::owner_all | perms::others_write | perms::others_exec);
   test::ChildResult child = test::run_in_child([&](std::string& out) {
@@ -173,6 +169,8 @@ TEST_CASE("io/safetensors: a save that cannot finish says why and leaves the old
   const std::string before = test::read_bytes(path);
 
   SUBCASE("a read-only folder") {
+    if (geteuid() == 0)
+      REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);  // the file the child's: only the folder says no
     std::filesystem::permissions(dir.path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec |
                                                std::filesystem::perms::group_read | std::filesystem::perms::group_exec |
                                                std::filesystem::perms::others_read |
@@ -220,6 +218,21 @@ TEST_CASE("io/safetensors: a save that cannot finish says why and leaves the old
     CHECK(child.exit_code == 0);
     CHECK(child.output.find(fmt::format("save_safetensors: '{}': writing '{}.", path.string(), path.string())) == 0);
     CHECK(child.output.find(".tmp' failed: File too large") != std::string::npos);
+  }
+  SUBCASE("the file size limit with SIGXFSZ as it comes (it ends the process): the temporary is removed first") {
+    test::ChildResult child = test::run_in_child([&](std::string& out) {
+      std::signal(SIGXFSZ, SIG_DFL);
+      rlimit no_core{0, 0}, limit{4096, 4096};
+      if (setrlimit(RLIMIT_CORE, &no_core) != 0 || setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+        out = "setrlimit failed";
+        return 2;
+      }
+      io::save_safetensors(path, {{"big", zeros({10000})}});
+      out = "the save returned";
+      return 3;
+    });
+    CAPTURE(child.output);
+    CHECK(child.signal == SIGXFSZ);  // the process asked for the default: the signal still ends it
   }
   CHECK(test::read_bytes(path) == before);
   CHECK(test::list_dir(dir.path) == std::vector<std::string>{"w.safetensors"});

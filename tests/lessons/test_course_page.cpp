@@ -96,10 +96,19 @@ TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, 
   write_text(out / std::string(three.program) / "results.json", R"({"lesson": 3, "pictures": []})");
   write_text(out / std::string(three.program) / "transcript.txt", "Lesson 03 from before\n");
   // Lesson 04: neither run nor any output. Lessons not written: planned.
+  // Lesson 05 did not finish when it last ran: its folder is marked, beside an older run's results.
+  const auto& five = lesson(5);
+  write_text(out / std::string(five.program) / "unfinished.txt", "05_attention_rules failed:\nerror: <boom> & more\n");
+  write_text(out / std::string(five.program) / "results.json", R"({"lesson": 5, "pictures": []})");
+  // Lesson 06 ran in this run with status 0, yet its folder is marked unfinished: failed all the same.
+  const auto& six = lesson(6);
+  write_text(out / std::string(six.program) / "unfinished.txt", "06_attn_module ended without finishing\n");
 
   fs::path file = qkv::lesson::write_course_page(
       out, sources,
-      {{1, true, ""}, {2, false, "exit status 1\nerror: softmax: dim 3 out of range for <2, 3> & so on"}});
+      {{1, true, ""},
+       {2, false, "exit status 1\nerror: softmax: dim 3 out of range for <2, 3> & so on"},
+       {6, true, ""}});
   CHECK(file == out / "index.html");
   Page page(file);
   INFO(page.parsed.description());
@@ -124,12 +133,25 @@ TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, 
   CHECK(text_of(page.by_id("contents-02")).find("failed") != std::string::npos);
   CHECK(text_of(page.by_id("contents-03")).find("earlier run") != std::string::npos);
   CHECK(text_of(page.by_id("contents-04")).find("not run yet") != std::string::npos);
+  CHECK(text_of(page.by_id("contents-05")).find("failed (an earlier run)") != std::string::npos);
+  CHECK(text_of(page.by_id("contents-06")).find("failed") != std::string::npos);
+  CHECK(text_of(page.by_id("contents-06")).find("earlier") == std::string::npos);
 
-  // Sections for 01, 02, 03 only.
+  // Sections for 01, 02, 03, 05, 06 only.
   CHECK(page.by_id("lesson-01"));
   CHECK(page.by_id("lesson-02"));
   CHECK(page.by_id("lesson-03"));
   CHECK(!page.by_id("lesson-04"));
+  for (const char* id : {"lesson-05", "lesson-06"}) {
+    CAPTURE(id);
+    pugi::xml_node l = page.by_id(id);
+    REQUIRE(l);
+    CHECK(std::string(l.attribute("class").value()).find("failed") != std::string::npos);
+    CHECK(l.select_node(".//pre[@class='error']"));
+  }
+  CHECK(text_of(page.by_id("lesson-05").select_node(".//pre[@class='error']").node()) ==
+        "05_attention_rules failed:\nerror: <boom> & more\n");
+  CHECK(text_of(page.by_id("lesson-05")).find("did not finish when it last ran") != std::string::npos);
   CHECK(!page.by_id("lesson-08"));
 
   // Lesson 01: the transcript comes back byte for byte (the escaping undone by the parser).

@@ -1,6 +1,10 @@
 // The lessons' support library: flags, transcript, results.json, progress.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "course_page.hpp"
 #include "lesson.hpp"
 #include "run_lesson.hpp"
 
@@ -19,7 +23,25 @@ std::string contents(std::FILE* file) {
   return text;
 }
 
+// The names in `folder`, sorted.
+std::vector<std::string> names_in(const std::filesystem::path& folder) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace
+
+TEST_CASE("lesson support/check_finite_loss stops training at a NaN or an infinity") {
+  CHECK_NOTHROW(lesson::check_finite_loss(0.5, "epoch", 3));
+  CHECK_NOTHROW(lesson::check_finite_loss(1e300, "epoch", 3));
+  CHECK_THROWS_WITH_AS(lesson::check_finite_loss(std::nan(""), "epoch", 3, " (batch 7)"),
+                       doctest::Contains("training stopped at epoch 3 (batch 7): the loss is nan, not a finite number"),
+                       Error);
+  CHECK_THROWS_WITH_AS(lesson::check_finite_loss(-INFINITY, "step", 1),
+                       doctest::Contains("training stopped at step 1: the loss is -inf"), Error);
+}
 
 TEST_CASE("lesson support/strip_escape_codes keeps the text and drops colour codes") {
   CHECK(lesson::strip_escape_codes("plain") == "plain");
@@ -123,7 +145,10 @@ TEST_CASE("lesson support/flags, transcript and results.json") {
   l.result("mse", 0.25);
   l.result("t", tensor({1, 2, 3, 4, 5, 6}, {2, 3}));
   CHECK(l.picture("p.svg", "a picture") == dir.path / "out" / "p.svg");
+  CHECK(std::filesystem::exists(dir.path / "out" / "unfinished.txt"));  // until finish()
   CHECK(l.finish("done") == 0);
+  CHECK_FALSE(std::filesystem::exists(dir.path / "out" / "unfinished.txt"));
+  CHECK(names_in(dir.path / "out") == std::vector<std::string>{"results.json", "transcript.txt"});
 
   std::string transcript = read_text(dir.path / "out" / "transcript.txt");
   CHECK(transcript.find("Lesson 01") != std::string::npos);
@@ -179,9 +204,66 @@ TEST_CASE("lesson support/--color always colours the terminal, never the transcr
 TEST_CASE("lesson support/an error ends a lesson with its message and exit status 1") {
   TempDir dir("lesson_error");
   qkv::lesson_test::Run r = qkv::lesson_test::run_program(
-      "03_parametric_pooling", fmt::format("--epochs 0 --out '{}'", (dir.path / "out").string()), dir.path);
+      "08_seq2seq_attention",
+      fmt::format("--data '{}' --out '{}'", (dir.path / "nowhere").string(), (dir.path / "out").string()), dir.path);
   CHECK(r.status == 1);
-  CHECK(r.output.find("error: 03_parametric_pooling: --epochs must be at least 1, got 0") != std::string::npos);
+  CHECK(r.output.find(fmt::format("error: read_data_nmt: cannot open '{}'",
+                                  (dir.path / "nowhere" / "eng-fra" / "train.txt").string())) != std::string::npos);
+}
+
+TEST_CASE("lesson support/a run completes its folder or leaves it marked unfinished, never an old results.json") {
+  TempDir dir("lesson_unfinished");
+  const std::filesystem::path course = dir.path / "course", out = course / "01_average_pooling";
+  const auto run = [&](const std::string& args, const std::string& env = "",
+                       const std::string& program = "01_average_pooling") {
+    return qkv::lesson_test::run_program(
+        program, fmt::format("{} --color never --out '{}'", args, (course / program).string()), dir.path, env);
+  };
+  const auto page = [&] {
+    std::filesystem::create_directories(dir.path / "no_sources");
+    return read_text(lesson::write_course_page(course, dir.path / "no_sources", {}));
+  };
+  // A run that finishes: results.json, and no mark.
+  REQUIRE(run("").status == 0);
+  const std::string results = read_text(out / "results.json");
+  CHECK_FALSE(std::filesystem::exists(out / "unfinished.txt"));
+  CHECK(page().find("<td class=\"state-finished\">from an earlier run</td>") != std::string::npos);
+
+  SUBCASE("a run refused for its flags does not touch the folder") {
+    CHECK(run("--seed ''").status != 0);
+    CHECK(read_text(out / "results.json") == results);
+    CHECK_FALSE(std::filesystem::exists(out / "unfinished.txt"));
+  }
+  SUBCASE("a run that fails: the old results are gone, the folder says why, the course page says failed") {
+    qkv::lesson_test::Run r = run("--n-train 9223372036854775807");
+    CHECK(r.status == 1);
+    CHECK_FALSE(std::filesystem::exists(out / "results.json"));
+    const std::string mark = read_text(out / "unfinished.txt");
+    CHECK(mark.find("01_average_pooling failed:\nerror: a size too large to allocate") == 0);
+    CHECK(mark.find("--n-train 9223372036854775807") != std::string::npos);
+    const std::string transcript = read_text(out / "transcript.txt");  // this run's, cut short
+    CHECK(transcript.find("Lesson 01") == 0);
+    CHECK(transcript.find("== Summary ==") == std::string::npos);
+    const std::string html = page();
+    CHECK(html.find("<td class=\"state-failed\">failed (an earlier run)</td>") != std::string::npos);
+    CHECK(html.find("a size too large to allocate") != std::string::npos);
+    // The next run that finishes clears the mark.
+    REQUIRE(run("").status == 0);
+    CHECK_FALSE(std::filesystem::exists(out / "unfinished.txt"));
+    CHECK(std::filesystem::exists(out / "results.json"));
+  }
+  SUBCASE("a run killed on the way: the mark it wrote at the start stays") {
+    // Lesson 08 trains for longer than the second it is given.
+    const std::filesystem::path out08 = course / "08_seq2seq_attention";
+    qkv::lesson_test::Run r = run("", "timeout -s KILL 1", "08_seq2seq_attention");
+    CHECK(r.status != 0);
+    CHECK_FALSE(std::filesystem::exists(out08 / "results.json"));
+    CHECK(read_text(out08 / "unfinished.txt").find("has not finished: it is still running, or it was stopped") !=
+          std::string::npos);
+    const std::string html = page();
+    CHECK(html.find("<tr id=\"contents-08\">") != std::string::npos);
+    CHECK(html.find("08_seq2seq_attention started at") != std::string::npos);
+  }
 }
 
 TEST_CASE("lesson support/--data defaults to the repository's data/ folder") {

@@ -188,3 +188,37 @@ TEST_CASE("lesson support/translation_report: d2l's sentences and the held-out p
       std::string::npos);
   for (int i = 0; i < 4; ++i) CHECK(std::filesystem::exists(dir.path / "out" / fmt::format("attention_{}.svg", i)));
 }
+
+TEST_CASE("lesson support/translation: load_test_pairs names test.txt in every error, and refuses an empty one") {
+  TempDir dir("translation_test_txt");
+  write_corpus(dir.path);
+  const std::string file = (dir.path / "eng-fra" / "test.txt").string();
+  for (const std::string& text : {std::string(""), std::string("\n \n")}) {
+    std::ofstream(file, std::ios::trunc) << text;
+    CHECK_THROWS_WITH_AS(lesson::load_test_pairs(dir.path),
+                         doctest::Contains(fmt::format("load_test_pairs: '{}' has no sentence pairs", file).c_str()),
+                         Error);
+  }
+  std::ofstream(file, std::ios::trunc) << "Go.\tVa !\nGo. Va !\n";
+  CHECK_THROWS_WITH_AS(
+      lesson::load_test_pairs(dir.path),
+      doctest::Contains(fmt::format("load_test_pairs: '{}': tokenize_nmt: line 2 has no tab", file).c_str()), Error);
+  std::filesystem::remove(file);
+  CHECK_THROWS_WITH_AS(lesson::load_test_pairs(dir.path),
+                       doctest::Contains(fmt::format("cannot open '{}'", file).c_str()), Error);
+}
+
+TEST_CASE("lesson support/translation: train_seq2seq stops at the first batch whose loss is not finite") {
+  TempDir dir("translation_nan");
+  write_corpus(dir.path);
+  data::NMTData nmt = lesson::load_translation_data(dir.path, 6);
+  Generator gen(0);
+  auto model = make_model(nmt, gen);
+  TestLesson l(dir.path);
+  // train_seq2seq re-initialises the weight matrices but not the embeddings: a NaN
+  // there makes the first batch's loss NaN.
+  for (auto& [name, p] : model->named_parameters())
+    if (name.find("embedding") != std::string::npos) std::fill(p.data(), p.data() + p.numel(), std::nanf(""));
+  CHECK_THROWS_WITH_AS(lesson::train_seq2seq(*model, nmt, {.epochs = 3, .lr = 0.01f, .batch_size = 2}, gen, *l.lesson),
+                       doctest::Contains("training stopped at epoch 1 (batch 1): the loss is nan"), Error);
+}

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/io_test_util.hpp"
 #include "viz/viz_test_util.hpp"
 
 using namespace qkv;
@@ -104,9 +105,23 @@ TEST_CASE("viz/save_graph with and without Graphviz") {
     test::write_bytes(dir / "bin/dot", "#!/bin/sh\nexit 3\n");
     std::filesystem::permissions(dir / "bin/dot", std::filesystem::perms::owner_all);
     test::ScopedEnv path("PATH", (dir / "bin").string());
-    CHECK_THROWS_WITH_AS(save_graph(dir / "graph", loss), doctest::Contains("save_graph: `dot -Tsvg"), Error);
-    CHECK_THROWS_WITH_AS(save_graph(dir / "graph", loss), doctest::Contains("failed (exit status 3)"), Error);
+    CHECK_THROWS_WITH_AS(save_graph(dir / "graph", loss),
+                         doctest::Contains(fmt::format("save_graph: `{} -Tsvg < '{}'` failed (exit status 3)",
+                                                       (dir / "bin/dot").string(), (dir / "graph.dot").string())
+                                               .c_str()),
+                         Error);
     CHECK(std::filesystem::exists(dir / "graph.dot"));
+    CHECK_FALSE(std::filesystem::exists(dir / "graph.svg"));
+  }
+  SUBCASE("a dot that exits 0 but prints no SVG is an Error, and no SVG file is left") {
+    std::filesystem::create_directories(dir / "bin");
+    test::write_bytes(dir / "bin/dot", "#!/bin/sh\nexit 0\n");
+    std::filesystem::permissions(dir / "bin/dot", std::filesystem::perms::owner_all);
+    test::ScopedEnv path("PATH", (dir / "bin").string());
+    CHECK_THROWS_WITH_AS(save_graph(dir / "graph", loss), doctest::Contains("exited 0 but printed no SVG (0 bytes)"),
+                         Error);
+    CHECK(std::filesystem::exists(dir / "graph.dot"));
+    CHECK_FALSE(std::filesystem::exists(dir / "graph.svg"));
   }
   SUBCASE("without dot only the .dot file is written") {
     test::ScopedEnv path("PATH", (dir / "empty").string());  // a folder with no dot in it
@@ -114,5 +129,56 @@ TEST_CASE("viz/save_graph with and without Graphviz") {
     CHECK(files.svg.empty());
     CHECK(std::filesystem::exists(dir / "graph.dot"));
     CHECK_FALSE(std::filesystem::exists(dir / "graph.svg"));
+  }
+}
+
+// A stand-in for Graphviz's dot that reads its arguments as dot does: "-V…"
+// prints the version and exits 0, "-T<format>" other than svg fails, "-o"
+// names the output, any other "-…" is an unknown option, the rest are input
+// files (none: standard input). It draws a one-line SVG that counts the edges.
+constexpr const char* kFakeDot = R"sh(#!/bin/sh
+PATH=/usr/bin:/bin
+out=""; input=""; format=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -V*) echo "dot - graphviz version 2.42.2 (a stand-in)" >&2; exit 0 ;;
+    -T*) format="${1#-T}" ;;
+    -o) shift; out="$1" ;;
+    -o*) out="${1#-o}" ;;
+    -*) echo "dot: unknown option $1" >&2; exit 1 ;;
+    *) input="$1" ;;
+  esac
+  shift
+done
+[ "$format" = svg ] || { echo "dot: format '$format' not recognized" >&2; exit 1; }
+if [ -n "$input" ]; then text=$(cat -- "$input") || exit 2; else text=$(cat); fi
+edges=$(printf '%s\n' "$text" | grep -c -- '->')
+svg="<svg xmlns=\"http://www.w3.org/2000/svg\"><text>$edges edges</text></svg>"
+if [ -n "$out" ]; then printf '%s\n' "$svg" > "$out"; else printf '%s\n' "$svg"; fi
+)sh";
+
+TEST_CASE("viz/save_graph: no stem is read by dot as an option, and the SVG is checked") {
+  test::TempDir dir("viz_graph_stems");
+  std::filesystem::create_directories(dir / "bin");
+  test::write_bytes(dir / "bin/dot", kFakeDot);
+  std::filesystem::permissions(dir / "bin/dot", std::filesystem::perms::owner_all);
+  Tensor a = ones({2}).requires_grad_();
+  Tensor loss = sum(exp(a) * a);
+  const int64_t edges = count_lines(graph_dot(loss), "->");
+  // Stems relative to the working folder, as a lesson's "--out ." makes them: run in a child that moves there.
+  for (const std::string stem : {"-V", "-Tpng", "-o", "graph"}) {
+    CAPTURE(stem);
+    test::ChildResult child = test::run_in_child([&](std::string& out) {
+      if (chdir(dir.path.c_str()) != 0) return 2;
+      test::ScopedEnv path("PATH", (dir / "bin").string());
+      GraphFiles files = save_graph(stem, loss);
+      out = files.svg.string();
+      return 0;
+    });
+    CHECK(child.exit_code == 0);
+    CHECK(child.output == stem + ".svg");
+    CHECK(test::read_bytes(dir / (stem + ".dot")) == graph_dot(loss));
+    CHECK(test::read_bytes(dir / (stem + ".svg")) ==
+          fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\"><text>{} edges</text></svg>\n", edges));
   }
 }

@@ -22,7 +22,11 @@ struct GraphFiles {
   std::filesystem::path dot{}, svg{};  // svg empty when Graphviz's `dot` is not on the PATH
 };
 
-// Writes stem.dot, and stem.svg via `dot -Tsvg` if available.
+// Writes stem.dot, and stem.svg via `dot -Tsvg` if available. dot is given no
+// file name (it reads stem.dot on its standard input and prints the SVG), so
+// any stem is safe, "-V" too; the SVG is written as every picture is (a fresh
+// file renamed into place). A dot that fails, is killed or prints no SVG is a
+// qkv::Error naming the command; stem.dot is written either way.
 GraphFiles save_graph(const std::filesystem::path& stem, const Tensor& root);
 
 }  // namespace qkv::viz

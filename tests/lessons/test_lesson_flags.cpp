@@ -1,0 +1,177 @@
+// The lesson programs given bad input, run as a learner runs them: flags
+// that are empty, not numbers, out of range or not finite; sizes too large to
+// allocate; a broken eng-fra/test.txt; a learning rate that makes the loss
+// blow up. Each must end with a non-zero status and a message naming what
+// was wrong (the flag, the file), and never leave results.json behind.
+#include <doctest/doctest.h>
+
+#include "run_lesson.hpp"
+
+using qkv::lesson_test::read_text;
+using qkv::lesson_test::run_program;
+using qkv::lesson_test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Refused {
+  std::string program, args, message;
+};
+
+// `program args --out <dir>/out`: a run of a lesson into a fresh folder.
+qkv::lesson_test::Run run_into(const TempDir& dir, const std::string& program, const std::string& args) {
+  return run_program(program, fmt::format("{} --color never --out '{}'", args, (dir.path / "out").string()), dir.path);
+}
+
+// A data folder holding the repository's eng-fra/train.txt and `test` as eng-fra/test.txt.
+void write_data(const fs::path& data, const std::string& test) {
+  fs::create_directories(data / "eng-fra");
+  fs::copy_file(fs::path(QKV_DATA_DIR) / "eng-fra" / "train.txt", data / "eng-fra" / "train.txt");
+  std::ofstream(data / "eng-fra" / "test.txt", std::ios::binary) << test;
+}
+
+}  // namespace
+
+TEST_CASE("lesson flags/bad values are refused with the flag's name, before the folder is touched") {
+  const std::vector<Refused> rows = {
+      {"01_average_pooling", "--seed ''", "--seed: '' is not a whole number"},
+      {"01_average_pooling", "--seed 18446744073709551616",
+       "--seed: 18446744073709551616 is too large: it must be at most 18446744073709551615"},
+      {"01_average_pooling", "--seed -9223372036854775809",
+       "--seed: -9223372036854775809 is too small: it must be at least 0"},
+      {"01_average_pooling", "--seed -1", "--seed: -1 is too small: it must be at least 0"},
+      {"01_average_pooling", "--seed 0x10", "--seed: '0x10' is not a whole number"},
+      {"01_average_pooling", "--n-train ''", "--n-train: '' is not a whole number"},
+      {"01_average_pooling", "--n-train 0", "--n-train: 0 is too small: it must be at least 1"},
+      {"01_average_pooling", "--n-train -3", "--n-train: -3 is too small: it must be at least 1"},
+      {"01_average_pooling", "--n-train 9223372036854775808",
+       "--n-train: 9223372036854775808 is too large: it must be at most 9223372036854775807"},
+      {"01_average_pooling", "--n-train 1e11", "--n-train: '1e11' is not a whole number"},
+      {"10_positional_encoding", "--reps 0", "--reps: 0 is too small: it must be at least 1"},
+      {"10_positional_encoding", "--reps -3", "--reps: -3 is too small: it must be at least 1"},
+      {"03_parametric_pooling", "--epochs 0", "--epochs: 0 is too small: it must be at least 1"},
+      {"03_parametric_pooling", "--lr inf", "--lr: inf is not a finite number"},
+      {"03_parametric_pooling", "--lr nan", "--lr: nan is not a finite number"},
+      {"03_parametric_pooling", "--lr ''", "--lr: '' is not a number"},
+      {"03_parametric_pooling", "--lr 0.1x", "--lr: '0.1x' is not a number"},
+      {"03_parametric_pooling", "--lr 1e39", "--lr: 1e39 is out of a float's range"},
+      {"08_seq2seq_attention", "--lr -inf", "--lr: -inf is not a finite number"},
+      {"08_seq2seq_attention", "--data ''", "--data: an empty path"},
+      {"11_transformer", "--num-steps 99999999999999999999",
+       "--num-steps: 99999999999999999999 is too large: it must be at most 9223372036854775807"},
+  };
+  for (const Refused& row : rows) {
+    CAPTURE(row.program);
+    CAPTURE(row.args);
+    TempDir dir("lesson_flags_refused");
+    qkv::lesson_test::Run r = run_into(dir, row.program, row.args);
+    CAPTURE(r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find(row.message) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path / "out"));  // refused before anything ran
+  }
+  SUBCASE("an empty --out") {
+    TempDir dir("lesson_flags_empty_out");
+    qkv::lesson_test::Run r = run_program("01_average_pooling", "--out ''", dir.path);
+    CHECK(r.status != 0);
+    CHECK(r.output.find("--out: an empty path") != std::string::npos);
+  }
+}
+
+TEST_CASE("lesson flags/the largest seed and a decimal with a leading zero are taken as written") {
+  qkv::lesson_test::LessonRun r("01_average_pooling", "--seed 18446744073709551615 --n-train 010");
+  INFO(r.run.output);
+  REQUIRE(r.run.status == 0);
+  CHECK(r.json.at("seed").get<uint64_t>() == 18446744073709551615u);
+  CHECK(r.results().at("n_train") == 10);  // decimal, not octal 8
+}
+
+TEST_CASE("lesson flags/a size too large to allocate names the flag that asked for it") {
+  SUBCASE("a vector longer than can exist") {
+    TempDir dir("lesson_flags_max_size");
+    qkv::lesson_test::Run r = run_into(dir, "01_average_pooling", "--n-train 9223372036854775807");
+    CAPTURE(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("error: a size too large to allocate") != std::string::npos);
+    CHECK(r.output.find("with the flags --n-train 9223372036854775807: smaller values need less memory") !=
+          std::string::npos);
+  }
+  SUBCASE("a tensor larger than memory can address") {
+    TempDir dir("lesson_flags_num_steps");
+    qkv::lesson_test::Run r = run_into(dir, "08_seq2seq_attention", "--num-steps 1099511627776");
+    CAPTURE(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("with the flags --num-steps 1099511627776") != std::string::npos);
+  }
+}
+
+// The sanitizers reserve far more address space than a 2 GB limit leaves.
+#ifndef QKV_TEST_SANITIZE
+TEST_CASE("lesson flags/memory that runs out names the flag: n-train 3e9 under a 2 GB limit") {
+  TempDir dir("lesson_flags_bad_alloc");
+  qkv::lesson_test::Run r =
+      run_program("03_parametric_pooling",
+                  fmt::format("--n-train 3000000000 --color never --out '{}'", (dir.path / "out").string()), dir.path,
+                  "ulimit -v 2000000;");
+  CAPTURE(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("error: out of memory (std::bad_alloc)") != std::string::npos);
+  CHECK(r.output.find("with the flags --n-train 3000000000: smaller values need less memory") != std::string::npos);
+}
+#endif
+
+TEST_CASE("lesson flags/lessons 08 and 11 check eng-fra/test.txt before they train") {
+  struct Case {
+    std::string test, message;
+  };
+  for (const std::string program : {"08_seq2seq_attention", "11_transformer"}) {
+    for (const Case& c : {Case{"", "' has no sentence pairs (the file is empty or blank): there is nothing to score"},
+                          Case{"\n  \n", "' has no sentence pairs (the file is empty or blank)"},
+                          Case{"Go.\tVa !\nno tab here\n", "': tokenize_nmt: line 2 has no tab"}}) {
+      CAPTURE(program);
+      CAPTURE(c.test);
+      TempDir dir("lesson_flags_test_txt");
+      write_data(dir.path / "data", c.test);
+      qkv::lesson_test::Run r = run_into(dir, program, fmt::format("--data '{}'", (dir.path / "data").string()));
+      CAPTURE(r.output);
+      CHECK(r.status == 1);
+      const std::string file = (dir.path / "data" / "eng-fra" / "test.txt").string();
+      CHECK(r.output.find("error: load_test_pairs: '" + file + c.message) != std::string::npos);
+      CHECK(read_text(dir.path / "out" / "transcript.txt").find("Training") == std::string::npos);  // not reached
+      CHECK_FALSE(fs::exists(dir.path / "out" / "results.json"));
+    }
+    CAPTURE(program);
+    TempDir dir("lesson_flags_no_test_txt");
+    write_data(dir.path / "data", "");
+    fs::remove(dir.path / "data" / "eng-fra" / "test.txt");
+    qkv::lesson_test::Run r = run_into(dir, program, fmt::format("--data '{}'", (dir.path / "data").string()));
+    CHECK(r.status == 1);
+    CHECK(r.output.find("cannot open '" + (dir.path / "data" / "eng-fra" / "test.txt").string() + "'") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("lesson flags/training stops at the first loss that is not finite") {
+  // A learning rate of 1e30 makes the first steps' weights about 1e30, and the
+  // loss overflows to inf or NaN within a few steps in every training lesson.
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"03_parametric_pooling", "--lr 1e30"},
+      {"12_attention_classifier", "--lr 1e30"},
+      {"13_your_own_layer", "--lr 1e30"},
+      {"08_seq2seq_attention", "--lr 1e30 --epochs 1 --embed 8 --hidden 8"},
+      {"11_transformer", "--lr 1e30 --epochs 1 --num-hiddens 8 --heads 2 --ffn 8 --blocks 1"},
+  };
+  for (const auto& [program, args] : runs) {
+    CAPTURE(program);
+    TempDir dir("lesson_flags_nan");
+    qkv::lesson_test::Run r = run_into(dir, program, args);
+    CAPTURE(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("error: training stopped at ") != std::string::npos);
+    CHECK(r.output.find("not a finite number") != std::string::npos);
+    CHECK(r.output.find("\n  with the flags ") != std::string::npos);
+    CHECK(r.output.find("--lr 1e30") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path / "out" / "results.json"));
+    CHECK(read_text(dir.path / "out" / "unfinished.txt").find("error: training stopped at ") != std::string::npos);
+  }
+}
