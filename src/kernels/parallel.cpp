@@ -18,10 +18,17 @@
 // same way; an idle pool still sleeps and costs nothing (the OpenMP
 // runtimes' spin-then-block wait, GOMP_SPINCOUNT's).
 //
+// fork(): the child has only the thread that forked, so the parent's workers
+// do not exist there, and joining them (at exit, in set_num_threads) would
+// wait forever. As OpenMP runtimes and PyTorch do, a pthread_atfork handler
+// makes the fork wait for a running loop to end, and gives the child an
+// empty pool: its first parallel loop starts workers of its own.
+//
 // Left out on purpose: per-thread queues, and work stealing.
 // Measurements: docs/kernel_notes.md.
 #include "kernels/parallel.hpp"
 
+#include <pthread.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -180,6 +187,30 @@ std::mutex pool_mutex;
 std::unique_ptr<ThreadPool> pool;
 std::atomic<int> threads_wanted{0};  // 0: not decided yet (see num_threads)
 
+// --- fork ---------------------------------------------------------------------
+// Before fork() the forking thread takes pool_mutex, so no loop is running
+// (nor the pool being replaced) while the process is copied; the parent then
+// lets go of it. The child lets go of it too (it is the thread that took
+// it), and drops the pool without destroying it: its workers are threads of
+// the parent. Its destructor would join them and never return, and its
+// mutex may be held by a worker that was busy at the fork.
+void lock_before_fork() { pool_mutex.lock(); }
+void unlock_in_parent() { pool_mutex.unlock(); }
+void reset_in_child() {
+  // NOTE: leaked on purpose, and kept reachable so a leak checker does not
+  // report it: a few hundred bytes per fork of a process that had a pool.
+  static auto* const abandoned = new std::vector<ThreadPool*>;
+  if (pool) abandoned->push_back(pool.release());
+  pool_mutex.unlock();
+}
+
+// Installs the handlers once, before the first pool is made (a process that
+// never had a pool has nothing to reset).
+void handle_fork() {
+  static const int installed = pthread_atfork(lock_before_fork, unlock_in_parent, reset_in_child);
+  (void)installed;  // fails only without memory for the handlers: then fork stays as unsafe as before
+}
+
 // QKV_NUM_THREADS if it is a count, else the number of cores. A value that
 // is not a count is ignored with one warning on stderr (as OpenMP treats a
 // bad OMP_NUM_THREADS): the variable is read inside whatever op first goes
@@ -231,6 +262,7 @@ void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* co
     std::unique_lock lock(pool_mutex, std::try_to_lock);
     if (lock.owns_lock()) {
       const int n = threads_wanted.load();
+      handle_fork();
       if (!pool || pool->size() != n) pool = std::make_unique<ThreadPool>(n);
       pool->run(tasks, call, context);
       return;
