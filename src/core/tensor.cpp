@@ -17,8 +17,9 @@ namespace {
 void check_size(size_t values, const Shape& shape, const char* what) {
   for (int64_t d : shape)
     if (d < 0) fail("{}: negative size in shape {}", what, shape);
-  if (static_cast<int64_t>(values) != shape.numel())
-    fail("{}: {} values do not fill shape {} ({} elements)", what, values, shape, shape.numel());
+  const int64_t n = checked_numel(shape, what);
+  if (static_cast<int64_t>(values) != n)
+    fail("{}: {} values do not fill shape {} ({} elements)", what, values, shape, n);
 }
 
 // The most bytes one tensor may ask for: 2⁴⁸ (256 TiB), the virtual address
@@ -45,22 +46,23 @@ constexpr T poison() {
 
 // Uninitialised storage for `shape` from the caching allocator, checked
 // before anything is allocated: no negative size, an element count that
-// fits in int64 (Shape::numel), and at most kMaxBytes. A size within that
+// fits in int64 (checked_numel), and at most kMaxBytes. A size within that
 // which the machine still cannot provide is an Error naming the shape and
-// the bytes, not a std::bad_alloc from deep inside the allocator.
+// the bytes, not a std::bad_alloc from deep inside the allocator. Every
+// message begins with `op`, the op or layer the tensor is for.
 template <class T>
-std::shared_ptr<T> allocate(const Shape& shape) {
+std::shared_ptr<T> allocate(const Shape& shape, const char* op) {
   for (int64_t d : shape)
-    if (d < 0) fail("empty: negative size in shape {}", shape);
-  const auto n = static_cast<uint64_t>(shape.numel());
+    if (d < 0) fail("{}: negative size in shape {}", op, shape);
+  const auto n = static_cast<uint64_t>(checked_numel(shape, op));
   if (n > kMaxBytes / sizeof(T))
-    fail("empty: shape {} has {} elements of {} bytes, more than the {} bytes that can be addressed", shape, n,
+    fail("{}: shape {} has {} elements of {} bytes, more than the {} bytes that can be addressed", op, shape, n,
          sizeof(T), kMaxBytes);
   std::shared_ptr<void> block;
   try {
     block = allocate_block(static_cast<size_t>(n * sizeof(T)));
   } catch (const Error&) {  // allocate_block's out of memory, said again with the shape
-    fail("empty: out of memory allocating shape {} ({} bytes)", shape, n * sizeof(T));
+    fail("{}: out of memory allocating shape {} ({} bytes)", op, shape, n * sizeof(T));
   }
   std::shared_ptr<T> storage = std::static_pointer_cast<T>(std::move(block));
   if (kFillEmpty) std::fill_n(storage.get(), n, poison<T>());
@@ -87,9 +89,9 @@ Tensor::Tensor(std::vector<float> values, Shape shape) {
   impl_->shape = std::move(shape);
 }
 
-Tensor Tensor::empty(Shape shape) {
+Tensor Tensor::empty(Shape shape, const char* op) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = allocate<float>(shape);
+  impl->storage = allocate<float>(shape, op);
   impl->shape = std::move(shape);
   return Tensor(std::move(impl));
 }
@@ -174,9 +176,9 @@ IntTensor::IntTensor(std::vector<int64_t> values, Shape shape) : shape_(std::mov
   data_ = adopt(std::move(values));
 }
 
-IntTensor IntTensor::empty(Shape shape) {
+IntTensor IntTensor::empty(Shape shape, const char* op) {
   IntTensor out;
-  out.data_ = allocate<int64_t>(shape);
+  out.data_ = allocate<int64_t>(shape, op);
   out.shape_ = std::move(shape);
   return out;
 }

@@ -54,7 +54,7 @@ namespace {
 Tensor binary_op(kernels::Binary op, const Tensor& a, const Tensor& b, const char* name) {
   detail::check_input(a, name, "a");
   detail::check_input(b, name, "b");
-  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name));
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name), name);
   if (out.numel() == 0) return out;
   if (a.shape() == b.shape()) {  // no broadcasting (most calls): one row of numel elements
     kernels::binary(op, out.numel(), a.data(), 1, b.data(), 1, out.data());

@@ -40,7 +40,10 @@ class Tensor {
   // (factory.hpp) when the code needs zeros: a block reused from the cache
   // holds whatever the tensor before it left there. In Debug and sanitizer
   // builds every element is NaN, so a read of one never written shows.
-  static Tensor empty(Shape shape);
+  // A shape that cannot be allocated (a negative size, more elements than
+  // int64 counts or bytes than can be addressed, no memory left) is an
+  // Error that begins with `op`: an op or layer gives its own name.
+  static Tensor empty(Shape shape, const char* op = "empty");
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
@@ -176,8 +179,8 @@ class IntTensor {
   IntTensor() = default;
   IntTensor(std::vector<int64_t> values, Shape shape);
   // Elements not set, as Tensor::empty (kEmptyPoison in Debug and sanitizer
-  // builds); zeros_int(shape) (factory.hpp) for zeros.
-  static IntTensor empty(Shape shape);
+  // builds, and `op` in the errors); zeros_int(shape) (factory.hpp) for zeros.
+  static IntTensor empty(Shape shape, const char* op = "empty");
 
   bool defined() const { return data_ != nullptr; }
   const Shape& shape() const;  // an Error on an undefined IntTensor, as every accessor below
