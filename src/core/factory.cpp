@@ -84,26 +84,30 @@ Tensor eye(int64_t n) { return eye(n, n); }
 Tensor eye(int64_t n, int64_t m) {
   if (n < 0 || m < 0) fail("eye: sizes {} and {} must not be negative", n, m);
   Tensor out = filled({n, m}, 0.0f, "eye");
-  for (int64_t i = 0; i < std::min(n, m); ++i) out.data()[i * m + i] = 1;
+  float* values = out.data();
+  for (int64_t i = 0; i < std::min(n, m); ++i) values[i * m + i] = 1;
   return out;
 }
 
 Tensor rand(Shape shape, Generator& gen) {
   Tensor out = Tensor::empty(std::move(shape), "rand");
-  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.uniform();
+  float* values = out.data();
+  for (int64_t i = 0; i < out.numel(); ++i) values[i] = gen.uniform();
   return out;
 }
 
 Tensor randn(Shape shape, Generator& gen) {
   Tensor out = Tensor::empty(std::move(shape), "randn");
-  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.normal();
+  float* values = out.data();
+  for (int64_t i = 0; i < out.numel(); ++i) values[i] = gen.normal();
   return out;
 }
 
 IntTensor randint(int64_t low, int64_t high, Shape shape, Generator& gen) {
   if (high <= low) fail("randint: empty range [{}, {})", low, high);
   IntTensor out = IntTensor::empty(std::move(shape), "randint");
-  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.randint(low, high);
+  int64_t* values = out.data();
+  for (int64_t i = 0; i < out.numel(); ++i) values[i] = gen.randint(low, high);
   return out;
 }
 

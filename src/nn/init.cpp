@@ -19,9 +19,9 @@ void check_defined(const Tensor& w, const char* op) {
 }
 
 // NOTE: the initialisers write in place. Into an op's result, they would
-// change numbers its graph's backward may read (PyTorch catches that later,
-// at backward, with its version counters; qkv has none), so they take only
-// leaves: parameters and plain tensors.
+// change numbers its graph's backward may read, so they take only leaves:
+// parameters and plain tensors. (Into a parameter a graph has saved, the
+// write is caught later, at backward, by the storage's version: autograd.hpp.)
 void check_writable(const Tensor& w, const char* op) {
   check_defined(w, op);
   if (!w.is_leaf())

@@ -130,7 +130,7 @@ Tensor where(const IntTensor& mask, const Tensor& a, const Tensor& b) {
   });
   // NOTE: picking with where, not multiplying by the mask: dout · 0 would
   // turn an infinite or NaN gradient of the other branch into NaN.
-  record(out, "WhereBackward", {a, b},
+  record(out, "WhereBackward", {a, b}, /*saved=*/{mask},
          [mask, da = detail::OperandGrad(a, out),
           db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
            return {da.needed() ? da.of(where(mask, dout, 0.0f)) : Tensor(),

@@ -145,21 +145,22 @@ Tensor matmul_folded(const Tensor& a, const Tensor& b, bool trans_b) {
   dims.back() = N;
   Tensor out = product_output(Shape(dims), K, "matmul");
   gemm(false, trans_b, R, N, K, a.data(), b.data(), out.data());  // (R, K)·op(b)
-  record(out, "MatmulBackward", {a, b}, [a, b, trans_b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
-    Tensor da, db;
-    if (a.requires_grad()) {
-      da = product_output(a.shape(), N, "matmul");
-      gemm(false, !trans_b, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·op(b)ᵀ
-    }
-    if (b.requires_grad()) {
-      db = product_output(b.shape(), R, "matmul");
-      if (trans_b)
-        gemm(true, false, N, K, R, dout.data(), a.data(), db.data());  // (R, N)ᵀ·(R, K)
-      else
-        gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
-    }
-    return {da, db};
-  });
+  record(out, "MatmulBackward", {a, b}, /*saved=*/{a, b},
+         [a, b, trans_b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
+           Tensor da, db;
+           if (a.requires_grad()) {
+             da = product_output(a.shape(), N, "matmul");
+             gemm(false, !trans_b, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·op(b)ᵀ
+           }
+           if (b.requires_grad()) {
+             db = product_output(b.shape(), R, "matmul");
+             if (trans_b)
+               gemm(true, false, N, K, R, dout.data(), a.data(), db.data());  // (R, N)ᵀ·(R, K)
+             else
+               gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
+           }
+           return {da, db};
+         });
   return out;
 }
 
@@ -180,16 +181,17 @@ Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, bool
   const int64_t N = trans_b ? sb[sb.ndim() - 2] : sb[sb.ndim() - 1];
   Tensor out = product_output(with_matrix(batch, M, N), K, op);
   gemm_batched(trans_a, trans_b, a, b, out);
-  record(out, backward_name, {a, b}, [a, b, batch, trans_a, trans_b](const Tensor& dout) -> std::vector<Tensor> {
-    Tensor da, db;
-    if (a.requires_grad())
-      da = trans_a ? batched_product(trans_b, true, b, dout, a.shape(), batch)     // op(b)·Gᵀ
-                   : batched_product(false, !trans_b, dout, b, a.shape(), batch);  // G·op(b)ᵀ
-    if (b.requires_grad())
-      db = trans_b ? batched_product(true, trans_a, dout, a, b.shape(), batch)     // Gᵀ·op(a)
-                   : batched_product(!trans_a, false, a, dout, b.shape(), batch);  // op(a)ᵀ·G
-    return {da, db};
-  });
+  record(out, backward_name, {a, b}, /*saved=*/{a, b},
+         [a, b, batch, trans_a, trans_b](const Tensor& dout) -> std::vector<Tensor> {
+           Tensor da, db;
+           if (a.requires_grad())
+             da = trans_a ? batched_product(trans_b, true, b, dout, a.shape(), batch)     // op(b)·Gᵀ
+                          : batched_product(false, !trans_b, dout, b, a.shape(), batch);  // G·op(b)ᵀ
+           if (b.requires_grad())
+             db = trans_b ? batched_product(true, trans_a, dout, a, b.shape(), batch)     // Gᵀ·op(a)
+                          : batched_product(!trans_a, false, a, dout, b.shape(), batch);  // op(a)ᵀ·G
+           return {da, db};
+         });
   return out;
 }
 
@@ -263,7 +265,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     out = product_output(Shape(dims), K, "linear");
     gemm(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
   }
-  record(out, "LinearBackward", {x, weight, bias},
+  record(out, "LinearBackward", {x, weight, bias}, /*saved=*/{x, weight},
          [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
            Tensor dx, dw, db;
            if (x.requires_grad()) {

@@ -51,7 +51,7 @@ Tensor share_storage(const Tensor& x, Shape shape) {
 // NOTE: y shares x's storage, so writing through y.data() writes x too.
 Tensor view_as_shape(const Tensor& x, Shape shape, const char* backward_name) {
   Tensor out = share_storage(x, std::move(shape));
-  Shape x_shape = x.shape();
+  const Shape& x_shape = x.shape();
   record(out, backward_name, {x},
          [x_shape](const Tensor& dout) -> std::vector<Tensor> { return {share_storage(dout, x_shape)}; });
   return out;
@@ -65,8 +65,8 @@ Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* 
   std::vector<int64_t> dims = x.shape().dims();
   dims[static_cast<size_t>(dim)] = static_cast<int64_t>(pos.size());
   Tensor out = Tensor::empty(Shape(dims));
-  auto [outer, n, inner] = detail::axis_view(x.shape(), dim);
-  const int64_t m = static_cast<int64_t>(pos.size());
+  const detail::AxisView v = detail::axis_view(x.shape(), dim);
+  const int64_t outer = v.outer, n = v.n, inner = v.inner, m = static_cast<int64_t>(pos.size());
   kernels::gather(outer, n, inner, m, pos.data(), x.data(), out.data());
   record_accumulate(out, backward_name, x, [outer, n, inner, m, pos = std::move(pos)](const Tensor& dout, Tensor& dx) {
     kernels::scatter_add(outer, n, inner, m, pos.data(), dout.data(), dx.data());
@@ -236,7 +236,7 @@ Tensor expand_for(const Tensor& x, Shape shape, const char* op) {
   }
   Tensor out = Tensor::empty(shape, op);
   kernels::strided_copy(std::span<const int64_t>(shape.begin(), shape.end()), strides, x.data(), out.data());
-  Shape x_shape = x.shape();
+  const Shape& x_shape = x.shape();
   record(out, "ExpandBackward", {x},
          [x_shape](const Tensor& dout) -> std::vector<Tensor> { return {sum_to(dout, x_shape)}; });
   return out;

@@ -110,6 +110,8 @@ TEST_CASE("hardening/core: an allocation the machine cannot make is a qkv::Error
   check_bad_inputs({
       {"zeros of 64 TiB", [] { zeros({int64_t{1} << 44}); },
        "zeros: out of memory allocating shape (17592186044416) (70368744177664 bytes)"},
+      {"MemoryBlock: 64 TiB", [] { MemoryBlock(size_t{1} << 46); },
+       "MemoryBlock: out of memory allocating 70368744177664 bytes"},
       {"allocate_block of 64 TiB", [] { allocate_block(size_t{1} << 46); },
        "allocate_block: out of memory allocating 70368744177664 bytes"},
       {"allocate_block of SIZE_MAX bytes", [] { allocate_block(std::numeric_limits<size_t>::max()); },
