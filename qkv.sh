@@ -4,6 +4,7 @@
 #   ./qkv.sh lessons    install Debian packages if missing, build (Release), run every lesson (out/lessons/)
 #   ./qkv.sh test       install Debian packages if missing, build (Release), run the whole test suite
 #   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
+#   ./qkv.sh tsan       the threading tests in a build with -fsanitize=thread
 #   ./qkv.sh bench      build and run the benchmark (build/release/bench; arguments go to it)
 #   ./qkv.sh format     format the C++ sources with clang-format (--check: only report, exit 1 if any differ)
 #   ./qkv.sh tidy       clang-tidy (.clang-tidy's checks) over src/, or the files/folders given; exit 1 on a finding
@@ -60,6 +61,11 @@ case "${1:-}" in
     install_missing
     cmake --workflow --preset sanitize
     ;;
+  tsan)
+    # ThreadSanitizer on the tests that run threads (the tsan test preset's filter).
+    install_missing
+    cmake --workflow --preset tsan
+    ;;
   bench)
     # Further arguments go to bench: --json, --filter NAME, --list (see README, "Speed").
     install_missing
@@ -102,7 +108,7 @@ case "${1:-}" in
     echo "qkv: clang-tidy: ${#sources[@]} files, nothing found"
     ;;
   *)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -77,6 +77,8 @@ EXEMPT = {
     "Version::bump": "no arguments; any count is valid (it only has to change)",
     "Saved::Saved": "takes any tensor, an undefined one too (it is skipped): nothing to refuse",
     "MemoryBlock::data": "the block's pointer",
+    "Generator::take": "any count is valid: the state moves on modulo 2^64, as that many draws would move it",
+    "Generator::operator=": "a copy of another generator's state; any state is valid",
     "MemoryBlock::operator=": "a move, of a block any constructor made",
     "Tensor::numel": "shape().numel(), whose undefined row is Tensor(): shape",
     "IntTensor::numel": "as Tensor::numel",

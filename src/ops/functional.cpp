@@ -62,8 +62,9 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   const float scale = p < 1 ? 1 / (1 - p) : 0.0f;
   Tensor mask = Tensor::empty(x.shape());
   Tensor y = Tensor::empty(x.shape());
-  kernels::dropout(x.numel(), gen.state(), p, scale, x.data(), y.data(), mask.data());
-  gen.skip(static_cast<uint64_t>(x.numel()));
+  // take: this mask's stretch of the stream, which no other thread drawing from gen can get.
+  const uint64_t start = gen.take(static_cast<uint64_t>(x.numel()));
+  kernels::dropout(x.numel(), start, p, scale, x.data(), y.data(), mask.data());
   record(y, "DropoutBackward", {x}, [mask](Tensor dy) -> std::vector<Tensor> {
     Tensor dx = reuse_or_empty(dy);  // over dy when the backward holds it alone
     kernels::binary(kernels::Binary::Mul, dy.numel(), std::as_const(dy).data(), 1, mask.data(), 1, dx.data());
