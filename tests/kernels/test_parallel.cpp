@@ -233,6 +233,21 @@ TEST_CASE("kernels/num_threads: set, and QKV_NUM_THREADS's text") {
   }
 }
 
+TEST_CASE("kernels/num_threads: the default count leaves other programs their cores") {
+  // threads = cores − round(load − this process's own cores), within [1, cores].
+  CHECK(threads_for_load(2, 0.1, 0.0) == 2);   // an idle machine: every core
+  CHECK(threads_for_load(2, 2.0, 2.0) == 2);   // the load is this process on both cores
+  CHECK(threads_for_load(2, 3.0, 1.33) == 1);  // another program keeps one core busy
+  CHECK(threads_for_load(2, 2.0, 1.0) == 1);   // the same, with this process on one thread
+  CHECK(threads_for_load(2, 7.5, 1.0) == 1);   // a machine far busier than its cores: still 1
+  CHECK(threads_for_load(8, 3.4, 1.0) == 6);   // 2.4 cores' worth of others
+  CHECK(threads_for_load(4, 1.0, 3.0) == 4);   // own use above the load (the average lags): no others
+  CHECK(threads_for_load(2, 1e300, 0.0) == 1);
+  // set_num_threads turns the default off: the count stays what was set.
+  ThreadsFor threads(3);
+  CHECK(num_threads() == 3);
+}
+
 TEST_CASE("kernels/gemm: the same on 1, 2, 3 and 4 threads") {
   // Shapes past the size where gemm goes parallel: many row blocks (M = 301,
   // not a multiple of 6 or 96), few rows and many columns (M = 7: the columns
