@@ -25,7 +25,9 @@ namespace qkv {
 Tensor softmax(const Tensor& x, int64_t dim) {
   detail::check_input(x, "softmax", "x");
   int64_t d = normalize_dim(dim, x.dim(), "softmax");
-  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  // Variables, not a structured binding: the backward captures them (clang 14 cannot capture a binding).
+  const detail::AxisView v = detail::axis_view(x.shape(), d);
+  const int64_t outer = v.outer, n = v.n, inner = v.inner;
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::softmax(outer, n, inner, x.data(), out.data());
   // NOTE: the backward needs y; it captures out.detach(), never out itself (see autograd.hpp).
@@ -46,7 +48,9 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   detail::check_input(x, "log_softmax", "x");
   int64_t d = normalize_dim(dim, x.dim(), "log_softmax");
-  auto [outer, n, inner] = detail::axis_view(x.shape(), d);
+  // Variables, not a structured binding: the backward captures them (clang 14 cannot capture a binding).
+  const detail::AxisView v = detail::axis_view(x.shape(), d);
+  const int64_t outer = v.outer, n = v.n, inner = v.inner;
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::log_softmax(outer, n, inner, x.data(), out.data());
   record(out, "LogSoftmaxBackward", {x}, /*saved=*/{out},
