@@ -4,6 +4,7 @@
 #   ./qkv.sh lessons    install Debian packages if missing, build the lessons (Release), run every one (out/lessons/)
 #   ./qkv.sh test       install Debian packages if missing, build (Release), run the whole test suite
 #   ./qkv.sh sanitize   the test suite again in a build with -fsanitize=address,undefined
+#   ./qkv.sh tsan       the threading tests in a build with -fsanitize=thread
 #   ./qkv.sh bench      build and run the benchmark (build/release/bench; arguments go to it)
 #   ./qkv.sh format     format the C++ sources with clang-format (--check: only report, exit 1 if any differ)
 #   ./qkv.sh tidy       clang-tidy (.clang-tidy's checks) over src/, or the files/folders given; exit 1 on a finding
@@ -63,6 +64,11 @@ case "${1:-}" in
   sanitize)
     install_missing
     cmake --workflow --preset sanitize
+    ;;
+  tsan)
+    # ThreadSanitizer on the tests that run threads (the tsan test preset's filter).
+    install_missing
+    cmake --workflow --preset tsan
     ;;
   bench)
     # Further arguments go to bench: --json, --filter NAME, --list (see README, "Speed").

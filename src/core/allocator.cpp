@@ -9,6 +9,7 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #if defined(__GLIBC__)
@@ -134,16 +135,39 @@ size_t size_class(size_t bytes) {
   return round_up(bytes, step);
 }
 
-std::shared_ptr<void> allocate_block(size_t bytes) {
-  const size_t size = size_class(bytes);
+MemoryBlock::MemoryBlock(size_t bytes) : size_(size_class(bytes)) {
   try {
-    void* block = cache().take(size);
-    // If the shared_ptr cannot allocate its control block it calls the
-    // deleter (giving the block back) and throws std::bad_alloc.
-    return std::shared_ptr<void>(block, [size](void* p) { cache().give_back(p, size); });
+    data_ = cache().take(size_);
   } catch (const std::bad_alloc&) {
+    fail("MemoryBlock: out of memory allocating {} bytes", bytes);
+  }
+}
+
+MemoryBlock::MemoryBlock(MemoryBlock&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(other.size_) {}
+
+MemoryBlock& MemoryBlock::operator=(MemoryBlock&& other) noexcept {
+  if (this != &other) {
+    if (data_) cache().give_back(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+MemoryBlock::~MemoryBlock() {
+  if (data_) cache().give_back(data_, size_);
+}
+
+std::shared_ptr<void> allocate_block(size_t bytes) {
+  std::shared_ptr<MemoryBlock> block;
+  try {
+    block = std::make_shared<MemoryBlock>(bytes);
+  } catch (const std::exception&) {  // the block's Error, or no memory for the shared_ptr's own count
     fail("allocate_block: out of memory allocating {} bytes", bytes);
   }
+  return std::shared_ptr<void>(block,
+                               block->data());  // the aliasing constructor: owns the MemoryBlock, points at its bytes
 }
 
 void empty_cache() { cache().release_all(); }

@@ -3,6 +3,7 @@
 #include <qkv/core/error.hpp>
 #include <qkv/core/factory.hpp>
 
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -29,6 +30,25 @@ const Shape& Edge::shape() const {
   return *constant;
 }
 
+// The version is shared with the storage (the aliasing constructor): the
+// node keeps the counter, and the numbers with it, as its backward function
+// keeps the tensor.
+Saved::Saved(const Tensor& t) {
+  if (!t.defined()) return;
+  const std::shared_ptr<Storage<float>>& storage = t.impl()->storage;
+  version = std::shared_ptr<const Version>(storage, &storage->version);
+  saved_at = version->get();
+  shape = t.shape();
+}
+
+Saved::Saved(const IntTensor& t) {
+  if (!t.defined()) return;
+  const std::shared_ptr<Storage<int64_t>>& storage = t.storage();
+  version = std::shared_ptr<const Version>(storage, &storage->version);
+  saved_at = version->get();
+  shape = t.shape();
+}
+
 namespace {
 
 // Where x's gradient goes. Only a constant keeps a copy of something of x's
@@ -50,7 +70,8 @@ Edge edge_to(const Tensor& x) {
 // off, or no input requires grad). `has_backward`: the caller was given a
 // backward function (checked here, so that a layer author's mistake is an
 // Error at the op that made it, not a misleading one inside backward()).
-Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, bool has_backward) {
+Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, std::initializer_list<Saved> saved,
+               bool has_backward) {
   if (name == nullptr) fail("record: the op's name is null");
   if (!has_backward) fail("record: {}: the backward function is empty", name);
   if (!out.defined()) fail("record: {}: the output is undefined", name);
@@ -74,6 +95,16 @@ Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, bo
   node->shape = out.shape();
   node->edges.reserve(n);
   for (size_t i = 0; i < n; ++i) node->edges.push_back(edge_to(inputs[i]));
+  node->saved.reserve(saved.size());
+  for (const Saved& s : saved) {
+    if (!s.version) continue;  // an undefined tensor: nothing to read
+    Saved& kept = node->saved.emplace_back(s);
+    // Which tensor it is, for the error: the first input on its storage, or the output.
+    const Version* v = kept.version.get();
+    if (v == &out.impl()->storage->version) kept.role = -1;
+    for (size_t i = n; i-- > 0;)
+      if (inputs[i].defined() && v == &inputs[i].impl()->storage->version) kept.role = static_cast<int64_t>(i);
+  }
   out.impl()->grad_fn = std::move(node);
   out.impl()->requires_grad = true;
   return out.impl()->grad_fn.get();
@@ -81,18 +112,35 @@ Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, bo
 
 }  // namespace
 
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Saved> saved,
+            BackwardFn backward) {
+  if (Node* node = new_node(out, name, inputs.begin(), inputs.size(), saved, backward != nullptr))
+    node->backward = std::move(backward);
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, std::initializer_list<Saved> saved,
+            BackwardFn backward) {
+  if (Node* node = new_node(out, name, inputs.data(), inputs.size(), saved, backward != nullptr))
+    node->backward = std::move(backward);
+}
+
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward) {
-  if (Node* node = new_node(out, name, inputs.begin(), inputs.size(), backward != nullptr))
+  if (Node* node = new_node(out, name, inputs.begin(), inputs.size(), {}, backward != nullptr))
     node->backward = std::move(backward);
 }
 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
-  if (Node* node = new_node(out, name, inputs.data(), inputs.size(), backward != nullptr))
+  if (Node* node = new_node(out, name, inputs.data(), inputs.size(), {}, backward != nullptr))
     node->backward = std::move(backward);
 }
 
+void record_accumulate(Tensor& out, const char* name, const Tensor& input, std::initializer_list<Saved> saved,
+                       AccumulateFn backward) {
+  if (Node* node = new_node(out, name, &input, 1, saved, backward != nullptr)) node->accumulate = std::move(backward);
+}
+
 void record_accumulate(Tensor& out, const char* name, const Tensor& input, AccumulateFn backward) {
-  if (Node* node = new_node(out, name, &input, 1, backward != nullptr)) node->accumulate = std::move(backward);
+  if (Node* node = new_node(out, name, &input, 1, {}, backward != nullptr)) node->accumulate = std::move(backward);
 }
 
 // NOTE: a graph is a chain of shared_ptrs (output -> Node -> its inputs'
@@ -107,6 +155,7 @@ Node::~Node() {
     // that input's Node, and then the edge holds the last reference.
     node.backward = nullptr;
     node.accumulate = nullptr;
+    node.saved.clear();
     for (Edge& e : node.edges)
       if (e.node && e.node.use_count() == 1) pending.push_back(std::move(e.node));
     node.edges.clear();
@@ -163,6 +212,24 @@ Graph number_graph(Node* root) {
   return g;
 }
 
+// The error for a node whose saved tensor was written in place after its op
+// ran (see "Writes in place", autograd.hpp), in PyTorch's words and then ours.
+void check_saved(const Node& node) {
+  for (const Saved& s : node.saved) {
+    const uint64_t now = s.version->get();
+    if (now == s.saved_at) continue;
+    const std::string which = s.role >= 0    ? fmt::format("its input {}", s.role)
+                              : s.role == -1 ? std::string("its output")
+                                             : std::string("a tensor");
+    fail(
+        "backward: one of the variables needed for gradient computation has been modified by an inplace operation: "
+        "{} saved {} of shape {} at version {}, and it is now at version {}. It was written in place after the "
+        "forward (through data(), an optimizer step, an initialiser or load_state_dict); run the forward again "
+        "after the write, or write into a clone()",
+        node.name, which, s.shape, s.saved_at, now);
+  }
+}
+
 // a += b, in place (both contiguous, same shape).
 void add_into(Tensor& a, const Tensor& b) { kernels::axpy(a.numel(), 1.0f, b.data(), a.data()); }
 
@@ -186,7 +253,8 @@ void add_to(Tensor& sum, Tensor g) {
     sum = std::move(g);
   } else {
     Tensor s = Tensor::empty(g.shape());  // every element is written below
-    kernels::binary(kernels::Binary::Add, g.numel(), sum.data(), 1, g.data(), 1, s.data());
+    kernels::binary(kernels::Binary::Add, g.numel(), std::as_const(sum).data(), 1, std::as_const(g).data(), 1,
+                    s.data());
     sum = std::move(s);
   }
 }
@@ -251,6 +319,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
           "backward: trying to backward through the graph a second time ({} has already run, and the tensors it "
           "saved are freed). Pass retain_graph=true to the first backward() to backpropagate through a graph twice",
           node.name);
+    check_saved(node);
     if (node.accumulate) {
       const Edge& e = node.edges[0];
       if (e.requires_grad() && !(e.leaf && !e.leaf->requires_grad)) {
@@ -258,13 +327,19 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
         if (!dx.defined()) dx = zeros(e.shape());
         node.accumulate(dout, make_own(dx));
       }
-      if (!retain_graph) node.accumulate = nullptr;  // done with this node: free what it saved
+      if (!retain_graph) {  // done with this node: free what it saved
+        node.accumulate = nullptr;
+        node.saved.clear();
+      }
       continue;
     }
     std::vector<Tensor> dinputs = node.backward(std::move(dout));
     // Done with this node: free what its backward function captured, as soon
     // as possible, so backward's peak memory holds only the nodes still to run.
-    if (!retain_graph) node.backward = nullptr;
+    if (!retain_graph) {
+      node.backward = nullptr;
+      node.saved.clear();
+    }
     if (dinputs.size() != node.edges.size())
       fail("backward: {} returned {} gradients for {} inputs", node.name, dinputs.size(), node.edges.size());
     for (size_t i = 0; i < dinputs.size(); ++i) {

@@ -22,24 +22,32 @@ IntTensor int_tensor(std::vector<int64_t> values) {
   return IntTensor(std::move(values), shape);
 }
 
+namespace {
 // empty, then written: a block from the cache holds the numbers of the tensor
-// that had it before.
-Tensor zeros(Shape shape) { return full(std::move(shape), 0.0f); }
-IntTensor zeros_int(Shape shape) {
-  IntTensor out = IntTensor::empty(std::move(shape));
-  std::fill_n(out.data(), out.numel(), int64_t{0});
-  return out;
-}
-Tensor ones(Shape shape) { return full(std::move(shape), 1.0f); }
-
-Tensor full(Shape shape, float value) {
-  Tensor out = Tensor::empty(std::move(shape));
+// that had it before. `op` names the factory in the errors.
+Tensor filled(Shape shape, float value, const char* op) {
+  Tensor out = Tensor::empty(std::move(shape), op);
   std::fill_n(out.data(), out.numel(), value);
   return out;
 }
 
-Tensor zeros_like(const Tensor& x) { return zeros(x.shape()); }
-Tensor ones_like(const Tensor& x) { return ones(x.shape()); }
+const Shape& shape_of(const Tensor& x, const char* op) {
+  if (!x.defined()) fail("{}: x is an undefined tensor", op);
+  return x.shape();
+}
+}  // namespace
+
+Tensor zeros(Shape shape) { return filled(std::move(shape), 0.0f, "zeros"); }
+IntTensor zeros_int(Shape shape) {
+  IntTensor out = IntTensor::empty(std::move(shape), "zeros_int");
+  std::fill_n(out.data(), out.numel(), int64_t{0});
+  return out;
+}
+Tensor ones(Shape shape) { return filled(std::move(shape), 1.0f, "ones"); }
+Tensor full(Shape shape, float value) { return filled(std::move(shape), value, "full"); }
+
+Tensor zeros_like(const Tensor& x) { return filled(shape_of(x, "zeros_like"), 0.0f, "zeros_like"); }
+Tensor ones_like(const Tensor& x) { return filled(shape_of(x, "ones_like"), 1.0f, "ones_like"); }
 
 Tensor arange(float end) { return arange(0, end, 1); }
 
@@ -54,7 +62,7 @@ Tensor arange(float start, float end, float step) {
   if (count > 0x1.0p62)
     fail("arange: start {}, end {} and step {} give {} elements, too many", start, end, step, count);
   int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-  Tensor out = Tensor::empty(Shape{n});
+  Tensor out = Tensor::empty(Shape{n}, "arange");
   float* values = out.data();
   for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(start + static_cast<double>(i) * step);
   return out;
@@ -65,7 +73,7 @@ IntTensor arange_int(int64_t start, int64_t end) {
   // signed difference could overflow.
   const uint64_t span = end > start ? static_cast<uint64_t>(end) - static_cast<uint64_t>(start) : 0;
   if (span > static_cast<uint64_t>(INT64_MAX)) fail("arange_int: [{}, {}) has too many elements", start, end);
-  IntTensor out = IntTensor::empty(Shape{static_cast<int64_t>(span)});
+  IntTensor out = IntTensor::empty(Shape{static_cast<int64_t>(span)}, "arange_int");
   int64_t* values = out.data();
   for (int64_t i = 0; i < static_cast<int64_t>(span); ++i) values[i] = start + i;
   return out;
@@ -75,27 +83,31 @@ Tensor eye(int64_t n) { return eye(n, n); }
 
 Tensor eye(int64_t n, int64_t m) {
   if (n < 0 || m < 0) fail("eye: sizes {} and {} must not be negative", n, m);
-  Tensor out = zeros({n, m});
-  for (int64_t i = 0; i < std::min(n, m); ++i) out.data()[i * m + i] = 1;
+  Tensor out = filled({n, m}, 0.0f, "eye");
+  float* values = out.data();
+  for (int64_t i = 0; i < std::min(n, m); ++i) values[i * m + i] = 1;
   return out;
 }
 
 Tensor rand(Shape shape, Generator& gen) {
-  Tensor out = Tensor::empty(std::move(shape));
-  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.uniform();
+  Tensor out = Tensor::empty(std::move(shape), "rand");
+  float* values = out.data();
+  for (int64_t i = 0; i < out.numel(); ++i) values[i] = gen.uniform();
   return out;
 }
 
 Tensor randn(Shape shape, Generator& gen) {
-  Tensor out = Tensor::empty(std::move(shape));
-  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.normal();
+  Tensor out = Tensor::empty(std::move(shape), "randn");
+  float* values = out.data();
+  for (int64_t i = 0; i < out.numel(); ++i) values[i] = gen.normal();
   return out;
 }
 
 IntTensor randint(int64_t low, int64_t high, Shape shape, Generator& gen) {
   if (high <= low) fail("randint: empty range [{}, {})", low, high);
-  IntTensor out = IntTensor::empty(std::move(shape));
-  for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] = gen.randint(low, high);
+  IntTensor out = IntTensor::empty(std::move(shape), "randint");
+  int64_t* values = out.data();
+  for (int64_t i = 0; i < out.numel(); ++i) values[i] = gen.randint(low, high);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qkv {
@@ -29,60 +30,56 @@ int64_t shown_size(int64_t size, bool summarise) { return summarise && size > 2 
 // The flat offsets of the elements printing shows (all, or the edges of
 // every dim), row-major. An odometer over the shown indices rather than a
 // recursion over the dims, so a tensor of 100,000 size-1 dims does not run
-// out of stack.
+// out of stack. Its work is the shown elements times the dims: the size of
+// the printout, which repeats every dim's brackets around each element.
 std::vector<int64_t> shown(const Shape& shape, bool summarise) {
-  const auto nd = static_cast<size_t>(shape.ndim());
-  std::vector<int64_t> stride(nd, 1), index(nd, 0), out;
-  for (size_t k = nd; k-- > 1;) stride[k - 1] = stride[k] * shape.dims()[k];
+  const int64_t nd = shape.ndim();
+  const auto n = static_cast<size_t>(nd);
+  std::vector<int64_t> stride(n, 1), index(n, 0), out;
+  for (int64_t k = nd - 1; k > 0; --k) stride[k - 1] = stride[k] * shape[k];
   while (true) {
     int64_t offset = 0;
-    for (size_t k = 0; k < nd; ++k) {
-      const int64_t size = shape.dims()[k];
+    for (int64_t k = 0; k < nd; ++k) {
+      const int64_t size = shape[k], i = index[k];
       const bool cut = shown_size(size, summarise) < size;
-      offset += (cut && index[k] >= kEdgeItems ? size - 2 * kEdgeItems + index[k] : index[k]) * stride[k];
+      offset += (cut && i >= kEdgeItems ? size - 2 * kEdgeItems + i : i) * stride[k];
     }
     out.push_back(offset);
-    size_t k = nd;
-    while (k-- > 0 && ++index[k] == shown_size(shape.dims()[k], summarise)) index[k] = 0;
-    if (k == SIZE_MAX) return out;  // every digit wrapped: done
+    int64_t k = nd;
+    while (k-- > 0 && ++index[k] == shown_size(shape[k], summarise)) index[k] = 0;
+    if (k < 0) return out;  // every digit wrapped: done
   }
 }
 
-// A block of the printout: `wraps` brackets around `body`, kept apart so a
-// run of size-1 dims costs one counter per dim, not a copy of the string.
-struct Block {
-  std::string body;
-  int64_t wraps = 0;
-  std::string str() const {
-    const auto n = static_cast<size_t>(wraps);
-    return std::string(n, '[') + body + std::string(n, ']');
-  }
-};
-
 // The nested [ … ] of a row-major array, laid out as PyTorch lays it out:
 // the last dim's elements wrapped to the line width, inner blocks separated
-// by one newline per remaining dim. `elements` are the shown elements,
+// by one newline per remaining dim. `blocks` are the shown elements,
 // formatted and padded to the common `width`. Built from the last dim out:
 // each pass groups the blocks of dim d+1 into the blocks of dim d, whose
 // contents start at column 7 + d + 1 (after "tensor(" and d + 1 brackets).
-std::string layout(const Shape& shape, const std::vector<std::string>& elements, int64_t width, bool summarise) {
+// A size-1 dim only adds a bracket around every block: the blocks of one
+// pass all have as many, so they are counted once (`wraps`) and written
+// when the blocks are next joined, not once per block and dim.
+std::string layout(const Shape& shape, std::vector<std::string> blocks, int64_t width, bool summarise) {
   const int64_t nd = shape.ndim();
-  std::vector<Block> items;
-  items.reserve(elements.size());
-  for (const std::string& e : elements) items.push_back({e, 0});
+  int64_t wraps = 0;  // the brackets every block of this pass still needs around it
+  auto wrapped = [&wraps](const std::string& block) {
+    const auto n = static_cast<size_t>(wraps);
+    return std::string(n, '[') + block + std::string(n, ']');
+  };
   for (int64_t d = nd - 1; d >= 0; --d) {
     const int64_t size = shape[d];
     const auto count = static_cast<size_t>(shown_size(size, summarise));
     const bool cut = count < static_cast<size_t>(size);
-    if (count == 1) {  // a size-1 dim only adds a bracket
-      for (Block& b : items) ++b.wraps;
+    if (count == 1) {
+      ++wraps;
       continue;
     }
     const auto indent = static_cast<size_t>(7 + d);
-    std::vector<Block> blocks;
-    for (size_t g = 0; g < items.size(); g += count) {
+    std::vector<std::string> joined;
+    for (size_t g = 0; g < blocks.size(); g += count) {
       std::vector<std::string> group;
-      for (size_t i = g; i < g + count; ++i) group.push_back(items[i].str());
+      for (size_t i = g; i < g + count; ++i) group.push_back(wrapped(blocks[i]));
       if (cut) group.insert(group.begin() + kEdgeItems, d == nd - 1 ? " ..." : "...");
       std::string s;
       if (d == nd - 1) {
@@ -100,11 +97,12 @@ std::string layout(const Shape& shape, const std::vector<std::string>& elements,
             fmt::format(",{}{}", std::string(static_cast<size_t>(nd - d - 1), '\n'), std::string(indent + 1, ' '));
         for (size_t i = 0; i < group.size(); ++i) s += (i > 0 ? separator : "") + group[i];
       }
-      blocks.push_back({std::move(s), 1});
+      joined.push_back(std::move(s));
     }
-    items = std::move(blocks);
+    blocks = std::move(joined);
+    wraps = 1;  // dim d's own bracket around each of its blocks
   }
-  return items.at(0).str();
+  return wrapped(blocks.at(0));
 }
 
 std::string with_suffix(const std::string& body, const Shape& shape, const std::string& suffix) {
@@ -145,7 +143,7 @@ std::string to_string(const Tensor& x) {
   std::vector<std::string> elements;
   elements.reserve(idx.size());
   for (int64_t i : idx) elements.push_back(fmt::format("{:>{}}", plain(v[i]), width));
-  return with_suffix(layout(shape, elements, width, summarise), shape, suffix);
+  return with_suffix(layout(shape, std::move(elements), width, summarise), shape, suffix);
 }
 
 std::string to_string(const IntTensor& x) {
@@ -160,7 +158,7 @@ std::string to_string(const IntTensor& x) {
   std::vector<std::string> elements;
   elements.reserve(idx.size());
   for (int64_t i : idx) elements.push_back(fmt::format("{:>{}}", x.data()[i], width));
-  return with_suffix(layout(shape, elements, width, summarise), shape, "");
+  return with_suffix(layout(shape, std::move(elements), width, summarise), shape, "");
 }
 
 }  // namespace qkv

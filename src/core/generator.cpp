@@ -2,6 +2,8 @@
 //
 // splitmix64 (Steele, Lea, Flood 2014) is one 64-bit state advanced by a
 // constant and mixed: tiny, fast, and the same sequence on every machine.
+// The advance is an atomic fetch_add, so threads may share a generator
+// (generator.hpp).
 #include <qkv/core/error.hpp>
 #include <qkv/core/generator.hpp>
 
@@ -11,7 +13,7 @@
 namespace qkv {
 
 uint64_t Generator::next_u64() {
-  uint64_t z = (state_ += kGamma);
+  uint64_t z = take(1) + kGamma;  // the state after this draw's advance
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);

@@ -5,6 +5,7 @@
 #include <qkv/core/gradcheck.hpp>
 
 #include <cmath>
+#include <utility>
 
 namespace qkv {
 
@@ -44,7 +45,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
     Tensor out = f(xs);
     if (out.shape() != w.shape()) fail("gradcheck: output shape changed from {} to {}", w.shape(), out.shape());
     double s = 0;
-    for (int64_t k = 0; k < out.numel(); ++k) s += static_cast<double>(w.data()[k]) * out.data()[k];
+    const float *pw = std::as_const(w).data(), *po = std::as_const(out).data();
+    for (int64_t k = 0; k < out.numel(); ++k) s += static_cast<double>(pw[k]) * po[k];
     return s;
   };
 
@@ -68,7 +70,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
       x[j] = original;
       // Divide by the step actually taken (up - down in float), not 2·eps.
       double numeric = (l_up - l_down) / (static_cast<double>(up) - down);
-      double got = analytic.defined() ? analytic.data()[j] : 0.0;
+      double got = analytic.defined() ? std::as_const(analytic).data()[j] : 0.0;
       if (!(std::fabs(got - numeric) <= options.atol + options.rtol * std::fabs(numeric))) {
         return {false, fmt::format("gradcheck: input {} {} element {}: backward gives {:.6g}, finite differences "
                                    "give {:.6g} (atol {}, rtol {})",

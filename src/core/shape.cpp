@@ -3,6 +3,7 @@
 #include <qkv/core/shape.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace qkv {
 
@@ -15,19 +16,33 @@ Shape::Shape(const int64_t* first, const int64_t* last) : ndim_(last - first) {
 
 bool Shape::operator==(const Shape& other) const { return std::equal(begin(), end(), other.begin(), other.end()); }
 
-int64_t Shape::numel() const {
-  // Zeros are skipped while multiplying, so (0, 2⁶², 4) is an Error too: its
-  // strides (2⁶²·4 for dim 0) would overflow even though it has no elements.
+namespace {
+// The product of the sizes, or nothing when it overflows int64. Zeros are
+// skipped while multiplying, so (0, 2⁶², 4) overflows too: its strides
+// (2⁶²·4 for dim 0) would, even though it has no elements.
+std::optional<int64_t> product(const Shape& shape) {
   int64_t n = 1;
   bool empty = false;
-  for (int64_t d : *this) {
-    if (d == 0) {
+  for (int64_t d : shape) {
+    if (d == 0)
       empty = true;
-    } else if (__builtin_mul_overflow(n, d, &n)) {
-      fail("shape {}: the number of elements overflows int64", *this);
-    }
+    else if (__builtin_mul_overflow(n, d, &n))
+      return std::nullopt;
   }
   return empty ? 0 : n;
+}
+}  // namespace
+
+int64_t Shape::numel() const {
+  const std::optional<int64_t> n = product(*this);
+  if (!n) fail("shape {}: the number of elements overflows int64", *this);
+  return *n;
+}
+
+int64_t checked_numel(const Shape& shape, const char* op) {
+  const std::optional<int64_t> n = product(shape);
+  if (!n) fail("{}: shape {}: the number of elements overflows int64", op, shape);
+  return *n;
 }
 
 void Shape::out_of_range(int64_t i) const { fail("shape {}: no dim {} in a {}-d shape", *this, i, ndim()); }

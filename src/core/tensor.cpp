@@ -17,8 +17,9 @@ namespace {
 void check_size(size_t values, const Shape& shape, const char* what) {
   for (int64_t d : shape)
     if (d < 0) fail("{}: negative size in shape {}", what, shape);
-  if (static_cast<int64_t>(values) != shape.numel())
-    fail("{}: {} values do not fill shape {} ({} elements)", what, values, shape, shape.numel());
+  const int64_t n = checked_numel(shape, what);
+  if (static_cast<int64_t>(values) != n)
+    fail("{}: {} values do not fill shape {} ({} elements)", what, values, shape, n);
 }
 
 // The most bytes one tensor may ask for: 2⁴⁸ (256 TiB), the virtual address
@@ -45,36 +46,43 @@ constexpr T poison() {
 
 // Uninitialised storage for `shape` from the caching allocator, checked
 // before anything is allocated: no negative size, an element count that
-// fits in int64 (Shape::numel), and at most kMaxBytes. A size within that
+// fits in int64 (checked_numel), and at most kMaxBytes. A size within that
 // which the machine still cannot provide is an Error naming the shape and
-// the bytes, not a std::bad_alloc from deep inside the allocator.
+// the bytes, not a std::bad_alloc from deep inside the allocator. Every
+// message begins with `op`, the op or layer the tensor is for.
 template <class T>
-std::shared_ptr<T> allocate(const Shape& shape) {
+std::shared_ptr<Storage<T>> allocate(const Shape& shape, const char* op) {
   for (int64_t d : shape)
-    if (d < 0) fail("empty: negative size in shape {}", shape);
-  const auto n = static_cast<uint64_t>(shape.numel());
+    if (d < 0) fail("{}: negative size in shape {}", op, shape);
+  const auto n = static_cast<uint64_t>(checked_numel(shape, op));
   if (n > kMaxBytes / sizeof(T))
-    fail("empty: shape {} has {} elements of {} bytes, more than the {} bytes that can be addressed", shape, n,
+    fail("{}: shape {} has {} elements of {} bytes, more than the {} bytes that can be addressed", op, shape, n,
          sizeof(T), kMaxBytes);
-  std::shared_ptr<void> block;
+  auto storage = std::make_shared<Storage<T>>();
   try {
-    block = allocate_block(static_cast<size_t>(n * sizeof(T)));
-  } catch (const Error&) {  // allocate_block's out of memory, said again with the shape
-    fail("empty: out of memory allocating shape {} ({} bytes)", shape, n * sizeof(T));
+    storage->block = MemoryBlock(static_cast<size_t>(n * sizeof(T)));
+  } catch (const Error&) {  // the allocator's out of memory, said again with the shape
+    fail("{}: out of memory allocating shape {} ({} bytes)", op, shape, n * sizeof(T));
   }
-  std::shared_ptr<T> storage = std::static_pointer_cast<T>(std::move(block));
-  if (kFillEmpty) std::fill_n(storage.get(), n, poison<T>());
+  storage->data = static_cast<T*>(storage->block.data());
+  if (kFillEmpty) std::fill_n(storage->data, n, poison<T>());
   return storage;
 }
 
-// Storage that keeps `values` itself (no copy): a shared vector, seen through
-// a pointer to its numbers. No values still get a block of their own, so
-// data() is never null (memcpy and friends may not be given null, even for 0 bytes).
+// Storage that keeps `values` itself (no copy). No values still get a block
+// of their own, so data() is never null (memcpy and friends may not be given
+// null, even for 0 bytes).
 template <class T>
-std::shared_ptr<T> adopt(std::vector<T> values) {
-  if (values.empty()) return std::static_pointer_cast<T>(allocate_block(0));
-  auto owner = std::make_shared<std::vector<T>>(std::move(values));
-  return std::shared_ptr<T>(owner, owner->data());  // the aliasing constructor: owns the vector, points into it
+std::shared_ptr<Storage<T>> adopt(std::vector<T> values) {
+  auto storage = std::make_shared<Storage<T>>();
+  if (values.empty()) {
+    storage->block = MemoryBlock(0);
+    storage->data = static_cast<T*>(storage->block.data());
+  } else {
+    storage->values = std::move(values);
+    storage->data = storage->values.data();
+  }
+  return storage;
 }
 }  // namespace
 
@@ -87,9 +95,9 @@ Tensor::Tensor(std::vector<float> values, Shape shape) {
   impl_->shape = std::move(shape);
 }
 
-Tensor Tensor::empty(Shape shape) {
+Tensor Tensor::empty(Shape shape, const char* op) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = allocate<float>(shape);
+  impl->storage = allocate<float>(shape, op);
   impl->shape = std::move(shape);
   return Tensor(std::move(impl));
 }
@@ -114,8 +122,12 @@ int64_t size_of(const Shape& shape, int64_t dim) {
 }  // namespace
 
 int64_t Tensor::size(int64_t dim) const { return size_of(shape(), dim); }
-float* Tensor::data() { return const_cast<float*>(std::as_const(*this).data()); }
-const float* Tensor::data() const { return checked(impl_).storage.get(); }
+float* Tensor::data() {
+  Storage<float>& storage = *checked(impl_).storage;
+  storage.version.bump();  // the caller may write: see Version (tensor.hpp)
+  return storage.data;
+}
+const float* Tensor::data() const { return checked(impl_).storage->data; }
 std::vector<float> Tensor::to_vector() const { return std::vector<float>(data(), data() + numel()); }
 
 float Tensor::item() const {
@@ -174,9 +186,9 @@ IntTensor::IntTensor(std::vector<int64_t> values, Shape shape) : shape_(std::mov
   data_ = adopt(std::move(values));
 }
 
-IntTensor IntTensor::empty(Shape shape) {
+IntTensor IntTensor::empty(Shape shape, const char* op) {
   IntTensor out;
-  out.data_ = allocate<int64_t>(shape);
+  out.data_ = allocate<int64_t>(shape, op);
   out.shape_ = std::move(shape);
   return out;
 }
@@ -188,10 +200,14 @@ const Shape& IntTensor::shape() const {
   return shape_;
 }
 int64_t IntTensor::size(int64_t dim) const { return size_of(shape(), dim); }
-int64_t* IntTensor::data() { return const_cast<int64_t*>(std::as_const(*this).data()); }
+int64_t* IntTensor::data() {
+  if (!data_) fail("IntTensor: use of an undefined tensor");
+  data_->version.bump();  // as Tensor::data()
+  return data_->data;
+}
 const int64_t* IntTensor::data() const {
   if (!data_) fail("IntTensor: use of an undefined tensor");
-  return data_.get();
+  return data_->data;
 }
 std::vector<int64_t> IntTensor::to_vector() const { return std::vector<int64_t>(data(), data() + numel()); }
 

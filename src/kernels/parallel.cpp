@@ -18,19 +18,31 @@
 // same way; an idle pool still sleeps and costs nothing (the OpenMP
 // runtimes' spin-then-block wait, GOMP_SPINCOUNT's).
 //
+// fork(): the child has only the thread that forked, so the parent's workers
+// do not exist there, and joining them (at exit, in set_num_threads) would
+// wait forever. As OpenMP runtimes and PyTorch do, a pthread_atfork handler
+// makes the fork wait for a running loop to end, and gives the child an
+// empty pool: its first parallel loop starts workers of its own.
+//
+// The default count follows the machine's load (see default count below).
+//
 // Left out on purpose: per-thread queues, and work stealing.
 // Measurements: docs/kernel_notes.md.
 #include "kernels/parallel.hpp"
 
+#include <pthread.h>
+#include <sys/resource.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -179,22 +191,109 @@ class ThreadPool {
 std::mutex pool_mutex;
 std::unique_ptr<ThreadPool> pool;
 std::atomic<int> threads_wanted{0};  // 0: not decided yet (see num_threads)
+// Held while the count is decided or changed (the default count below):
+// after pool_mutex when both are taken.
+std::mutex count_mutex;
 
-// QKV_NUM_THREADS if it is a count, else the number of cores. A value that
-// is not a count is ignored with one warning on stderr (as OpenMP treats a
-// bad OMP_NUM_THREADS): the variable is read inside whatever op first goes
-// parallel, where an exception would blame that op for the environment, and
-// the results do not depend on the count anyway.
-int default_threads() {
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+// --- fork ---------------------------------------------------------------------
+// Before fork() the forking thread takes pool_mutex, so no loop is running
+// (nor the pool being replaced) while the process is copied; the parent then
+// lets go of it. The child lets go of it too (it is the thread that took
+// it), and drops the pool without destroying it: its workers are threads of
+// the parent. Its destructor would join them and never return, and its
+// mutex may be held by a worker that was busy at the fork.
+// count_mutex is taken too, so that the child does not inherit it held.
+void lock_before_fork() {
+  pool_mutex.lock();
+  count_mutex.lock();
+}
+void unlock_in_parent() {
+  count_mutex.unlock();
+  pool_mutex.unlock();
+}
+void reset_in_child() {
+  // NOTE: leaked on purpose, and kept reachable so a leak checker does not
+  // report it: a few hundred bytes per fork of a process that had a pool.
+  static auto* const abandoned = new std::vector<ThreadPool*>;
+  if (pool) abandoned->push_back(pool.release());
+  count_mutex.unlock();
+  pool_mutex.unlock();
+}
+
+// Installs the handlers once, before the first pool is made (a process that
+// never had a pool has nothing to reset).
+void handle_fork() {
+  static const int installed = pthread_atfork(lock_before_fork, unlock_in_parent, reset_in_child);
+  (void)installed;  // fails only without memory for the handlers: then fork stays as unsafe as before
+}
+
+// --- the default count ------------------------------------------------------------
+// Without QKV_NUM_THREADS or set_num_threads, the count is the cores the
+// machine's other programs leave free, looked at again every second, as
+// libgomp's dynamic mode (OMP_DYNAMIC) does. A worker that has to take
+// turns with another program on its core holds up every loop it joined
+// until it gets the core back, a time slice later (milliseconds): on a busy
+// machine that made a small model twice as slow on 2 threads as on 1
+// (docs/threads.md has the measurements).
+using Clock = std::chrono::steady_clock;
+constexpr auto kLoadEvery = std::chrono::seconds(1);
+std::atomic<bool> follow_load{false};      // the count is the default one (changed under count_mutex)
+std::atomic<Clock::rep> next_look{0};      // when to look at the load again (Clock ticks)
+std::optional<Clock::time_point> seen_at;  // when it was last looked at (under count_mutex)
+double cpu_seen = 0;                       // this process's CPU seconds then (under count_mutex)
+
+int cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+// CPU seconds this process has run, all its threads together.
+double cpu_seconds() {
+  rusage use{};
+  getrusage(RUSAGE_SELF, &use);
+  return static_cast<double>(use.ru_utime.tv_sec + use.ru_stime.tv_sec) +
+         static_cast<double>(use.ru_utime.tv_usec + use.ru_stime.tv_usec) * 1e-6;
+}
+
+// threads_for_load with the machine's 1-minute load average and the cores
+// this process used since the last look. Called under count_mutex.
+int count_for_load() {
+  const Clock::time_point now = Clock::now();
+  const double cpu = cpu_seconds();
+  const double wall = seen_at ? std::chrono::duration<double>(now - *seen_at).count() : 0.0;
+  const double own = wall > 0 ? (cpu - cpu_seen) / wall : 0.0;  // 0 the first time: nothing seen yet
+  seen_at = now;
+  cpu_seen = cpu;
+  next_look = (now + kLoadEvery).time_since_epoch().count();
+  double load = 0;
+  if (getloadavg(&load, 1) != 1) return cores();  // no load average: every core
+  return threads_for_load(cores(), load, own);
+}
+
+// QKV_NUM_THREADS if it is a count, else the default, which follows the
+// load (*follows is then true). A value that is not a count is ignored with
+// one warning on stderr (as OpenMP treats a bad OMP_NUM_THREADS): the
+// variable is read inside whatever op first goes parallel, where an
+// exception would blame that op for the environment, and the results do
+// not depend on the count anyway. Called under count_mutex.
+int default_threads(bool* follows) {
+  *follows = false;
   const char* text = std::getenv("QKV_NUM_THREADS");
-  if (!text || !*text) return cores;
-  try {
-    return parse_num_threads(text);
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "qkv: warning: ignoring %s; using %d threads\n", e.what(), cores);
-    return cores;
+  if (text && *text) {
+    try {
+      return parse_num_threads(text);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "qkv: warning: ignoring %s; using the default count\n", e.what());
+    }
   }
+  *follows = true;
+  return count_for_load();
+}
+
+// Every kLoadEvery, the default count looked at again, by the first thread
+// to come by (the others go on with the count as it is).
+void follow_the_load() {
+  if (!follow_load.load(std::memory_order_relaxed)) return;
+  if (Clock::now().time_since_epoch().count() < next_look.load(std::memory_order_relaxed)) return;
+  std::unique_lock lock(count_mutex, std::try_to_lock);
+  if (lock.owns_lock() && follow_load) threads_wanted = count_for_load();
 }
 
 }  // namespace
@@ -207,10 +306,21 @@ int parse_num_threads(const char* text) {
   return static_cast<int>(n);
 }
 
+int threads_for_load(int cores, double load_average, double own_cores) {
+  const double others = std::max(0.0, load_average - own_cores);
+  // lround of a count no machine has would overflow: any count past the cores gives 1.
+  if (!(others < static_cast<double>(cores))) return 1;
+  return std::clamp(cores - static_cast<int>(std::lround(others)), 1, cores);
+}
+
 int num_threads() {
   if (int n = threads_wanted.load(); n > 0) return n;
-  int expected = 0;
-  threads_wanted.compare_exchange_strong(expected, default_threads());  // unless set_num_threads came first
+  std::lock_guard lock(count_mutex);
+  if (threads_wanted.load() == 0) {  // unless another thread, or set_num_threads, came first
+    bool follows = false;
+    threads_wanted = default_threads(&follows);
+    follow_load = follows;
+  }
   return threads_wanted.load();
 }
 
@@ -220,17 +330,23 @@ void set_num_threads(int n) {
   if (n < 1 || n > 1024)
     throw std::invalid_argument("set_num_threads(" + std::to_string(n) + "): expected a count from 1 to 1024");
   std::lock_guard lock(pool_mutex);  // waits for a running loop to finish
-  threads_wanted = n;
+  {
+    std::lock_guard count_lock(count_mutex);
+    follow_load = false;
+    threads_wanted = n;
+  }
   pool.reset();  // joins the old workers
 }
 
 int64_t tasks_for(int64_t work, int64_t grain) { return work < 2 * grain ? 1 : work / grain; }
 
 void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* context) {
+  if (tasks > 1 && !in_task) follow_the_load();
   if (tasks > 1 && available_threads() > 1) {
     std::unique_lock lock(pool_mutex, std::try_to_lock);
     if (lock.owns_lock()) {
       const int n = threads_wanted.load();
+      handle_fork();
       if (!pool || pool->size() != n) pool = std::make_unique<ThreadPool>(n);
       pool->run(tasks, call, context);
       return;

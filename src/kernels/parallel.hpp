@@ -20,9 +20,16 @@ namespace qkv::kernels {
 
 // Threads the kernels run on (the caller and num_threads() - 1 workers). Until
 // set_num_threads is called: QKV_NUM_THREADS from the environment, else the
-// number of cores. Throws std::invalid_argument if QKV_NUM_THREADS is not a
-// whole number ≥ 1.
+// default, which follows the machine's load: threads_for_load below, looked
+// at again every second.
 int num_threads();
+
+// The default count: the cores the machine's other programs leave free,
+// within [1, cores]. load_average: the machine's 1-minute load average (it
+// counts this process too); own_cores: the cores this process kept busy
+// lately (its CPU time over the wall time).
+//   threads = cores − round(load_average − own_cores)
+int threads_for_load(int cores, double load_average, double own_cores);
 
 // Use n ≥ 1 threads from now on (std::invalid_argument otherwise). The
 // workers of the old pool are joined first; new ones start when next needed.

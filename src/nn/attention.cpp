@@ -12,6 +12,8 @@
 #include <qkv/ops/softmax.hpp>
 
 #include <cmath>
+#include <mutex>
+#include <utility>
 
 namespace qkv::nn {
 
@@ -45,6 +47,14 @@ void check_last_dim(const char* layer, const char* what, const Tensor& x, int64_
   if (x.size(-1) != expected) fail("{}: {} {}: expected last dim {} ({})", layer, what, x.shape(), expected, size_name);
 }
 
+// attention_weights = weights.detach(), under the layer's lock: another
+// thread's forward of the same layer may be storing its own (attention.hpp).
+void store_weights(std::mutex& mutex, Tensor& stored, const Tensor& weights) {
+  Tensor detached = weights.detach();
+  const std::lock_guard lock(mutex);
+  std::swap(stored, detached);  // the old weights are freed after the lock, with `detached`
+}
+
 }  // namespace
 
 // --- additive attention ---------------------------------------------------------
@@ -68,7 +78,7 @@ Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, con
   Tensor features = (q.unsqueeze(2) + k.unsqueeze(1)).tanh();  // (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
   Tensor scores = (*w_v)(features).squeeze(-1);                // (B, Q, K, 1) -> (B, Q, K)
   Tensor weights = masked_softmax(scores, valid_lens);         // (B, Q, K), rows sum to 1
-  attention_weights = weights.detach();
+  store_weights(weights_mutex_, attention_weights, weights);
   return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }
 
@@ -86,7 +96,7 @@ Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, c
   // keys read transposed by the GEMM itself: no (B, d, K) copy, forward or backward.
   Tensor scores = bmm(queries, keys, {.transpose_b = true}) / std::sqrt(d);  // (B, Q, d) x (B, K, d)ᵀ -> (B, Q, K)
   Tensor weights = masked_softmax(scores, valid_lens);                       // (B, Q, K), rows sum to 1
-  attention_weights = weights.detach();
+  store_weights(weights_mutex_, attention_weights, weights);
   return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }
 

@@ -24,13 +24,13 @@ Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, i
   // PyTorch's default (_ConvNd.reset_parameters): kaiming_uniform_(a = √5)
   // on the weight, whose fan_in = in_channels · kernel_size, giving
   // U[-1/√fan_in, 1/√fan_in]; the same bound for the bias.
-  Tensor w = Tensor::empty({out_channels, in_channels, kernel_size});
+  Tensor w = Tensor::empty({out_channels, in_channels, kernel_size}, "Conv1d");
   init::kaiming_uniform_(w, std::sqrt(5.0f), gen);
   register_parameter("weight", weight, w);
   Tensor b;  // undefined: bias = false registers it absent, as PyTorch's None
   if (bias) {
     float bound = 1.0f / std::sqrt(static_cast<float>(in_channels * kernel_size));
-    b = Tensor::empty({out_channels});
+    b = Tensor::empty({out_channels}, "Conv1d");
     init::uniform_(b, -bound, bound, gen);
   }
   register_parameter("bias", this->bias, b);

@@ -11,7 +11,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& g
     : num_embeddings(num_embeddings), embedding_dim(embedding_dim) {
   if (num_embeddings <= 0 || embedding_dim <= 0)
     fail("Embedding: num_embeddings {} and embedding_dim {} must be positive", num_embeddings, embedding_dim);
-  Tensor w = Tensor::empty({num_embeddings, embedding_dim});
+  Tensor w = Tensor::empty({num_embeddings, embedding_dim}, "Embedding");
   init::normal_(w, 0, 1, gen);  // PyTorch's default: N(0, 1)
   register_parameter("weight", weight, w);
 }

@@ -1,9 +1,9 @@
 // nn::LayerNorm on the layer_norm op.
 #include <qkv/core/error.hpp>
-#include <qkv/core/factory.hpp>
 #include <qkv/nn/layer_norm.hpp>
 #include <qkv/ops/functional.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace qkv::nn {
@@ -15,8 +15,13 @@ LayerNorm::LayerNorm(Shape normalized_shape, float eps, bool elementwise_affine)
     if (d <= 0) fail("LayerNorm: normalized_shape {} must have positive sizes", this->normalized_shape);
   // eps = inf would divide every row by infinity: zeros, whatever the input.
   if (!(eps >= 0) || !std::isfinite(eps)) fail("LayerNorm: eps must be finite and ≥ 0, got {}", eps);
-  register_parameter("weight", weight, elementwise_affine ? ones(this->normalized_shape) : Tensor());
-  register_parameter("bias", bias, elementwise_affine ? zeros(this->normalized_shape) : Tensor());
+  auto filled = [this](float value) {  // γ = 1, β = 0
+    Tensor t = Tensor::empty(this->normalized_shape, "LayerNorm");
+    std::fill_n(t.data(), t.numel(), value);
+    return t;
+  };
+  register_parameter("weight", weight, elementwise_affine ? filled(1) : Tensor());
+  register_parameter("bias", bias, elementwise_affine ? filled(0) : Tensor());
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {

@@ -196,6 +196,7 @@ std::string Module::repr(size_t indent) const {
 }
 
 void ModuleList::push_back(std::shared_ptr<Module> module) {
+  if (!module) fail("ModuleList::push_back: module {} is null", size());
   register_module(std::to_string(size()), std::move(module));
 }
 

@@ -98,7 +98,7 @@ RNNBase::RNNBase(const char* name, int64_t gates, int64_t input_size, int64_t hi
   // PyTorch's default: every weight and bias ~ U[-1/sqrt(H), 1/sqrt(H)].
   const float k = 1.0f / std::sqrt(static_cast<float>(hidden_size));
   auto uniform = [&](Shape shape) {
-    Tensor t = Tensor::empty(std::move(shape));
+    Tensor t = Tensor::empty(std::move(shape), name);
     init::uniform_(t, -k, k, gen);
     return t;
   };

@@ -28,7 +28,7 @@ PositionalEncoding::PositionalEncoding(int64_t num_hiddens, float dropout, int64
   // P[i, 2j] = sin(i / 10000^(2j/H)), P[i, 2j+1] = cos(i / 10000^(2j/H)),
   // computed in double and rounded once. (An odd H ends on a sine column;
   // d2l's code needs H even.)
-  P = Tensor::empty({1, max_len, num_hiddens});
+  P = Tensor::empty({1, max_len, num_hiddens}, "PositionalEncoding");
   float* p = P.data();
   for (int64_t i = 0; i < max_len; ++i) {
     for (int64_t col = 0; col < num_hiddens; col += 2) {  // col = 2j
@@ -60,12 +60,17 @@ Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
 
 PositionWiseFFN::PositionWiseFFN(int64_t ffn_num_input, int64_t ffn_num_hiddens, int64_t ffn_num_outputs,
                                  Generator& gen) {
+  if (ffn_num_input <= 0 || ffn_num_hiddens <= 0 || ffn_num_outputs <= 0)
+    fail("PositionWiseFFN: ffn_num_input {}, ffn_num_hiddens {} and ffn_num_outputs {} must be positive", ffn_num_input,
+         ffn_num_hiddens, ffn_num_outputs);
   dense1 = register_module("dense1", std::make_shared<Linear>(ffn_num_input, ffn_num_hiddens, true, gen));
   dense2 = register_module("dense2", std::make_shared<Linear>(ffn_num_hiddens, ffn_num_outputs, true, gen));
 }
 
 Tensor PositionWiseFFN::forward(const Tensor& X) const {
-  // X's last dim is checked by dense1's linear op, which names both shapes.
+  if (!X.defined()) fail("PositionWiseFFN: X is an undefined tensor");
+  if (X.dim() == 0 || X.size(-1) != dense1->in_features)
+    fail("PositionWiseFFN: X {}: expected last dim {} (ffn_num_input)", X.shape(), dense1->in_features);
   return (*dense2)(relu((*dense1)(X)));  // (B, T, D) -> (B, T, F) -> (B, T, Dout)
 }
 
@@ -91,6 +96,9 @@ TransformerEncoderBlock::TransformerEncoderBlock(int64_t num_hiddens, int64_t ff
 }
 
 Tensor TransformerEncoderBlock::forward(const Tensor& X, const IntTensor& valid_lens) {
+  if (!X.defined()) fail("TransformerEncoderBlock: X is an undefined tensor");
+  if (X.dim() != 3 || X.size(2) != attention->num_hiddens)
+    fail("TransformerEncoderBlock: X {}: expected (B, T, {})", X.shape(), attention->num_hiddens);
   Tensor Y = (*addnorm1)(X, (*attention)(X, X, X, valid_lens));  // (B, T, H)
   return (*addnorm2)(Y, (*ffn)(Y));                              // (B, T, H)
 }
@@ -122,10 +130,20 @@ EncoderOutput TransformerEncoder::forward(const IntTensor& X, const IntTensor& v
   return {Y, Tensor()};
 }
 
+namespace {
+// One block's attention weights per head, (B, h, Q, K); before the first
+// forward an Error that names the model asked, `layer`.
+Tensor weights_per_head(const MultiHeadAttention& attention, const char* layer) {
+  if (!attention.attention->attention_weights.defined())
+    fail("{}: no attention weights yet: call forward first", layer);
+  return attention.attention_weights_per_head();
+}
+}  // namespace
+
 std::vector<Tensor> TransformerEncoder::attention_weights() const {
   std::vector<Tensor> weights;
-  for (size_t i = 0; i < blks->size(); ++i)
-    weights.push_back(blks->at<TransformerEncoderBlock>(i)->attention->attention_weights_per_head());  // (B, h, T, T)
+  for (size_t i = 0; i < blks->size(); ++i)  // (B, h, T, T)
+    weights.push_back(weights_per_head(*blks->at<TransformerEncoderBlock>(i)->attention, "TransformerEncoder"));
   return weights;
 }
 
@@ -227,16 +245,15 @@ Tensor TransformerDecoder::forward(const IntTensor& X, DecoderState& state) {
 
 std::vector<Tensor> TransformerDecoder::attention_weights() const {
   std::vector<Tensor> weights;
-  for (size_t i = 0; i < blks->size(); ++i)
-    weights.push_back(blks->at<TransformerDecoderBlock>(i)->attention2->attention_weights_per_head());  // (B, h, S, T)
+  for (size_t i = 0; i < blks->size(); ++i)  // (B, h, S, T)
+    weights.push_back(weights_per_head(*blks->at<TransformerDecoderBlock>(i)->attention2, "TransformerDecoder"));
   return weights;
 }
 
 std::vector<Tensor> TransformerDecoder::self_attention_weights() const {
   std::vector<Tensor> weights;
-  for (size_t i = 0; i < blks->size(); ++i)
-    weights.push_back(
-        blks->at<TransformerDecoderBlock>(i)->attention1->attention_weights_per_head());  // (B, h, S, c+S)
+  for (size_t i = 0; i < blks->size(); ++i)  // (B, h, S, c+S)
+    weights.push_back(weights_per_head(*blks->at<TransformerDecoderBlock>(i)->attention1, "TransformerDecoder"));
   return weights;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/reduce.hpp"
@@ -63,7 +64,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
       for (size_t k = 0; k < d; ++k) outer *= sizes[k];
       for (size_t k = d + 1; k < sizes.size(); ++k) inner *= sizes[k];
       Tensor next = d == summed.back() ? out : Tensor::empty(Shape{outer * inner});
-      kernels::reduce(kernels::Reduce::Sum, outer, sizes[d], inner, partial.data(), next.data());
+      kernels::reduce(kernels::Reduce::Sum, outer, sizes[d], inner, std::as_const(partial).data(), next.data());
       partial = next;
       sizes[d] = 1;
     }

@@ -30,7 +30,7 @@ namespace {
 template <class T, class Pred>
 IntTensor compare(const T& a, const T& b, Pred pred, const char* op) {
   if (!a.defined() || !b.defined()) fail("{}: undefined {}", op, !a.defined() ? "a" : "b");
-  IntTensor out = IntTensor::empty(broadcast_shapes(a.shape(), b.shape(), op));
+  IntTensor out = IntTensor::empty(broadcast_shapes(a.shape(), b.shape(), op), op);
   const auto* pa = a.data();
   const auto* pb = b.data();
   int64_t* po = out.data();
@@ -118,7 +118,7 @@ Tensor where(const IntTensor& mask, const Tensor& a, const Tensor& b) {
   } catch (const Error&) {
     fail("where: mask {}, a {} and b {} do not broadcast to one shape", ms, as, bs);
   }
-  Tensor out = Tensor::empty(shape);
+  Tensor out = Tensor::empty(shape, "where");
   const int64_t* m = mask.data();
   const float* pa = a.data();
   const float* pb = b.data();
@@ -130,7 +130,7 @@ Tensor where(const IntTensor& mask, const Tensor& a, const Tensor& b) {
   });
   // NOTE: picking with where, not multiplying by the mask: dout · 0 would
   // turn an infinite or NaN gradient of the other branch into NaN.
-  record(out, "WhereBackward", {a, b},
+  record(out, "WhereBackward", {a, b}, /*saved=*/{mask},
          [mask, da = detail::OperandGrad(a, out),
           db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
            return {da.needed() ? da.of(where(mask, dout, 0.0f)) : Tensor(),

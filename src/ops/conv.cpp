@@ -19,6 +19,8 @@
 #include <qkv/ops/linalg.hpp>
 #include <qkv/ops/shape_ops.hpp>
 
+#include <algorithm>
+
 #include "ops/util.hpp"
 
 namespace qkv {
@@ -71,17 +73,14 @@ void for_each_tap(int64_t N, int64_t C, int64_t L, int64_t T, const Window& w, F
         }
 }
 
-}  // namespace
-
-// x (N, C, L) -> cols (N, T, C·K)
-Tensor im2col1d(const Tensor& input, int64_t kernel_size, int64_t stride, int64_t padding, int64_t dilation) {
-  const Window w{kernel_size, stride, padding, dilation};
-  check_window("im2col1d", w);
-  detail::check_input(input, "im2col1d", "input");
-  if (input.dim() != 3) fail("im2col1d: input {} must be 3-D (N, C, L)", input.shape());
+// x (N, C, L) -> cols (N, T, C·K), for `op` (im2col1d, or conv1d, built
+// on it: the op named in the errors). The window is checked already.
+Tensor im2col(const Tensor& input, const Window& w, const char* op) {
+  if (input.dim() != 3) fail("{}: input {} must be 3-D (N, C, L)", op, input.shape());
   const int64_t N = input.size(0), C = input.size(1), L = input.size(2);
-  const int64_t T = output_length("im2col1d", input.shape(), L, w);
-  Tensor cols = zeros({N, T, C * kernel_size});  // zeros: the padding taps are never written
+  const int64_t T = output_length(op, input.shape(), L, w);
+  Tensor cols = Tensor::empty({N, T, checked_mul(C, w.kernel_size, op)}, op);
+  std::fill_n(cols.data(), cols.numel(), 0.0f);  // zeros: the padding taps are never written
   float* out = cols.data();
   const float* x = input.data();
   for_each_tap(N, C, L, T, w, [&](int64_t col, int64_t in) { out[col] = x[in]; });
@@ -95,6 +94,15 @@ Tensor im2col1d(const Tensor& input, int64_t kernel_size, int64_t stride, int64_
     return std::vector<Tensor>{dx};
   });
   return cols;
+}
+
+}  // namespace
+
+Tensor im2col1d(const Tensor& input, int64_t kernel_size, int64_t stride, int64_t padding, int64_t dilation) {
+  const Window w{kernel_size, stride, padding, dilation};
+  check_window("im2col1d", w);
+  detail::check_input(input, "im2col1d", "input");
+  return im2col(input, w, "im2col1d");
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
@@ -111,12 +119,11 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int
     fail("conv1d: bias {} does not fit weight {}: expected ({})", bias.shape(), weight.shape(), O);
   const Window w{K, stride, padding, dilation};
   check_window("conv1d", w);
-  output_length("conv1d", input.shape(), input.size(2), w);  // fails with conv1d's name when T < 1
 
-  Tensor cols = im2col1d(input, K, stride, padding, dilation);  // (N, C, L) -> (N, T, C·K)
-  Tensor w2 = reshape(weight, {O, C * K});                      // (O, C, K) -> (O, C·K), the same order as a column
-  Tensor y = linear(cols, w2, bias);                            // (N, T, C·K)·(C·K, O) + b -> (N, T, O)
-  return transpose(y, 1, 2);                                    // (N, T, O) -> (N, O, T)
+  Tensor cols = im2col(input, w, "conv1d");  // (N, C, L) -> (N, T, C·K)
+  Tensor w2 = reshape(weight, {O, C * K});   // (O, C, K) -> (O, C·K), the same order as a column
+  Tensor y = linear(cols, w2, bias);         // (N, T, C·K)·(C·K, O) + b -> (N, T, O)
+  return transpose(y, 1, 2);                 // (N, T, O) -> (N, O, T)
 }
 
 }  // namespace qkv

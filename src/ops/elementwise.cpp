@@ -54,7 +54,7 @@ namespace {
 Tensor binary_op(kernels::Binary op, const Tensor& a, const Tensor& b, const char* name) {
   detail::check_input(a, name, "a");
   detail::check_input(b, name, "b");
-  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name));
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name), name);
   if (out.numel() == 0) return out;
   if (a.shape() == b.shape()) {  // no broadcasting (most calls): one row of numel elements
     kernels::binary(op, out.numel(), a.data(), 1, b.data(), 1, out.data());
@@ -159,7 +159,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 // y = a·b        da = dout·b    db = dout·a
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Mul, a, b, "mul");
-  record(out, "MulBackward", {a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
+  record(out, "MulBackward", {a, b}, /*saved=*/{a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
     return {a.requires_grad() ? sum_to(dout * b, a.shape()) : Tensor(),
             b.requires_grad() ? sum_to(dout * a, b.shape()) : Tensor()};
   });
@@ -169,10 +169,11 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 // y = a / b      da = dout / b      db = -dout·a / b² = -dout·y / b
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
-  record(out, "DivBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    return {a.requires_grad() ? sum_to(dout / b, a.shape()) : Tensor(),
-            b.requires_grad() ? neg(sum_to(dout * y / b, b.shape())) : Tensor()};
-  });
+  record(out, "DivBackward", {a, b}, /*saved=*/{b, out},
+         [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+           return {a.requires_grad() ? sum_to(dout / b, a.shape()) : Tensor(),
+                   b.requires_grad() ? neg(sum_to(dout * y / b, b.shape())) : Tensor()};
+         });
   return out;
 }
 
@@ -186,12 +187,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor pow(const Tensor& a, const Tensor& exponent) {
   const Tensor& b = exponent;
   Tensor out = binary_op(kernels::Binary::Pow, a, b, "pow");
-  record(out, "PowBackward", {a, b}, [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    Tensor da, db;
-    if (a.requires_grad()) da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), eq(b, 0.0f), 0.0f), a.shape());
-    if (b.requires_grad()) db = sum_to(dout * y * masked_fill(log(a), eq(a, 0.0f), 0.0f), b.shape());
-    return {da, db};
-  });
+  record(out, "PowBackward", {a, b}, /*saved=*/{a, b, out},
+         [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+           Tensor da, db;
+           if (a.requires_grad()) da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), eq(b, 0.0f), 0.0f), a.shape());
+           if (b.requires_grad()) db = sum_to(dout * y * masked_fill(log(a), eq(a, 0.0f), 0.0f), b.shape());
+           return {da, db};
+         });
   return out;
 }
 
@@ -237,7 +239,7 @@ Tensor div(const Tensor& a, float b) {
 // y = s / b      db = -dout·s / b² = -dout·y / b
 Tensor div(float a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
-  record(out, "RdivBackward", {b}, [b, y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+  record(out, "RdivBackward", {b}, /*saved=*/{b, out}, [b, y = out.detach()](Tensor dout) -> std::vector<Tensor> {
     dout = grad_binary(kernels::Binary::Mul, dout, y);
     dout = grad_binary(kernels::Binary::Div, dout, b);
     return {grad_neg(dout)};
@@ -251,7 +253,7 @@ Tensor pow(const Tensor& a, float exponent) {
   // faster than a general power.
   Tensor out = exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow")
                                 : binary_op(kernels::Binary::Pow, a, exponent, "pow");
-  record(out, "PowBackward", {a}, [a, p = exponent](Tensor dout) -> std::vector<Tensor> {
+  record(out, "PowBackward", {a}, /*saved=*/{a}, [a, p = exponent](Tensor dout) -> std::vector<Tensor> {
     if (p == 0.0f) return {zeros(a.shape())};
     return {grad_binary(kernels::Binary::Mul, dout, pow(a, p - 1.0f) * p)};
   });
@@ -270,7 +272,7 @@ Tensor neg(const Tensor& x) {
 // y = eˣ         dx = dout·y
 Tensor exp(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Exp, x, "exp");
-  record(out, "ExpBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+  record(out, "ExpBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
     return {grad_binary(kernels::Binary::Mul, dout, y)};
   });
   return out;
@@ -279,7 +281,7 @@ Tensor exp(const Tensor& x) {
 // y = ln x       dx = dout / x
 Tensor log(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Log, x, "log");
-  record(out, "LogBackward", {x},
+  record(out, "LogBackward", {x}, /*saved=*/{x},
          [x](Tensor dout) -> std::vector<Tensor> { return {grad_binary(kernels::Binary::Div, dout, x)}; });
   return out;
 }
@@ -287,7 +289,7 @@ Tensor log(const Tensor& x) {
 // y = √x         dx = dout / (2y)
 Tensor sqrt(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sqrt, x, "sqrt");
-  record(out, "SqrtBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+  record(out, "SqrtBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
     return {grad_binary(kernels::Binary::Div, dout, y * 2.0f)};
   });
   return out;
@@ -296,7 +298,7 @@ Tensor sqrt(const Tensor& x) {
 // y = |x|        dx = dout·sign(x)      (sign 0 = 0: no gradient at the kink)
 Tensor abs(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Abs, x, "abs");
-  record(out, "AbsBackward", {x}, [x](Tensor dout) -> std::vector<Tensor> {
+  record(out, "AbsBackward", {x}, /*saved=*/{x}, [x](Tensor dout) -> std::vector<Tensor> {
     return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Sign, x, "abs"))};
   });
   return out;
@@ -305,7 +307,7 @@ Tensor abs(const Tensor& x) {
 // y = tanh x     dx = dout·(1 - y²)
 Tensor tanh(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Tanh, x, "tanh");
-  record(out, "TanhBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+  record(out, "TanhBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
     return {grad_binary(kernels::Binary::Mul, dout, 1.0f - y * y)};
   });
   return out;
@@ -314,7 +316,7 @@ Tensor tanh(const Tensor& x) {
 // y = σ(x) = 1 / (1 + e⁻ˣ)      dx = dout·y·(1 - y)
 Tensor sigmoid(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sigmoid, x, "sigmoid");
-  record(out, "SigmoidBackward", {x}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
+  record(out, "SigmoidBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
     dout = grad_binary(kernels::Binary::Mul, dout, y);  // (dout·y)·(1 - y), in that order
     return {grad_binary(kernels::Binary::Mul, dout, 1.0f - y)};
   });
@@ -324,7 +326,7 @@ Tensor sigmoid(const Tensor& x) {
 // y = max(x, 0)  dx = dout·[x > 0]      (0 at x = 0)
 Tensor relu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Relu, x, "relu");
-  record(out, "ReluBackward", {x}, [x](Tensor dout) -> std::vector<Tensor> {
+  record(out, "ReluBackward", {x}, /*saved=*/{x}, [x](Tensor dout) -> std::vector<Tensor> {
     return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Step, x, "relu"))};
   });
   return out;
@@ -333,7 +335,7 @@ Tensor relu(const Tensor& x) {
 // y = x·Φ(x)     dx = dout·(Φ(x) + x·φ(x))      (Φ, φ: the standard normal cdf and pdf)
 Tensor gelu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Gelu, x, "gelu");
-  record(out, "GeluBackward", {x}, [x](Tensor dout) -> std::vector<Tensor> {
+  record(out, "GeluBackward", {x}, /*saved=*/{x}, [x](Tensor dout) -> std::vector<Tensor> {
     return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::GeluGrad, x, "gelu"))};
   });
   return out;
@@ -351,7 +353,7 @@ Tensor masked_fill(const Tensor& x, const IntTensor& mask, float value) {
   Tensor out = x.detach().clone();
   fill_where(out, mask, value);
   // dx: dout with zeros where the mask is set, over dout when the backward holds it alone.
-  record(out, "MaskedFillBackward", {x}, [mask](Tensor dout) -> std::vector<Tensor> {
+  record(out, "MaskedFillBackward", {x}, /*saved=*/{mask}, [mask](Tensor dout) -> std::vector<Tensor> {
     Tensor dx = sole_owner(dout) ? std::move(dout) : dout.detach().clone();
     fill_where(dx, mask, 0.0f);
     return {dx};

@@ -16,6 +16,7 @@
 #include <qkv/ops.hpp>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/dropout.hpp"
@@ -61,11 +62,12 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   const float scale = p < 1 ? 1 / (1 - p) : 0.0f;
   Tensor mask = Tensor::empty(x.shape());
   Tensor y = Tensor::empty(x.shape());
-  kernels::dropout(x.numel(), gen.state(), p, scale, x.data(), y.data(), mask.data());
-  gen.skip(static_cast<uint64_t>(x.numel()));
+  // take: this mask's stretch of the stream, which no other thread drawing from gen can get.
+  const uint64_t start = gen.take(static_cast<uint64_t>(x.numel()));
+  kernels::dropout(x.numel(), start, p, scale, x.data(), y.data(), mask.data());
   record(y, "DropoutBackward", {x}, [mask](Tensor dy) -> std::vector<Tensor> {
     Tensor dx = reuse_or_empty(dy);  // over dy when the backward holds it alone
-    kernels::binary(kernels::Binary::Mul, dy.numel(), dy.data(), 1, mask.data(), 1, dx.data());
+    kernels::binary(kernels::Binary::Mul, dy.numel(), std::as_const(dy).data(), 1, mask.data(), 1, dx.data());
     return {dx};
   });
   return y;
@@ -106,7 +108,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   Tensor mean = Tensor::empty(Shape{R});  // (R)
   Tensor rstd = Tensor::empty(Shape{R});  // (R): 1 / sqrt(σ² + eps)
   kernels::layer_norm(R, D, x.data(), w, b, eps, y.data(), mean.data(), rstd.data());
-  record(y, "LayerNormBackward", {x, weight, bias},
+  record(y, "LayerNormBackward", {x, weight, bias}, /*saved=*/{x, weight},
          [x = x.detach(), weight = weight.defined() ? weight.detach() : Tensor(), has_bias = bias.defined(), mean, rstd,
           R, D, normalized_shape](const Tensor& dy) -> std::vector<Tensor> {
            Tensor dx = Tensor::empty(x.shape());
@@ -138,7 +140,7 @@ Tensor fused_gru_cell(const Tensor& xw, const Tensor& hw, const Tensor& h) {
   Tensor h_next = Tensor::empty(Shape{B, H});     // (B, H)
   Tensor gates = Tensor::empty(Shape{B, 3 * H});  // (B, 3H): r, z, n, for the backward
   kernels::gru_cell(B, H, xw.data(), hw.data(), h.data(), h_next.data(), gates.data());
-  record(h_next, "FusedGruCellBackward", {xw, hw, h},
+  record(h_next, "FusedGruCellBackward", {xw, hw, h}, /*saved=*/{hw, h},
          [hw = hw.detach(), h = h.detach(), gates, B, H](const Tensor& dh_next) -> std::vector<Tensor> {
            Tensor dxw = Tensor::empty(Shape{B, 3 * H}), dhw = Tensor::empty(Shape{B, 3 * H});
            Tensor dh = Tensor::empty(Shape{B, H});
@@ -212,9 +214,10 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, const Tensor
 
   Tensor loss = Tensor::empty(Shape{R});      // (R)
   Tensor stats = Tensor::empty(Shape{R, 2});  // (R, 2): each row's max and log Σ exp, for the backward
-  kernels::cross_entropy(R, C, rows.data(), t, w, ignore_index, label_smoothing, loss.data(), stats.data());
+  kernels::cross_entropy(R, C, std::as_const(rows).data(), t, w, ignore_index, label_smoothing, loss.data(),
+                         stats.data());
   // NOTE: weight is a constant here, as in PyTorch: no gradient reaches it.
-  record(loss, "CrossEntropyBackward", {rows},
+  record(loss, "CrossEntropyBackward", {rows}, /*saved=*/{rows, target, weight},
          [x = rows.detach(), target, weight = weight.defined() ? weight.detach() : Tensor(), stats, R, C, ignore_index,
           label_smoothing](const Tensor& dloss) -> std::vector<Tensor> {
            Tensor dx = Tensor::empty(x.shape());  // (R, C)

@@ -86,8 +86,13 @@ Shape with_matrix(const Shape& batch, int64_t rows, int64_t cols) {
 
 // The output of a product with inner size K, for the GEMM to write: left
 // uninitialised, since the GEMM writes every element, except when K is 0
-// (an empty sum, where the kernel is not called): then zeros.
-Tensor product_output(const Shape& shape, int64_t K) { return K == 0 ? zeros(shape) : Tensor::empty(shape); }
+// (an empty sum, where the kernel is not called): then zeros. `op` is named
+// if the shape cannot be allocated.
+Tensor product_output(const Shape& shape, int64_t K, const char* op) {
+  Tensor out = Tensor::empty(shape, op);
+  if (K == 0) std::fill_n(out.data(), out.numel(), 0.0f);
+  return out;
+}
 
 // Z[j] += op(X[i])·op(Y[i]) for every matrix i of the full batch `batch`,
 // j being the matrix of Z that i was broadcast from (Z's batch dims
@@ -116,7 +121,7 @@ Tensor batched_product(bool trans_x, bool trans_y, const Tensor& X, const Tensor
                        const Shape& batch) {
   const int64_t K = trans_x ? X.shape()[X.dim() - 2] : X.shape()[X.dim() - 1];
   if (batch_dims(z_shape) == batch) {
-    Tensor Z = product_output(z_shape, K);
+    Tensor Z = product_output(z_shape, K, "matmul");
     gemm_batched(trans_x, trans_y, X, Y, Z);
     return Z;
   }
@@ -138,23 +143,24 @@ Tensor matmul_folded(const Tensor& a, const Tensor& b, bool trans_b) {
   for (int64_t d = 0; d + 1 < a.dim(); ++d) R *= a.shape()[d];
   std::vector<int64_t> dims = a.shape().dims();
   dims.back() = N;
-  Tensor out = product_output(Shape(dims), K);
+  Tensor out = product_output(Shape(dims), K, "matmul");
   gemm(false, trans_b, R, N, K, a.data(), b.data(), out.data());  // (R, K)·op(b)
-  record(out, "MatmulBackward", {a, b}, [a, b, trans_b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
-    Tensor da, db;
-    if (a.requires_grad()) {
-      da = product_output(a.shape(), N);
-      gemm(false, !trans_b, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·op(b)ᵀ
-    }
-    if (b.requires_grad()) {
-      db = product_output(b.shape(), R);
-      if (trans_b)
-        gemm(true, false, N, K, R, dout.data(), a.data(), db.data());  // (R, N)ᵀ·(R, K)
-      else
-        gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
-    }
-    return {da, db};
-  });
+  record(out, "MatmulBackward", {a, b}, /*saved=*/{a, b},
+         [a, b, trans_b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
+           Tensor da, db;
+           if (a.requires_grad()) {
+             da = product_output(a.shape(), N, "matmul");
+             gemm(false, !trans_b, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·op(b)ᵀ
+           }
+           if (b.requires_grad()) {
+             db = product_output(b.shape(), R, "matmul");
+             if (trans_b)
+               gemm(true, false, N, K, R, dout.data(), a.data(), db.data());  // (R, N)ᵀ·(R, K)
+             else
+               gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
+           }
+           return {da, db};
+         });
   return out;
 }
 
@@ -167,24 +173,25 @@ Tensor matmul_folded(const Tensor& a, const Tensor& b, bool trans_b) {
 // An operand broadcast along batch dims gets the sum over them
 // (batched_product). Each flag below says how the GEMM reads a stored array:
 // op(b)ᵀ is b as stored when b is transposed, b read transposed otherwise.
-Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, bool trans_a, bool trans_b,
+Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, bool trans_a, bool trans_b, const char* op,
                       const char* backward_name) {
   const Shape &sa = a.shape(), &sb = b.shape();
   const int64_t M = trans_a ? sa[sa.ndim() - 1] : sa[sa.ndim() - 2];
   const int64_t K = trans_a ? sa[sa.ndim() - 2] : sa[sa.ndim() - 1];
   const int64_t N = trans_b ? sb[sb.ndim() - 2] : sb[sb.ndim() - 1];
-  Tensor out = product_output(with_matrix(batch, M, N), K);
+  Tensor out = product_output(with_matrix(batch, M, N), K, op);
   gemm_batched(trans_a, trans_b, a, b, out);
-  record(out, backward_name, {a, b}, [a, b, batch, trans_a, trans_b](const Tensor& dout) -> std::vector<Tensor> {
-    Tensor da, db;
-    if (a.requires_grad())
-      da = trans_a ? batched_product(trans_b, true, b, dout, a.shape(), batch)     // op(b)·Gᵀ
-                   : batched_product(false, !trans_b, dout, b, a.shape(), batch);  // G·op(b)ᵀ
-    if (b.requires_grad())
-      db = trans_b ? batched_product(true, trans_a, dout, a, b.shape(), batch)     // Gᵀ·op(a)
-                   : batched_product(!trans_a, false, a, dout, b.shape(), batch);  // op(a)ᵀ·G
-    return {da, db};
-  });
+  record(out, backward_name, {a, b}, /*saved=*/{a, b},
+         [a, b, batch, trans_a, trans_b](const Tensor& dout) -> std::vector<Tensor> {
+           Tensor da, db;
+           if (a.requires_grad())
+             da = trans_a ? batched_product(trans_b, true, b, dout, a.shape(), batch)     // op(b)·Gᵀ
+                          : batched_product(false, !trans_b, dout, b, a.shape(), batch);  // G·op(b)ᵀ
+           if (b.requires_grad())
+             db = trans_b ? batched_product(true, trans_a, dout, a, b.shape(), batch)     // Gᵀ·op(a)
+                          : batched_product(!trans_a, false, a, dout, b.shape(), batch);  // op(a)ᵀ·G
+           return {da, db};
+         });
   return out;
 }
 
@@ -227,7 +234,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulOptions options) {
     if (sa != sb && sa != 1 && sb != 1)
       fail("matmul: {} x {}: batch dims {} and {} do not broadcast", operand(a, ta), operand(b, tb), batch_a, batch_b);
   }
-  return matmul_batched(a, b, broadcast_shapes(batch_a, batch_b, "matmul"), ta, tb, "MatmulBackward");
+  return matmul_batched(a, b, broadcast_shapes(batch_a, batch_b, "matmul"), ta, tb, "matmul", "MatmulBackward");
 }
 
 // y = x·Wᵀ + b: x (…, K) folds to (R, K) rows as in matmul_folded.
@@ -251,22 +258,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (bias.defined()) {
     // Every row starts as the bias and the GEMM adds the product into it
     // (accumulate): one pass over out fewer than adding b afterwards.
-    out = Tensor::empty(Shape(dims));
+    out = Tensor::empty(Shape(dims), "linear");
     for (int64_t r = 0; r < R; ++r) std::copy_n(bias.data(), N, out.data() + r * N);
     gemm(false, true, R, N, K, x.data(), weight.data(), out.data(), /*accumulate=*/true);  // b + (R, K)·(N, K)ᵀ
   } else {
-    out = product_output(Shape(dims), K);
+    out = product_output(Shape(dims), K, "linear");
     gemm(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
   }
-  record(out, "LinearBackward", {x, weight, bias},
+  record(out, "LinearBackward", {x, weight, bias}, /*saved=*/{x, weight},
          [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
            Tensor dx, dw, db;
            if (x.requires_grad()) {
-             dx = product_output(x.shape(), N);
+             dx = product_output(x.shape(), N, "linear");
              gemm(false, false, R, K, N, dout.data(), weight.data(), dx.data());  // (R, N)·(N, K)
            }
            if (weight.requires_grad()) {
-             dw = product_output(weight.shape(), R);
+             dw = product_output(weight.shape(), R, "linear");
              gemm(true, false, N, K, R, dout.data(), x.data(), dw.data());  // (R, N)ᵀ·(R, K)
            }
            if (bias.defined() && bias.requires_grad()) {
@@ -289,7 +296,7 @@ Tensor bmm(const Tensor& a, const Tensor& b, MatmulOptions options) {
     fail("bmm: {} x {}: batch sizes {} and {} differ", operand(a, ta), operand(b, tb), a.shape()[0], b.shape()[0]);
   const int64_t ka = a.shape()[ta ? 1 : 2], kb = b.shape()[tb ? 2 : 1];
   if (ka != kb) fail("bmm: {} x {}: inner sizes {} and {} differ", operand(a, ta), operand(b, tb), ka, kb);
-  return matmul_batched(a, b, Shape{a.shape()[0]}, ta, tb, "BmmBackward");
+  return matmul_batched(a, b, Shape{a.shape()[0]}, ta, tb, "bmm", "BmmBackward");
 }
 
 // --- as Tensor methods (tensor.hpp): a.matmul(b) is matmul(a, b) -----------------

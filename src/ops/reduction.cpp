@@ -22,6 +22,7 @@
 #include <qkv/ops/shape_ops.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "kernels/reduce.hpp"
@@ -117,9 +118,10 @@ Tensor extreme_all(kernels::Reduce op, const Tensor& x, const char* name, const 
   check_not_empty(x, name);
   Tensor out = Tensor::empty(Shape());
   kernels::reduce(op, 1, x.numel(), 1, x.data(), out.data());
-  record(out, backward_name, {x}, [x, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
+  record(out, backward_name, {x}, /*saved=*/{x, out}, [x, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
     IntTensor ties = eq(x, y);  // 1 where x holds the extreme: (…) = () broadcast
-    const int64_t count = std::count(ties.data(), ties.data() + ties.numel(), 1);
+    const int64_t* tie = std::as_const(ties).data();
+    const int64_t count = std::count(tie, tie + ties.numel(), 1);
     return {masked_fill(zeros(x.shape()), ties, dout.item() / static_cast<float>(count))};
   });
   return out;
@@ -134,7 +136,7 @@ Tensor extreme_along(kernels::Reduce op, const Tensor& x, int64_t dim, bool keep
   int64_t d = normalize_dim(dim, x.dim(), name);
   check_not_empty_dim(x, d, name);
   Tensor out = reduce_along(op, x, d, keepdim);
-  record(out, backward_name, {x}, [x, d, keepdim, op](const Tensor& dout) -> std::vector<Tensor> {
+  record(out, backward_name, {x}, /*saved=*/{x}, [x, d, keepdim, op](const Tensor& dout) -> std::vector<Tensor> {
     // picked = (arange(n) == argmax(x, d)): (…, n, …) against (…, 1, …), 1 at the first extreme
     const bool largest = op == kernels::Reduce::Max;
     IntTensor first = largest ? argmax(x, d, /*keepdim=*/true) : argmin(x, d, /*keepdim=*/true);

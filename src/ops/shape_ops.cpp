@@ -105,8 +105,8 @@ Shape infer_shape(const Shape& from, Shape shape, const char* op) {
            from.numel(), known);
     shape[infer] = from.numel() / known;
   }
-  if (shape.numel() != from.numel())
-    fail("{}: cannot reshape {} ({} elements) to {} ({} elements)", op, from, from.numel(), shape, shape.numel());
+  if (const int64_t n = checked_numel(shape, op); n != from.numel())
+    fail("{}: cannot reshape {} ({} elements) to {} ({} elements)", op, from, from.numel(), shape, n);
   return shape;
 }
 
@@ -210,17 +210,19 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
 
 // ---- expand and repeat ------------------------------------------------------------
 
+namespace {
+
 // y = x broadcast to `shape`: a size-1 dim repeats its one value (stride 0),
 // new dims go in front.   dx = sum_to(dout, x.shape), the sum over the copies.
-Tensor expand(const Tensor& x, Shape shape) {
-  detail::check_input(x, "expand", "x");
+// `op` is the op named in the errors: expand, or repeat, which is built on it.
+Tensor expand_for(const Tensor& x, Shape shape, const char* op) {
   const int64_t nd = shape.ndim(), lead = shape.ndim() - x.dim();
-  if (lead < 0) fail("expand: cannot expand {} to {}: the target has fewer dims", x.shape(), shape);
+  if (lead < 0) fail("{}: cannot expand {} to {}: the target has fewer dims", op, x.shape(), shape);
   const std::vector<int64_t> x_strides = detail::contiguous_strides(x.shape());
   std::vector<int64_t> strides(static_cast<size_t>(nd), 0);
   for (int64_t d = 0; d < nd; ++d) {
     if (d < lead) {  // a new leading dim: every index reads the same x
-      if (shape[d] < 0) fail("expand: size {} not allowed for new leading dim {} in {}", shape[d], d, shape);
+      if (shape[d] < 0) fail("{}: size {} not allowed for new leading dim {} in {}", op, shape[d], d, shape);
       continue;
     }
     int64_t size = x.shape()[d - lead];
@@ -228,14 +230,21 @@ Tensor expand(const Tensor& x, Shape shape) {
     if (shape[d] == size)
       strides[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(d - lead)];
     else if (size != 1 || shape[d] < 0)
-      fail("expand: cannot expand {} to {}: dim {} of size {} cannot become {} (only size-1 dims grow)", x.shape(),
+      fail("{}: cannot expand {} to {}: dim {} of size {} cannot become {} (only size-1 dims grow)", op, x.shape(),
            shape, d, size, shape[d]);
   }
-  Tensor out = Tensor::empty(shape);
+  Tensor out = Tensor::empty(shape, op);
   kernels::strided_copy(std::span<const int64_t>(shape.begin(), shape.end()), strides, x.data(), out.data());
   record(out, "ExpandBackward", {x},
          [x_shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> { return {sum_to(dout, x_shape)}; });
   return out;
+}
+
+}  // namespace
+
+Tensor expand(const Tensor& x, Shape shape) {
+  detail::check_input(x, "expand", "x");
+  return expand_for(x, std::move(shape), "expand");
 }
 
 // Tile x repeats[k] times along dim k (x gets leading size-1 dims if repeats is longer).
@@ -256,7 +265,7 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
     tiled.insert(tiled.end(), {r, p});
     out_dims.push_back(checked_mul(r, p, "repeat"));
   }
-  return reshape(expand(reshape(x, Shape(interleaved)), Shape(tiled)), Shape(out_dims));
+  return reshape(expand_for(reshape(x, Shape(interleaved)), Shape(tiled), "repeat"), Shape(out_dims));
 }
 
 // ---- repeat_interleave ----------------------------------------------------------------
@@ -290,7 +299,7 @@ Interleave interleave(const T& x, int64_t repeats, int64_t dim) {
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim) {
   detail::check_input(x, "repeat_interleave", "x");
   const Interleave plan = interleave(x, repeats, dim);
-  Tensor out = Tensor::empty(plan.out);
+  Tensor out = Tensor::empty(plan.out, "repeat_interleave");
   kernels::strided_copy(plan.sizes, plan.x_strides, x.data(), out.data());
   record(out, "RepeatInterleaveBackward", {x},
          [x_shape = x.shape(), grid = Shape(plan.sizes.data(), plan.sizes.data() + plan.sizes.size())](
@@ -309,7 +318,7 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats) {
 IntTensor repeat_interleave(const IntTensor& x, int64_t repeats, int64_t dim) {
   detail::check_input(x, "repeat_interleave", "x");
   const Interleave plan = interleave(x, repeats, dim);
-  IntTensor out = IntTensor::empty(plan.out);
+  IntTensor out = IntTensor::empty(plan.out, "repeat_interleave");
   kernels::strided_copy(plan.sizes, plan.x_strides, x.data(), out.data());
   return out;
 }
@@ -341,7 +350,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   std::vector<int64_t> dims = first.dims();
   dims[static_cast<size_t>(d)] = 0;
   for (int64_t n : sizes) dims[static_cast<size_t>(d)] = checked_add(dims[static_cast<size_t>(d)], n, "cat");
-  Tensor out = Tensor::empty(Shape(dims));
+  Tensor out = Tensor::empty(Shape(dims), "cat");
   auto [outer, total, inner] = detail::axis_view(out.shape(), d);
   int64_t offset = 0;                       // where along dim the current input starts
   for (size_t i = 0; i < xs.size(); ++i) {  // xᵢ is (outer, nᵢ·inner): its rows land total·inner apart

@@ -3,6 +3,7 @@
 #include <qkv/optim/clip_grad.hpp>
 
 #include <cmath>
+#include <utility>
 
 #include "kernels/optim.hpp"
 
@@ -17,7 +18,7 @@ float clip_grad_norm_(const std::vector<Tensor>& params, float max_norm) {
     if (!p.defined()) fail("clip_grad_norm_: a parameter is undefined");
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    sum_sq += kernels::sum_squares(g.numel(), g.data());
+    sum_sq += kernels::sum_squares(g.numel(), std::as_const(g).data());
   }
   const float norm = static_cast<float>(std::sqrt(sum_sq));
 

@@ -205,6 +205,10 @@ TEST_CASE("core/allocator: a size no machine can provide is a qkv::Error naming 
                                          "more than the 281474976710656 bytes that can be addressed"),
                        Error);
   CHECK_THROWS_WITH_AS(IntTensor::empty({3, -2}), doctest::Contains("empty: negative size in shape (3, -2)"), Error);
+  // An op or layer gives its own name.
+  CHECK_THROWS_WITH_AS(
+      Tensor::empty({int64_t{1} << 62, 4}, "Linear"),
+      doctest::Contains("Linear: shape (4611686018427387904, 4): the number of elements overflows int64"), Error);
   if (qkv::test::huge_allocations_fail()) {  // see bad_input.hpp
     // 2⁴⁴ floats = 64 TiB: under the address-space cap, so it is really asked for.
     CHECK_THROWS_WITH_AS(Tensor::empty({int64_t{1} << 44}),
@@ -212,7 +216,7 @@ TEST_CASE("core/allocator: a size no machine can provide is a qkv::Error naming 
                                            "(70368744177664 bytes)"),
                          Error);
     CHECK_THROWS_WITH_AS(zeros_int({int64_t{1} << 43}),
-                         doctest::Contains("empty: out of memory allocating shape (8796093022208) "
+                         doctest::Contains("zeros_int: out of memory allocating shape (8796093022208) "
                                            "(70368744177664 bytes)"),
                          Error);
   }

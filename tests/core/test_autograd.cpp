@@ -94,7 +94,7 @@ TEST_CASE("core/autograd: the graph keeps only the numbers backward functions ne
   // its last handle, during the forward.
   Tensor x = tensor({1, 2, 3}).requires_grad_();
   Tensor h = mul(x, 2.0f);  // MulBackward by a number keeps only the number
-  std::weak_ptr<float> h_numbers = h.impl()->storage;
+  std::weak_ptr<Storage<float>> h_numbers = h.impl()->storage;
   Tensor loss = sum(add(add(h, h), 1.0f));  // AddBackward keeps only shapes
   h = Tensor();
   CHECK(h_numbers.expired());

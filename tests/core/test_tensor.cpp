@@ -191,3 +191,27 @@ TEST_CASE("core/printing") {
   Tensor y = mul(a, 2.0f);
   CHECK(fmt::format("{}", y) == "tensor([[ 3.0000, -4.5000],\n        [ 6.0000,  8.0000]], grad_fn=<MulBackward>)");
 }
+
+TEST_CASE("core/printing: size-1 dims, up to a million of them") {
+  // PyTorch: a size-1 dim adds a bracket; the blocks of a dim are apart by a
+  // newline per dim after it.
+  CHECK(fmt::format("{}", reshape(arange(6) + 0.5f, {2, 1, 1, 3})) ==
+        "tensor([[[[0.5000, 1.5000, 2.5000]]],\n\n\n        [[[3.5000, 4.5000, 5.5000]]]])");
+  // A million dims: the printout is the element inside a million brackets.
+  // (Printing took time quadratic in the dims, 7 s for 100,000: it would take
+  // hours here.)
+  const size_t n = 1'000'000;
+  const Shape shape(std::vector<int64_t>(n, 1));
+  const std::string brackets(n, '['), closing(n, ']');
+  CHECK(fmt::format("{}", full(shape, 2.5f)) == "tensor(" + brackets + "2.5000" + closing + ")");
+  CHECK(fmt::format("{}", zeros_int(shape)) == "tensor(" + brackets + "0" + closing + ")");
+  // and between two elements, a newline for each of the million dims after the first
+  const Shape two_rows = [&] {
+    std::vector<int64_t> dims(n, 1);
+    dims[0] = 2;
+    return Shape(dims);
+  }();
+  const std::string expected = "tensor(" + brackets + "0" + closing.substr(1) + "," + std::string(n - 1, '\n') +
+                               std::string(8, ' ') + brackets.substr(1) + "1" + closing + ")";
+  CHECK(fmt::format("{}", arange_int(0, 2).reshape(two_rows)) == expected);
+}

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <qkv/qkv.hpp>
 
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -33,6 +34,58 @@ inline void check_bad_inputs(const std::vector<BadInput>& rows) {
   for (const BadInput& row : rows) {
     SUBCASE(row.description.c_str()) {
       CHECK_THROWS_WITH_AS(row.call(), doctest::Contains(row.fragment.c_str()), Error);
+    }
+  }
+}
+
+// The name a row's description or an error message begins with, for
+// comparing: its first word (up to ' ', ',', '(' or a ':' that is not half
+// of a "::"), in lower case and without '_', so that a layer and the op it
+// is built on count as one name (Linear and linear, LayerNorm and
+// layer_norm).
+inline std::string first_name(const std::string& text) {
+  size_t end = 0;
+  while (end < text.size() && text[end] != ' ' && text[end] != ',' && text[end] != '(') {
+    if (text.compare(end, 2, "::") == 0)
+      end += 2;
+    else if (text[end] == ':')
+      break;
+    else
+      ++end;
+  }
+  std::string out;
+  for (char c : text.substr(0, end))
+    if (c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Whether a message's first name is the op or layer a row describes. A row
+// about a method, "Class::method", may be named by the whole, the method
+// ("Tensor::size" -> "size: …") or the class ("ModuleList::at" ->
+// "ModuleList: …").
+inline bool names_the_op(const std::string& message, const std::string& description) {
+  const std::string said = first_name(message), row = first_name(description);
+  const size_t colons = row.find("::");
+  if (said == row || colons == std::string::npos) return said == row;
+  return said == row.substr(0, colons) || said == row.substr(colons + 2);
+}
+
+// check_bad_inputs, and each message must begin with the name of the op (or
+// layer) the row's description begins with: a message that names only a
+// helper ("shape (…): the number of elements overflows", "empty: …") tells
+// the user nothing about which of their calls failed.
+inline void check_bad_inputs_naming_op(const std::vector<BadInput>& rows) {
+  for (const BadInput& row : rows) {
+    SUBCASE(row.description.c_str()) {
+      CHECK_THROWS_WITH_AS(row.call(), doctest::Contains(row.fragment.c_str()), Error);
+      try {
+        row.call();
+      } catch (const Error& e) {
+        const std::string message = e.what();
+        CAPTURE(message);
+        CHECK(names_the_op(message, row.description));
+      } catch (...) {  // reported above
+      }
     }
   }
 }

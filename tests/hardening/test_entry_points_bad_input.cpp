@@ -17,6 +17,7 @@
 using namespace qkv;
 using qkv::test::BadInput;
 using qkv::test::check_bad_inputs;
+using qkv::test::check_bad_inputs_naming_op;
 using namespace qkv::test::extremes;
 
 TEST_CASE("hardening/core: checked arithmetic, indices, state dicts and printing") {
@@ -38,6 +39,11 @@ TEST_CASE("hardening/core: checked arithmetic, indices, state dicts and printing
        "shape (9223372036854775807, 2): the number of elements overflows int64"},
       {"checked_mul: INT64_MAX · 2", [] { checked_mul(kMax, 2, "op"); }, "op: 9223372036854775807 * 2 overflows int64"},
       {"checked_mul: INT64_MIN · -1", [] { checked_mul(kMin, -1, "op"); }, "overflows int64"},
+      {"checked_numel: sizes whose product overflows int64",
+       [] {
+         checked_numel(Shape{kMax, 2}, "op");
+       },
+       "op: shape (9223372036854775807, 2): the number of elements overflows int64"},
       {"checked_add: INT64_MAX + 1", [] { checked_add(kMax, 1, "op"); }, "op: 9223372036854775807 + 1 overflows int64"},
       {"checked_add: INT64_MIN + -1", [] { checked_add(kMin, -1, "op"); }, "overflows int64"},
       {"normalize_dim: dim 2 of 2", [] { normalize_dim(2, 2, "op"); },
@@ -116,53 +122,53 @@ TEST_CASE("hardening/nn: init, Module's walks over a bad member, and the Transfo
   auto enc_blk = std::make_shared<nn::TransformerEncoderBlock>(8, 16, 2, 0.0f, false, gen);
   auto dec_blk = std::make_shared<nn::TransformerDecoderBlock>(8, 16, 2, 0.0f, 0, gen);
   auto decoder = std::make_shared<nn::TransformerDecoder>(10, 8, 16, 2, 1, 0.0f, gen);
-  check_bad_inputs({
-      {"init: kaiming_uniform_ of a 1-d tensor",
+  check_bad_inputs_naming_op({
+      {"kaiming_uniform_: a 1-d tensor",
        [] {
          Tensor w = ones({3});
          nn::init::kaiming_uniform_(w);
        },
-       "init: fan in and fan out need a tensor with at least 2 dims, got (3)"},
-      {"init: ones_ of an undefined tensor",
+       "kaiming_uniform_: fan in and fan out need a tensor with at least 2 dims, got (3)"},
+      {"ones_: an undefined tensor",
        [] {
          Tensor w;
          nn::init::ones_(w);
        },
-       "constant_: w is an undefined tensor"},
-      {"init: zeros_ of an undefined tensor",
+       "ones_: w is an undefined tensor"},
+      {"zeros_: an undefined tensor",
        [] {
          Tensor w;
          nn::init::zeros_(w);
        },
-       "constant_: w is an undefined tensor"},
-      {"Module::parameters: a weight set to an undefined tensor", [] { broken(Tensor())->parameters(); },
+       "zeros_: w is an undefined tensor"},
+      {"Linear::parameters: a weight set to an undefined tensor", [] { broken(Tensor())->parameters(); },
        "Linear: parameter 'weight' holds an undefined tensor; assign it a tensor of shape (3, 2)"},
-      {"Module::named_parameters: a weight of another shape",
+      {"Linear::named_parameters: a weight of another shape",
        [] {
          broken(ones({2, 3}).requires_grad_())->named_parameters();
        },
        "Linear: parameter 'weight' was registered with shape (3, 2) but holds a tensor of shape (2, 3)"},
-      {"Module::num_parameters: a weight an op made",
+      {"Linear::num_parameters: a weight an op made",
        [] {
          Tensor w = ones({3, 2}).requires_grad_();
          broken(w * 2.0f)->num_parameters();
        },
        "Linear: parameter 'weight' holds the result of an op, not a parameter"},
-      {"Module::state_dict: a weight that does not require grad",
+      {"Linear::state_dict: a weight that does not require grad",
        [] {
          broken(ones({3, 2}))->state_dict();
        },
        "Linear: parameter 'weight' holds a tensor that does not require grad"},
-      {"Module::state_spec: an undefined weight", [] { broken(Tensor())->state_spec(); }, "holds an undefined tensor"},
-      {"Module::zero_grad: an undefined weight", [] { broken(Tensor())->zero_grad(); }, "holds an undefined tensor"},
-      {"Module::repr: an undefined weight in a submodule",
+      {"Linear::state_spec: an undefined weight", [] { broken(Tensor())->state_spec(); }, "holds an undefined tensor"},
+      {"Linear::zero_grad: an undefined weight", [] { broken(Tensor())->zero_grad(); }, "holds an undefined tensor"},
+      {"Linear in ModuleList::repr: an undefined weight in a submodule",
        [] {
          nn::ModuleList list;
          list.push_back(broken(Tensor()));
          list.repr();
        },
        "Linear: parameter '0.weight' holds an undefined tensor"},
-      {"Module::load_state_dict: an undefined weight", [] { broken(Tensor())->load_state_dict({}); },
+      {"Linear::load_state_dict: an undefined weight", [] { broken(Tensor())->load_state_dict({}); },
        "holds an undefined tensor"},
       {"Module::load_state_dict: two names of a tied tensor with different values",
        [] {
@@ -175,17 +181,27 @@ TEST_CASE("hardening/nn: init, Module's walks over a bad member, and the Transfo
          list.load_state_dict({{"0.weight", zeros({3, 2})}, {"1.weight", ones({3, 2})}});
        },
        "'0.weight' and '1.weight' are one tied parameter of the model, but the state dict gives them different values"},
-      {"TransformerEncoderBlock: num_heads 3 for 8 hiddens", [] { nn::TransformerEncoderBlock(8, 16, 3, 0.0f); },
+      {"MultiHeadAttention in TransformerEncoderBlock: num_heads 3 for 8 hiddens",
+       [] { nn::TransformerEncoderBlock(8, 16, 3, 0.0f); },
        "MultiHeadAttention: num_hiddens 8 must be a positive multiple of num_heads 3"},
-      {"TransformerEncoderBlock: ffn_num_hiddens 0", [] { nn::TransformerEncoderBlock(8, 0, 2, 0.0f); },
-       "Linear: in_features 8 and out_features 0 must be positive"},
+      {"PositionWiseFFN in TransformerEncoderBlock: ffn_num_hiddens 0",
+       [] { nn::TransformerEncoderBlock(8, 0, 2, 0.0f); },
+       "PositionWiseFFN: ffn_num_input 8, ffn_num_hiddens 0 and ffn_num_outputs 8 must be positive"},
       {"TransformerEncoderBlock: an undefined X", [=] { (*enc_blk)(Tensor()); }, "undefined"},
       {"TransformerEncoderBlock: X of 7 features for 8",
        [=] {
          enc_blk->forward(ones({1, 2, 7}));
        },
-       "expected last dim 8"},
-      {"TransformerDecoderBlock: dropout 1.5", [] { nn::TransformerDecoderBlock(8, 16, 2, 1.5f, 0); }, "but got 1.5"},
+       "TransformerEncoderBlock: X (1, 2, 7): expected (B, T, 8)"},
+      {"PositionWiseFFN: X of 3 features for 4",
+       [] {
+         nn::PositionWiseFFN(4, 8, 4)(ones({2, 3}));
+       },
+       "PositionWiseFFN: X (2, 3): expected last dim 4 (ffn_num_input)"},
+      {"PositionWiseFFN: an undefined X", [] { nn::PositionWiseFFN(4, 8, 4).forward(Tensor()); },
+       "PositionWiseFFN: X is an undefined tensor"},
+      {"Dropout in TransformerDecoderBlock: dropout 1.5", [] { nn::TransformerDecoderBlock(8, 16, 2, 1.5f, 0); },
+       "but got 1.5"},
       {"TransformerDecoderBlock: block index -1", [] { nn::TransformerDecoderBlock(8, 16, 2, 0.0f, -1); },
        "TransformerDecoderBlock: block index i -1 must be ≥ 0"},
       {"TransformerDecoderBlock: a state init_state did not make",

@@ -21,7 +21,7 @@
 
 using namespace qkv;
 using qkv::test::BadInput;
-using qkv::test::check_bad_inputs;
+using qkv::test::check_bad_inputs_naming_op;
 using namespace qkv::test::extremes;
 
 namespace {
@@ -29,7 +29,7 @@ constexpr int64_t k2to31 = int64_t{1} << 31;
 }  // namespace
 
 TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before allocating") {
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"Linear: in_features 0", [] { nn::Linear(0, 3); }, "Linear: in_features 0 and out_features 3 must be positive"},
       {"Linear: out_features negative", [] { nn::Linear(3, -1); }, "must be positive"},
       {"Linear: in_features · out_features overflows int64", [] { nn::Linear(kMax, kMax); },
@@ -86,16 +86,16 @@ TEST_CASE("hardening/nn: bad sizes in the layers' constructors fail before alloc
       {"MultiHeadAttention: negative heads", [] { nn::MultiHeadAttention(8, -2, 0.0f); }, "multiple of num_heads -2"},
       {"MultiHeadAttention: key_size 0", [] { nn::MultiHeadAttention(0, 4, 4, 8, 2, 0.0f); },
        "MultiHeadAttention: key_size 0, query_size 4, value_size 4 must be positive"},
-      {"MultiHeadAttention: dropout 2", [] { nn::MultiHeadAttention(8, 2, 2.0f); }, "but got 2"},
-      {"DotProductAttention: dropout -1", [] { nn::DotProductAttention(-1.0f); }, "but got -1"},
-      {"AdditiveAttention: num_hiddens 0", [] { nn::AdditiveAttention(2, 2, 0, 0.0f); },
+      {"Dropout in MultiHeadAttention: dropout 2", [] { nn::MultiHeadAttention(8, 2, 2.0f); }, "but got 2"},
+      {"Dropout in DotProductAttention: dropout -1", [] { nn::DotProductAttention(-1.0f); }, "but got -1"},
+      {"Linear in AdditiveAttention: num_hiddens 0", [] { nn::AdditiveAttention(2, 2, 0, 0.0f); },
        "Linear: in_features 2 and out_features 0 must be positive"},
       {"PositionalEncoding: max_len 0", [] { nn::PositionalEncoding(4, 0.0f, 0); },
        "PositionalEncoding: num_hiddens 4 and max_len 0 must be positive"},
       {"PositionalEncoding: table overflows int64", [] { nn::PositionalEncoding(kMax, 0.0f, kMax); },
        "the number of elements overflows int64"},
       {"PositionWiseFFN: 0 hiddens", [] { nn::PositionWiseFFN(4, 0, 4); },
-       "Linear: in_features 4 and out_features 0 must be positive"},
+       "PositionWiseFFN: ffn_num_input 4, ffn_num_hiddens 0 and ffn_num_outputs 4 must be positive"},
       {"TransformerEncoder: 0 blocks", [] { nn::TransformerEncoder(10, 8, 16, 2, 0, 0.0f); },
        "TransformerEncoder: num_blks 0 must be positive"},
       {"TransformerEncoder: -1 blocks", [] { nn::TransformerEncoder(10, 8, 16, 2, -1, 0.0f); },
@@ -115,7 +115,7 @@ TEST_CASE("hardening/nn: a stack of layers the machine cannot hold is a qkv::Err
   // 2⁴⁰ layers of 16 weights pass the address-space check (2⁴⁴ floats), and
   // the 16 TiB of layer handles is really asked for: see bad_input.hpp.
   if (!qkv::test::huge_allocations_fail()) return;
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"LSTM: num_layers 2⁴⁰ (std::bad_alloc from the layer vectors)", [] { nn::LSTM(2, 2, int64_t{1} << 40); },
        "LSTM: out of memory making room for num_layers 1099511627776"},
   });
@@ -138,7 +138,7 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
   auto addnorm = std::make_shared<nn::AddNorm>(Shape{4}, 0.0f, gen);
   auto encoder = std::make_shared<nn::TransformerEncoder>(10, 8, 16, 2, 1, 0.0f, false, gen);
 
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       // Linear: x (…, in)
       {"Linear: undefined x", [=] { (*linear)(Tensor()); }, "linear: x is an undefined tensor"},
       {"Linear: 0-d x", [=] { (*linear)(scalar_tensor(1)); },
@@ -360,7 +360,7 @@ TEST_CASE("hardening/nn: bad input to the layers' forward") {
          (*encoder)(int_tensor({1, 2}), int_tensor({2}));
        },
        "TransformerEncoder: X (2): expected token ids (B, T)"},
-      {"TransformerEncoder: id 10 for vocabulary 10",
+      {"embedding in TransformerEncoder: id 10 for vocabulary 10",
        [=] {
          (*encoder)(int_tensor({1, 10}, {1, 2}), int_tensor({2}));
        },
@@ -389,18 +389,18 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
   nn::EncoderDecoder model(std::make_shared<nn::Seq2SeqEncoder>(10, 4, 4, 1, 0.0f, gen),
                            std::make_shared<nn::Seq2SeqAttentionDecoder>(10, 4, 4, 1, 0.0f, gen));
   nn::EncoderDecoder* m = &model;
-  check_bad_inputs({
-      {"forward: 1-d enc_X",
+  check_bad_inputs_naming_op({
+      {"EncoderDecoder: 1-d enc_X",
        [=] {
          m->forward(int_tensor({1, 2}), int_tensor({1, 2}, {1, 2}), int_tensor({2}));
        },
        "EncoderDecoder: enc_X (2) and dec_X (1, 2) must be (batch, steps) with the same batch"},
-      {"forward: batches differ",
+      {"EncoderDecoder: batches differ",
        [=] {
          m->forward(int_tensor({1, 2}, {1, 2}), int_tensor({1, 2}, {2, 1}), int_tensor({2}));
        },
        "with the same batch"},
-      {"forward: an id past the vocabulary",
+      {"embedding in EncoderDecoder: an id past the vocabulary",
        [=] {
          m->forward(int_tensor({1, 10}, {1, 2}), int_tensor({1, 2}, {1, 2}), int_tensor({2}));
        },
@@ -432,7 +432,7 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
          m->predict({3, 2}, 4, 0, -1, 2, 5);
        },
        "EncoderDecoder::predict: pad 0, bos -1 and eos 2 must be token ids"},
-      {"EncoderDecoder::predict: a source id past the vocabulary",
+      {"embedding in EncoderDecoder::predict: a source id past the vocabulary",
        [=] {
          m->predict({3, 10}, 4, 0, 1, 2, 5);
        },
@@ -442,7 +442,7 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
          m->predict({3, 2}, 4, 0, 1, 10, 5);
        },
        "EncoderDecoder::predict: eos 10 is not one of the decoder's 10 output tokens"},
-      {"EncoderDecoder::predict: bos past the vocabulary",
+      {"embedding in EncoderDecoder::predict: bos past the vocabulary",
        [=] {
          m->predict({3, 2}, 4, 0, 10, 2, 5);
        },
@@ -455,13 +455,13 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
   auto encoder = std::make_shared<nn::Seq2SeqEncoder>(10, 4, 4, 1, 0.0f, gen);
   auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(10, 4, 4, 1, 0.0f, gen);
   const nn::EncoderOutput enc = encoder->forward(int_tensor({1, 2, 3}, {1, 3}));  // batch 1
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"Seq2SeqEncoder: 1-d X",
        [=] {
          encoder->forward(int_tensor({1, 2}));
        },
        "Seq2SeqEncoder: X (2) must be (batch, steps) token ids"},
-      {"Seq2SeqEncoder: no steps",
+      {"GRU in Seq2SeqEncoder: no steps",
        [=] {
          encoder->forward(IntTensor::empty({1, 0}));
        },
@@ -496,71 +496,71 @@ TEST_CASE("hardening/nn: bad input to EncoderDecoder") {
 }
 
 TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
-  check_bad_inputs({
-      {"init: fan_in_and_fan_out of a 1-d tensor", [] { nn::init::fan_in_and_fan_out(ones({3})); },
-       "init: fan in and fan out need a tensor with at least 2 dims, got (3)"},
-      {"init: xavier_uniform_ of a 0-d tensor",
+  check_bad_inputs_naming_op({
+      {"fan_in_and_fan_out: a 1-d tensor", [] { nn::init::fan_in_and_fan_out(ones({3})); },
+       "fan_in_and_fan_out: fan in and fan out need a tensor with at least 2 dims, got (3)"},
+      {"xavier_uniform_: a 0-d tensor",
        [] {
          Tensor w = scalar_tensor(1);
          nn::init::xavier_uniform_(w);
        },
        "at least 2 dims, got ()"},
-      {"init: uniform_ of an undefined tensor",
+      {"uniform_: an undefined tensor",
        [] {
          Tensor w;
          nn::init::uniform_(w, 0, 1);
        },
        "uniform_: w is an undefined tensor"},
-      {"init: uniform_ with low > high",
+      {"uniform_: low > high",
        [] {
          Tensor w = zeros({2});
          nn::init::uniform_(w, 1, 0);
        },
        "uniform_: the range [low, high) must have finite low ≤ high, got low 1 and high 0"},
-      {"init: uniform_ with an infinite bound",
+      {"uniform_: an infinite bound",
        [] {
          Tensor w = zeros({2});
          nn::init::uniform_(w, 0, kInf);
        },
        "got low 0 and high inf"},
-      {"init: normal_ with std < 0",
+      {"normal_: std < 0",
        [] {
          Tensor w = zeros({2});
          nn::init::normal_(w, 0, -1);
        },
        "normal_: needs a finite mean and a finite std ≥ 0, got mean 0 and std -1"},
-      {"init: normal_ with NaN mean",
+      {"normal_: NaN mean",
        [] {
          Tensor w = zeros({2});
          nn::init::normal_(w, kNaN, 1);
        },
        "got mean nan and std 1"},
-      {"init: xavier_normal_ with gain NaN",
+      {"xavier_normal_: gain NaN",
        [] {
          Tensor w = zeros({2, 2});
          nn::init::xavier_normal_(w, kNaN);
        },
-       "normal_: needs a finite mean and a finite std ≥ 0, got mean 0 and std nan"},
-      {"init: uniform_ into an op's result (it changed numbers backward reads)",
+       "xavier_normal_: needs a finite mean and a finite std ≥ 0, got mean 0 and std nan"},
+      {"uniform_: into an op's result (it changed numbers backward reads)",
        [] {
          Tensor p = ones({2, 2}).requires_grad_();
          Tensor w = p * p;  // MulBackward keeps p, and w's storage is its own: still a graph node
          nn::init::uniform_(w, 0, 1);
        },
        "uniform_: w (2, 2) is the result of an op (MulBackward), not a parameter"},
-      {"init: xavier_uniform_ into an op's result",
+      {"xavier_uniform_: into an op's result",
        [] {
          Tensor w = ones({2, 2}).requires_grad_() * 2.0f;
          nn::init::xavier_uniform_(w);
        },
-       "uniform_: w (2, 2) is the result of an op"},
-      {"init: constant_ into an op's result",
+       "xavier_uniform_: w (2, 2) is the result of an op"},
+      {"constant_: into an op's result",
        [] {
          Tensor w = ones({2}).requires_grad_() + 1.0f;
          nn::init::constant_(w, 0);
        },
        "constant_: w (2) is the result of an op"},
-      {"init: constant_ of an undefined tensor",
+      {"constant_: an undefined tensor",
        [] {
          Tensor w;
          nn::init::constant_(w, 1);
@@ -575,7 +575,14 @@ TEST_CASE("hardening/nn: bad input to init, Module and ModuleList") {
        "ModuleList: index 1 is out of range for a list of 1 modules"},
       {"ModuleList::at: index SIZE_MAX", [] { nn::ModuleList().at<nn::Linear>(SIZE_MAX); }, "out of range"},
       {"ModuleList::push_back: a null module", [] { nn::ModuleList().push_back(nullptr); },
-       "register_module: module '0' is null"},
+       "ModuleList::push_back: module 0 is null"},
+      {"zeros_: into an op's result",
+       [] {
+         Tensor w = ones({2}).requires_grad_() + 1.0f;
+         nn::init::zeros_(w);
+       },
+       "zeros_: w (2) is the result of an op"},
+
       {"Module::load_state_dict: an undefined tensor",
        [] {
          nn::Linear(2, 1).load_state_dict({{"weight", Tensor()}, {"bias", zeros({1})}});
@@ -629,7 +636,7 @@ TEST_CASE("hardening/nn: registering parameters and submodules") {
       body(*p);
     };
   };
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"Module::register_parameter: an empty name", probe([](Probe& p) { p.param("", p.w); }),
        "register_parameter: bad name ''"},
       {"Module::register_parameter: a dotted name", probe([](Probe& p) { p.param("a.b", p.w); }),
@@ -723,14 +730,14 @@ TEST_CASE("hardening/nn: attention weights asked for before any forward") {
   auto seq2seq = std::make_shared<nn::Seq2SeqAttentionDecoder>(10, 4, 4, 1);
   auto encoder = std::make_shared<nn::TransformerEncoder>(10, 8, 16, 2, 1, 0.0f);
   auto decoder = std::make_shared<nn::TransformerDecoder>(10, 8, 16, 2, 1, 0.0f);
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"MultiHeadAttention::attention_weights before forward", [=] { mha->attention_weights(); },
        "MultiHeadAttention: no attention weights yet: call forward first"},
       {"MultiHeadAttention::attention_weights_per_head before forward", [=] { mha->attention_weights_per_head(); },
        "MultiHeadAttention: no attention weights yet"},
       {"Seq2SeqAttentionDecoder::attention_weights before forward", [=] { seq2seq->attention_weights(); },
        "Seq2SeqAttentionDecoder: no attention weights yet: call forward first"},
-      {"Decoder::attention_weights (virtual) before forward",
+      {"Seq2SeqAttentionDecoder: attention_weights through Decoder (virtual) before forward",
        [=] { std::static_pointer_cast<nn::Decoder>(seq2seq)->attention_weights(); }, "no attention weights yet"},
       {"TransformerEncoder::attention_weights before forward", [=] { encoder->attention_weights(); },
        "no attention weights yet"},

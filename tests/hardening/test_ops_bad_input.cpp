@@ -16,7 +16,7 @@
 
 using namespace qkv;
 using qkv::test::BadInput;
-using qkv::test::check_bad_inputs;
+using qkv::test::check_bad_inputs_naming_op;
 using namespace qkv::test::extremes;
 
 namespace {
@@ -28,7 +28,7 @@ IntTensor ids() { return int_tensor({0, 4}); }  // (2)
 }  // namespace
 
 TEST_CASE("hardening/ops: elementwise, compare and broadcast") {
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"add: undefined a", [] { add(Tensor(), x4()); }, "add: a is an undefined tensor"},
       {"add: undefined b", [] { add(x4(), Tensor()); }, "add: b is an undefined tensor"},
       {"add: undefined tensor and a float", [] { add(Tensor(), 1.0f); }, "add: a is an undefined tensor"},
@@ -69,7 +69,7 @@ TEST_CASE("hardening/ops: elementwise, compare and broadcast") {
 }
 
 TEST_CASE("hardening/ops: reductions and softmax") {
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"sum: undefined", [] { sum(Tensor()); }, "sum: x is an undefined tensor"},
       {"sum along a dim: undefined", [] { sum(Tensor(), 0); }, "sum: x is an undefined tensor"},
       {"sum: dim out of range", [] { sum(x23(), 2); }, "sum: dim 2 out of range for a 2-d tensor"},
@@ -101,7 +101,7 @@ TEST_CASE("hardening/ops: reductions and softmax") {
 }
 
 TEST_CASE("hardening/ops: linalg and functional") {
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       {"matmul: undefined a", [] { matmul(Tensor(), x4()); }, "matmul: a is an undefined tensor"},
       {"matmul: undefined b", [] { matmul(x4(), Tensor()); }, "matmul: b is an undefined tensor"},
       {"matmul: a 0-d operand", [] { matmul(scalar_tensor(1), x4()); }, "both operands need at least 1 dim"},
@@ -160,7 +160,7 @@ TEST_CASE("hardening/ops: linalg and functional") {
 }
 
 TEST_CASE("hardening/ops: shape ops") {
-  check_bad_inputs({
+  check_bad_inputs_naming_op({
       // views
       {"reshape: undefined", [] { reshape(Tensor(), {1}); }, "reshape: x is an undefined tensor"},
       {"reshape: sizes whose product overflows, from an empty tensor",

@@ -7,10 +7,16 @@
 // ==, not a tolerance: any change in summation order would show.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -59,6 +65,43 @@ void check_same_at_every_thread_count(const std::function<std::vector<float>()>&
     CHECK(differ == 0);
   }
 }
+
+// Whether a loop of `tasks` runs every task exactly once.
+bool every_task_once(int64_t tasks) {
+  std::vector<std::atomic<int>> runs(static_cast<size_t>(tasks));
+  parallel_for(tasks, [&](int64_t t) { runs[static_cast<size_t>(t)]++; });
+  for (auto& r : runs)
+    if (r.load() != 1) return false;
+  return true;
+}
+
+// How a forked child ended: its exit code, or -1 if a signal killed it, or
+// -2 if it had not ended within `timeout` (it is then killed, with any child
+// of its own), so that a hang fails the test instead of stopping the suite.
+int run_in_child(const std::function<bool()>& child, std::chrono::seconds timeout) {
+  std::fflush(nullptr);  // or the child would print the parent's buffered output again
+  const pid_t pid = fork();
+  if (pid < 0) return -3;
+  if (pid == 0) {
+    setpgid(0, 0);               // a process group of its own, killed as one
+    std::exit(child() ? 0 : 1);  // exit, not _exit: the pool's destructor runs at exit too
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);  // in case it had not made its group yet
+      waitpid(pid, &status, 0);
+      return -2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Generous: the child runs a few loops (milliseconds), under a sanitizer too.
+constexpr std::chrono::seconds kChildTimeout{30};
 
 }  // namespace
 
@@ -128,6 +171,53 @@ TEST_CASE("kernels/parallel_for: a task's exception reaches the caller") {
   }
 }
 
+// A child process has only the thread that forked: the parent's workers are
+// not there. -2 is a hang (see run_in_child).
+TEST_CASE("kernels/fork: a child of a process with a pool runs loops, changes the count and exits") {
+  ThreadsFor threads(3);
+  REQUIRE(every_task_once(100));  // the parent's pool now has 2 workers
+  SUBCASE("loops, then exit") {
+    CHECK(run_in_child([] { return every_task_once(100) && every_task_once(7); }, kChildTimeout) == 0);
+  }
+  SUBCASE("set_num_threads, then loops, then exit") {
+    CHECK(run_in_child(
+              [] {
+                set_num_threads(2);
+                return num_threads() == 2 && every_task_once(100);
+              },
+              kChildTimeout) == 0);
+  }
+  SUBCASE("exit without a loop") {
+    CHECK(run_in_child([] { return true; }, kChildTimeout) == 0);
+  }
+  SUBCASE("a grandchild") {
+    CHECK(
+        run_in_child(
+            [] { return every_task_once(50) && run_in_child([] { return every_task_once(50); }, kChildTimeout) == 0; },
+            kChildTimeout) == 0);
+  }
+  // And the parent's pool still works.
+  CHECK(every_task_once(100));
+}
+
+TEST_CASE("kernels/fork: fork while another thread runs loops") {
+  // The fork waits for the running loop to end, so the child never inherits
+  // a pool in the middle of one.
+  ThreadsFor threads(2);
+  std::atomic<bool> stop{false}, all_right{true};
+  std::thread looper([&] {
+    while (!stop.load())
+      if (!every_task_once(64)) all_right = false;
+  });
+  for (int i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(run_in_child([] { return every_task_once(64); }, kChildTimeout) == 0);
+  }
+  stop = true;
+  looper.join();
+  CHECK(all_right.load());
+}
+
 TEST_CASE("kernels/num_threads: set, and QKV_NUM_THREADS's text") {
   {
     ThreadsFor threads(3);
@@ -141,6 +231,21 @@ TEST_CASE("kernels/num_threads: set, and QKV_NUM_THREADS's text") {
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS(parse_num_threads(bad), doctest::Contains("QKV_NUM_THREADS"), std::invalid_argument);
   }
+}
+
+TEST_CASE("kernels/num_threads: the default count leaves other programs their cores") {
+  // threads = cores − round(load − this process's own cores), within [1, cores].
+  CHECK(threads_for_load(2, 0.1, 0.0) == 2);   // an idle machine: every core
+  CHECK(threads_for_load(2, 2.0, 2.0) == 2);   // the load is this process on both cores
+  CHECK(threads_for_load(2, 3.0, 1.33) == 1);  // another program keeps one core busy
+  CHECK(threads_for_load(2, 2.0, 1.0) == 1);   // the same, with this process on one thread
+  CHECK(threads_for_load(2, 7.5, 1.0) == 1);   // a machine far busier than its cores: still 1
+  CHECK(threads_for_load(8, 3.4, 1.0) == 6);   // 2.4 cores' worth of others
+  CHECK(threads_for_load(4, 1.0, 3.0) == 4);   // own use above the load (the average lags): no others
+  CHECK(threads_for_load(2, 1e300, 0.0) == 1);
+  // set_num_threads turns the default off: the count stays what was set.
+  ThreadsFor threads(3);
+  CHECK(num_threads() == 3);
 }
 
 TEST_CASE("kernels/gemm: the same on 1, 2, 3 and 4 threads") {

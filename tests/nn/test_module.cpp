@@ -292,9 +292,9 @@ TEST_CASE("nn/init") {
   nn::init::zeros_(w);
   CHECK(max_abs(w) == 0);
   Tensor v = Tensor::empty({3});
-  CHECK_THROWS_WITH_AS(nn::init::xavier_uniform_(v),
-                       doctest::Contains("init: fan in and fan out need a tensor with at least 2 dims, got (3)"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      nn::init::xavier_uniform_(v),
+      doctest::Contains("xavier_uniform_: fan in and fan out need a tensor with at least 2 dims, got (3)"), Error);
 }
 
 TEST_CASE("nn/linear") {

@@ -67,9 +67,30 @@ size_t size_class(size_t bytes);
 constexpr int64_t kEmptyPoison = std::numeric_limits<int64_t>::min();
 
 // A block of at least `bytes` (at least one size class, so never null),
-// 64-byte aligned, uninitialised; it goes back to the cache when the last
-// copy of the pointer dies. Throws qkv::Error naming the bytes when the
-// system has no memory left (Tensor::empty's error names the shape too).
+// 64-byte aligned, uninitialised, held by one owner and given back to the
+// cache when that owner dies or lets go of it: what a tensor's storage keeps
+// its numbers in (tensor.hpp). Move-only. Throws qkv::Error naming the
+// bytes when the system has no memory left (Tensor::empty's error names the
+// shape too).
+class MemoryBlock {
+ public:
+  MemoryBlock() = default;  // no block: data() is null
+  explicit MemoryBlock(size_t bytes);
+  MemoryBlock(MemoryBlock&& other) noexcept;
+  MemoryBlock& operator=(MemoryBlock&& other) noexcept;
+  MemoryBlock(const MemoryBlock&) = delete;
+  MemoryBlock& operator=(const MemoryBlock&) = delete;
+  ~MemoryBlock();
+
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;  // its size class
+};
+
+// A MemoryBlock shared: it goes back to the cache when the last copy of the
+// pointer dies.
 std::shared_ptr<void> allocate_block(size_t bytes);
 
 }  // namespace qkv

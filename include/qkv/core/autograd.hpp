@@ -29,6 +29,17 @@
 // capture its own output (that is a cycle, and the whole graph would leak):
 // if it needs the output's values, it captures out.detach(), which shares
 // the numbers but not the graph.
+//
+// Writes in place: a backward function reads the numbers it saved (mul's
+// operands, exp's output) when backward() runs, so a write into them after
+// the forward (through data(), an optimizer step, an initialiser) would
+// make its gradients silently wrong. As PyTorch does, an op lists the
+// tensors its backward function reads (record's `saved`); record() notes
+// each one's version (tensor.hpp's Version: a count of writes in place, in
+// the storage, bumped by every non-const data()); and backward() refuses to
+// run a node whose saved tensors' versions moved, naming the op, the tensor
+// and both versions. The op's own writes into its fresh output come before
+// record(), so they are part of the version it notes.
 #pragma once
 #include <qkv/core/tensor.hpp>
 
@@ -63,6 +74,20 @@ using BackwardFn = std::function<std::vector<Tensor>(Tensor dout)>;
 // input per op (S pieces of one tensor: S whole-size tensors).
 using AccumulateFn = std::function<void(const Tensor& dout, Tensor& dx)>;
 
+// One tensor an op's backward function reads, and the version its storage
+// had when the op saved it. Made in place from a Tensor or an IntTensor (a
+// mask, the targets) in record()'s list: record(out, "MulBackward", {a, b},
+// /*saved=*/{a, b}, …). An undefined tensor (an absent bias) is skipped.
+struct Saved {
+  Saved(const Tensor& t);     // NOLINT(google-explicit-constructor): written as a plain list of tensors
+  Saved(const IntTensor& t);  // NOLINT(google-explicit-constructor)
+
+  std::shared_ptr<const Version> version;  // the storage's (null for an undefined tensor); keeps it alive
+  uint64_t saved_at = 0;                   // version->get() when saved
+  Shape shape;                             // for the error
+  int64_t role = -2;                       // for the error, set by record(): input i, -1 the output, -2 neither
+};
+
 // One input of an op, as the graph keeps it: where its gradient goes.
 struct Edge {
   std::shared_ptr<Node> node;        // an op made the input: the gradient flows on into that op's Node
@@ -76,25 +101,37 @@ struct Edge {
 };
 
 struct Node {
-  std::string name;         // "MulBackward": shown as grad_fn=<MulBackward>
-  Shape shape;              // the output's shape: d(loss)/d(output) has it
-  std::vector<Edge> edges;  // one per input the op read, in order: the graph's edges
-  BackwardFn backward;      // the op's backward function: one of these two is set,
-  AccumulateFn accumulate;  // and both are null once backward() has run the node (unless retain_graph)
-  ~Node();                  // frees long chains without recursing (see autograd.cpp)
+  std::string name;          // "MulBackward": shown as grad_fn=<MulBackward>
+  Shape shape;               // the output's shape: d(loss)/d(output) has it
+  std::vector<Edge> edges;   // one per input the op read, in order: the graph's edges
+  BackwardFn backward;       // the op's backward function: one of these two is set,
+  AccumulateFn accumulate;   // and both are null once backward() has run the node (unless retain_graph)
+  std::vector<Saved> saved;  // what the backward function reads, checked before it runs (freed with it)
+  ~Node();                   // frees long chains without recursing (see autograd.cpp)
 };
 
 // Attach `backward` to `out` if grad mode is on and any input requires grad;
 // otherwise do nothing. Every op calls this once, right after its forward.
 // The inputs only say where gradients go: record() keeps none of their
-// numbers alive, so `backward` captures whatever values it will need.
-// `out` must be a new tensor: one of the inputs (a cycle) or a leaf that
-// requires grad is an Error, as are an undefined out, a null name and an
-// empty `backward`.
+// numbers alive, so `backward` captures whatever values it will need, and
+// `saved` lists the tensors among those whose numbers it reads (inputs, the
+// output, an IntTensor mask), so that backward() can refuse to run it after
+// a write into one of them (see "Writes in place" above). A tensor the op
+// made for itself and nobody else can reach (a dropout mask) need not be
+// listed. `out` must be a new tensor: one of the inputs (a cycle) or a leaf
+// that requires grad is an Error, as are an undefined out, a null name and
+// an empty `backward`.
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Saved> saved,
+            BackwardFn backward);
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, std::initializer_list<Saved> saved,
+            BackwardFn backward);
+// An op whose backward function reads none of its tensors' numbers (add, sum, reshape).
 void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward);
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward);
 
 // record() for an op of one input whose backward adds into the input's gradient.
+void record_accumulate(Tensor& out, const char* name, const Tensor& input, std::initializer_list<Saved> saved,
+                       AccumulateFn backward);
 void record_accumulate(Tensor& out, const char* name, const Tensor& input, AccumulateFn backward);
 
 // True when `t` is the only handle to its TensorImpl and that impl the only
@@ -116,7 +153,11 @@ Tensor reuse_or_empty(const Tensor& dout);
 // d(loss)/d(root); it may be omitted when root has one element. Each node's
 // saved tensors, and its output's gradient, are freed once its backward
 // function has run, unless retain_graph is true (then the graph can be
-// backpropagated again).
+// backpropagated again). A node whose saved tensors were written in place
+// since its op ran is an Error naming the op, the tensor and the versions
+// ("one of the variables needed for gradient computation has been modified
+// by an inplace operation", as PyTorch says), raised before any leaf's
+// .grad() has changed.
 // A leaf's first gradient becomes its .grad() without a copy when nothing
 // else sees it (as PyTorch's AccumulateGrad steals it); one the caller can
 // see (the `grad` given here, passed on unchanged by add or reshape) is

@@ -69,6 +69,10 @@ int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op);
 int64_t checked_mul(int64_t a, int64_t b, const char* op);
 int64_t checked_add(int64_t a, int64_t b, const char* op);
 
+// shape.numel(), with `op` named in the Error when the sizes multiply past
+// int64 (shape.numel()'s own names only the shape).
+int64_t checked_numel(const Shape& shape, const char* op);
+
 }  // namespace qkv
 
 template <>

@@ -5,6 +5,9 @@
 // Its numbers live in a storage that reshape/view share with their source: a
 // block from the caching allocator (allocator.hpp), which goes back to the
 // cache for the next tensor of its size when the last tensor using it dies.
+// The storage also counts the writes made into it in place (its version),
+// so that backward() can refuse a graph whose saved numbers were changed
+// (autograd.hpp).
 // qkv keeps every tensor contiguous (no strides): each kernel then walks plain
 // arrays, and an op that rearranges elements (transpose, permute) copies.
 //
@@ -17,12 +20,41 @@
 #include <qkv/core/allocator.hpp>  // the storage's blocks; empty_cache
 #include <qkv/core/shape.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace qkv {
+
+// How many times a storage's numbers have been written in place, as
+// PyTorch's version counter: every non-const data() (the way to write into a
+// tensor) bumps it, so do an optimizer's step and the initialisers, which
+// write through data(). An op that saves a tensor for its backward notes
+// the version then; backward() compares (autograd.hpp).
+class Version {
+ public:
+  uint64_t get() const { return count_.load(std::memory_order_relaxed); }
+  // NOTE: a load and a store, not an atomic add: no locked instruction on
+  // the path of every write. Two threads writing into one storage at once
+  // may lose an increment, but the count still moves away from what any
+  // op saved, and that change is all a check looks for.
+  void bump() { count_.store(count_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> count_{0};
+};
+
+// The numbers of a tensor and of its views (reshape, view, detach share
+// them), in one allocation with their version.
+template <class T>
+struct Storage {
+  T* data = nullptr;      // into block or values
+  Version version;        //
+  MemoryBlock block;      // the numbers, from the caching allocator,
+  std::vector<T> values;  // or the vector a tensor was made from, kept as it was (no copy)
+};
 
 struct Node;        // autograd.hpp: the record an op leaves on its output
 struct TensorImpl;  // below
@@ -40,7 +72,10 @@ class Tensor {
   // (factory.hpp) when the code needs zeros: a block reused from the cache
   // holds whatever the tensor before it left there. In Debug and sanitizer
   // builds every element is NaN, so a read of one never written shows.
-  static Tensor empty(Shape shape);
+  // A shape that cannot be allocated (a negative size, more elements than
+  // int64 counts or bytes than can be addressed, no memory left) is an
+  // Error that begins with `op`: an op or layer gives its own name.
+  static Tensor empty(Shape shape, const char* op = "empty");
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
@@ -49,7 +84,10 @@ class Tensor {
   int64_t numel() const { return shape().numel(); }
 
   // The numbers, row-major. NOTE: views share storage, so writing through
-  // data() of a reshape writes the source too.
+  // data() of a reshape writes the source too. The non-const data() counts
+  // as a write (it bumps the storage's version, see Version above): to only
+  // read, call it on a const Tensor (std::as_const(x).data()), or use
+  // at(), item() or to_vector().
   float* data();
   const float* data() const;
   std::vector<float> to_vector() const;
@@ -164,7 +202,7 @@ class Tensor {
 struct TensorImpl {
   // The numbers: a block from the allocator (or the vector a tensor was made
   // from), shared by views; the shared_ptr gives it back when the last goes.
-  std::shared_ptr<float> storage;
+  std::shared_ptr<Storage<float>> storage;
   Shape shape;
   bool requires_grad = false;
   Tensor grad;                    // accumulated by backward() on leaves
@@ -176,15 +214,15 @@ class IntTensor {
   IntTensor() = default;
   IntTensor(std::vector<int64_t> values, Shape shape);
   // Elements not set, as Tensor::empty (kEmptyPoison in Debug and sanitizer
-  // builds); zeros_int(shape) (factory.hpp) for zeros.
-  static IntTensor empty(Shape shape);
+  // builds, and `op` in the errors); zeros_int(shape) (factory.hpp) for zeros.
+  static IntTensor empty(Shape shape, const char* op = "empty");
 
   bool defined() const { return data_ != nullptr; }
   const Shape& shape() const;  // an Error on an undefined IntTensor, as every accessor below
   int64_t dim() const { return shape().ndim(); }
   int64_t size(int64_t dim) const;
   int64_t numel() const { return shape().numel(); }
-  int64_t* data();
+  int64_t* data();  // bumps the version, as Tensor::data()
   const int64_t* data() const;
   std::vector<int64_t> to_vector() const;
   int64_t item() const;
@@ -193,6 +231,9 @@ class IntTensor {
   // shape_ops.hpp's repeat_interleave as methods (defined in src/ops/shape_ops.cpp).
   IntTensor repeat_interleave(int64_t repeats) const;
   IntTensor repeat_interleave(int64_t repeats, int64_t dim) const;
+
+  // The storage, shared with reshapes, and its version (see Tensor).
+  const std::shared_ptr<Storage<int64_t>>& storage() const { return data_; }
 
   // The comparisons of compare.hpp as methods (defined in src/ops/compare.cpp).
   IntTensor lt(const IntTensor& other) const;
@@ -210,7 +251,7 @@ class IntTensor {
 
  private:
   Shape shape_;
-  std::shared_ptr<int64_t> data_;  // as TensorImpl::storage
+  std::shared_ptr<Storage<int64_t>> data_;  // as TensorImpl::storage
 };
 
 // Row-major offset of `index` in `shape`, checking each index (negative ones

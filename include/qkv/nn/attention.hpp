@@ -13,7 +13,11 @@
 // key / value sizes, H num_hiddens, h heads (each head sees H/h features).
 //
 // Each layer keeps the attention weights of its last forward, detached from
-// the graph (for drawing heatmaps, not for backpropagation).
+// the graph (for drawing heatmaps, not for backpropagation). Forwards may
+// run on several threads at once (inference on one layer): each stores its
+// weights under the layer's lock, so the field then holds one forward's
+// weights whole, those of whichever stored last. Read the field when no
+// forward of the layer is running (docs/threads.md).
 //
 // Left out on purpose: d2l's LazyLinear (qkv has no lazy layers, so the
 // input sizes are given), attention over more than one batch dim.
@@ -24,6 +28,7 @@
 #include <qkv/nn/module.hpp>
 
 #include <memory>
+#include <mutex>
 
 namespace qkv::nn {
 
@@ -50,6 +55,9 @@ class AdditiveAttention : public Module {
   Tensor attention_weights;  // (B, Q, K) of the last forward, detached
 
   std::string type_name() const override { return "AdditiveAttention"; }
+
+ private:
+  std::mutex weights_mutex_;  // held while a forward stores attention_weights
 };
 
 // --- scaled dot-product attention (d2l 11.3.2) -------------------------------
@@ -71,6 +79,9 @@ class DotProductAttention : public Module {
   Tensor attention_weights;  // (B, Q, K) of the last forward, detached
 
   std::string type_name() const override { return "DotProductAttention"; }
+
+ private:
+  std::mutex weights_mutex_;  // held while a forward stores attention_weights
 };
 
 // --- multi-head attention (d2l 11.5) -----------------------------------------
@@ -108,7 +119,8 @@ class MultiHeadAttention : public Module {
   }
 
   // The last forward's weights as d2l keeps them: (B·h, Q, K), row b·h + i
-  // being head i of example b. A qkv::Error before the first forward.
+  // being head i of example b. A qkv::Error before the first forward. As
+  // the field above: call it when no forward of the layer is running.
   const Tensor& attention_weights() const;
   // The same numbers viewed per head: (B, h, Q, K), for a heatmap per head.
   Tensor attention_weights_per_head() const;
