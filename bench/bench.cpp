@@ -220,10 +220,10 @@ Row fma_peak() {
       batch acc[kChains], x(seed), y(1e-4f);
       for (int c = 0; c < kChains; ++c) acc[c] = batch(static_cast<float>(c) * 1e-3f);
       for (int64_t i = 0; i < kIters; ++i)
-        for (int c = 0; c < kChains; ++c) acc[c] = xsimd::fma(acc[c], x, y);
+        for (int c = 0; c < kChains; ++c) acc[c] = kernels::fmadd(acc[c], x, y);
       batch sum = acc[0];
       for (int c = 1; c < kChains; ++c) sum += acc[c];
-      seed = xsimd::hadd(sum) > 0 ? seed : 0.f;  // the result is used
+      seed = kernels::reduce_add(sum) > 0 ? seed : 0.f;  // the result is used
     });
   };
   Row row;
