@@ -53,7 +53,7 @@ struct Log {
 // y = √x
 struct Sqrt {
   static float scalar(float x) { return std::sqrt(x); }
-  static batch simd(batch x) { return xsimd::sqrt(x); }
+  static batch simd(batch x) { return square_root(x); }
 };
 
 // y = |x|

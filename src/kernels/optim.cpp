@@ -70,7 +70,7 @@ void adam_simd(const AdamStep& s, int64_t n, float* p, const float* g, float* m,
     if (couples) gi = fmadd(l2, w, gi);
     const batch mi = fmadd(beta1, batch::load_unaligned(m + i), c1 * gi);
     const batch vi = fmadd(beta2, batch::load_unaligned(v + i), (c2 * gi) * gi);
-    const batch denom = divide(xsimd::sqrt(vi), bc2) + eps;
+    const batch denom = divide(square_root(vi), bc2) + eps;
     mi.store_unaligned(m + i);
     vi.store_unaligned(v + i);
     fmadd(neg_step, divide(mi, denom), w).store_unaligned(p + i);

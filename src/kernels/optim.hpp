@@ -9,7 +9,8 @@
 // Rounding: every multiply-add below is ONE fused operation (madd and fmadd,
 // kernels/simd.hpp) where the hardware fuses, and a product and a sum (two
 // roundings) where it cannot, in both twins alike; every other operation is
-// a single correctly rounded IEEE operation (divide, on ARM64 too). So each
+// a single correctly rounded IEEE operation (divide and square_root, on
+// ARM64 too). So each
 // twin computes the same float for every element, bit for bit, with or
 // without FMA. (The build's -ffp-contract=off keeps the compiler from fusing
 // any other multiply-add, differently in the two loops.)

@@ -7,6 +7,7 @@
 //                 x86 build with FMA, every ARM64 one), in two elsewhere:
 //                 the batch and the scalar forms always agree
 //   divide        a / b correctly rounded in every lane, as the scalar a / b
+//   square_root   √x correctly rounded in every lane, as std::sqrt
 //   reduce_add    the sum of a register's lanes
 //   aligned_floats  a std::vector of floats at a 64-byte boundary
 //
@@ -85,6 +86,17 @@ inline batch divide(const batch& a, const batch& b) {
   return vdivq_f32(a, b);
 #else
   return a / b;
+#endif
+}
+
+// √x, correctly rounded in every lane, as std::sqrt is. NOTE: xsimd 8.1
+// takes a float's square root on ARM64 from a reciprocal square root
+// estimate and two refinement steps; there the instruction is called by name.
+inline batch square_root(const batch& x) {
+#if defined(__aarch64__)
+  return vsqrtq_f32(x);
+#else
+  return xsimd::sqrt(x);
 #endif
 }
 
