@@ -4,7 +4,8 @@
 Each argument is a lesson's output folder (holding its results.json), the
 same lesson at the same --seed run by two builds: a native one and a
 portable one (QKV_NATIVE=OFF), say, or x86-64 and ARM64. The promise
-(docs/course.md, "The same seed on another machine"):
+(docs/course.md's --seed, detailed in docs/building.md, "Numbers on another
+machine"):
 
   - a lesson that trains nothing computes the same numbers to within
     RELATIVE (a few float roundings): every number within RELATIVE of the
@@ -96,7 +97,6 @@ def main(argv):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     a, b = load(argv[1]), load(argv[2])
-    lesson = a.get("lesson", pathlib.Path(argv[1]).name)
     name = pathlib.Path(argv[1]).name
     print(f"{name}: {argv[1]} and {argv[2]}")
     if name in TRAINING:
@@ -111,7 +111,7 @@ def main(argv):
         failures = compare_forward(a["results"], b["results"])
     for f in failures:
         print(f"  FAILED {f}")
-    print(f"  {'the promise holds' if not failures else 'the promise fails'} ({lesson})")
+    print(f"  {'the promise holds' if not failures else 'the promise fails'} ({name})")
     return 1 if failures else 0
 
 
