@@ -11,13 +11,15 @@ machine"):
     RELATIVE (a few float roundings): every number within RELATIVE of the
     other build's (relative to the larger, or absolute below 1), and every
     shape, integer, string and flag equal;
-  - a training lesson may train a different model in another build, and
-    its targets hold in each: lesson 08's mean BLEU of at least 0.8 over the
-    held-out pairs, d2l's three sentences translated exactly, attention
-    skipping the padding, and the crossing alignment of "the black dog".
+  - a translation lesson may train a different model in another build,
+    and its targets hold in each: lesson 08's mean BLEU of at least 0.8
+    over the held-out pairs, d2l's three sentences translated exactly,
+    attention skipping the padding, and the crossing alignment of "the
+    black dog"; lesson 11's mean BLEU of at least 0.8 over the 100 held-out
+    pairs and its loss below a quarter of the first epoch's.
 
 It prints what it compared and how far the builds differ, and exits 1 if a
-promise fails. CI (.ci/run) runs it on lessons 04 and 08.
+promise fails. CI (.ci/run) runs it on lessons 04, 08 and 11.
 
   /usr/bin/python3 tools/compare_builds.py out/native/04_scoring_functions out/portable/04_scoring_functions
 """
@@ -27,7 +29,6 @@ import sys
 
 RELATIVE = 1e-5
 # Lessons that train, and what each must reach in every build.
-TRAINING = {"08_seq2seq_attention"}
 # Keys that differ by nature: wall times.
 TIMES = ("_seconds",)
 
@@ -92,6 +93,23 @@ def targets_08(r):
     return failures
 
 
+def targets_11(r):
+    """Lesson 11's targets, as its test (tests/lessons/test_lesson11.cpp) states them."""
+    failures = []
+    if len(r["test_bleu"]) != 100:
+        failures.append(f"{len(r['test_bleu'])} held-out pairs scored, not 100")
+    if r["mean_bleu"] < 0.8:
+        failures.append(f"mean BLEU {r['mean_bleu']:.3f} < 0.8")
+    losses = r["losses"]
+    if not losses[-1] < losses[0] / 4:
+        failures.append(f"the loss fell from {losses[0]} to {losses[-1]} only")
+    return failures
+
+
+# Lessons that train a translation model, and what each must reach in every build.
+TRAINING = {"08_seq2seq_attention": targets_08, "11_transformer": targets_11}
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -102,7 +120,7 @@ def main(argv):
     if name in TRAINING:
         failures = []
         for label, r in (("first", a["results"]), ("second", b["results"])):
-            failures += [f"{label} build: {f}" for f in targets_08(r)]
+            failures += [f"{label} build: {f}" for f in TRAINING[name](r)]
         ra, rb = a["results"], b["results"]
         print(f"  mean BLEU {ra['mean_bleu']:.3f} and {rb['mean_bleu']:.3f}; exact translations "
               f"{ra['exact_translations']} and {rb['exact_translations']} of 100; final loss "
