@@ -9,27 +9,99 @@
 #   ./qkv.sh format     format the C++ sources with clang-format (--check: only report, exit 1 if any differ)
 #   ./qkv.sh tidy       clang-tidy (.clang-tidy's checks) over src/, or the files/folders given; exit 1 on a finding
 #   ./qkv.sh coverage   list public functions with no bad-input row in tests/hardening/; exit 1 if any
+#   ./qkv.sh deps       name this system and the packages qkv needs on it, and how to install them
 #
+# Packages are installed on Debian and Ubuntu (apt). On macOS (Homebrew),
+# Fedora (dnf) and Arch (pacman) it names what is missing and the command
+# that installs it; elsewhere, docs/building.md says how to build by hand
+# (QKV_NO_INSTALL=1 skips the package step on any system).
 # Builds go to build/<preset>/ through CMake presets (CMakePresets.json).
 set -euo pipefail
 cd "$(dirname "$0")"
+
+cores() {  # nproc is GNU coreutils; getconf is POSIX (macOS has it too)
+  nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2
+}
 # Every build (the presets' workflows too) uses all cores unless told otherwise.
-export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(cores)}"
 
-# What qkv needs from Debian: a compiler and CMake, and four libraries for the
-# library itself; CLI11 for the lessons' flags; pugixml for the tests, which
-# parse the SVG pictures back as XML.
-PACKAGES=(g++ cmake make libfmt-dev doctest-dev libxsimd-dev nlohmann-json3-dev libcli11-dev libpugixml-dev)
+# The system, from uname and /etc/os-release: debian (Debian, Ubuntu and
+# their kin: apt), macos (Homebrew), fedora (dnf), arch (pacman), or unknown.
+# QKV_OS_RELEASE and QKV_UNAME stand in for the two (the tests use them).
+platform() {
+  local kernel os_release="${QKV_OS_RELEASE:-/etc/os-release}" ids=""
+  kernel="${QKV_UNAME:-$(uname -s)}"
+  if [ "$kernel" = Darwin ]; then
+    echo macos
+    return
+  fi
+  if [ "$kernel" = Linux ] && [ -r "$os_release" ]; then
+    ids=$(. "$os_release" && echo " ${ID:-} ${ID_LIKE:-} ")
+  fi
+  case "$ids" in
+    *" debian "* | *" ubuntu "*) echo debian ;;
+    *" fedora "* | *" rhel "*) echo fedora ;;
+    *" arch "*) echo arch ;;
+    *) echo unknown ;;
+  esac
+}
 
-install_missing() {  # install_missing [package …]  (default: PACKAGES)
-  local wanted=("${@:-${PACKAGES[@]}}")
-  local missing=()
+# What qkv needs: a C++20 compiler and CMake, and four libraries for the
+# library itself; CLI11 for the lessons' flags; doctest and pugixml for the
+# tests, which parse the SVG pictures back as XML. The same, by each system's
+# names (docs/building.md has the versions each ships).
+packages() {  # packages <platform>
+  case "$1" in
+    debian) echo g++ cmake make libfmt-dev doctest-dev libxsimd-dev nlohmann-json3-dev libcli11-dev libpugixml-dev ;;
+    macos) echo cmake fmt xsimd nlohmann-json cli11 doctest pugixml ;;
+    fedora) echo gcc-c++ cmake make fmt-devel xsimd-devel json-devel cli11-devel doctest-devel pugixml-devel ;;
+    arch) echo gcc cmake make fmt xsimd nlohmann-json cli11 doctest pugixml ;;
+  esac
+}
+
+installer() {  # installer <platform>: the command that installs packages there
+  case "$1" in
+    debian) echo "sudo apt-get install" ;;
+    macos) echo "brew install" ;;
+    fedora) echo "sudo dnf install" ;;
+    arch) echo "sudo pacman -S --needed" ;;
+  esac
+}
+
+is_installed() {  # is_installed <platform> <package>
+  case "$1" in
+    debian) dpkg-query -W -f='${Status}' "$2" 2>/dev/null | grep -q "install ok installed" ;;
+    macos) brew list --versions "$2" >/dev/null 2>&1 ;;
+    fedora) rpm -q "$2" >/dev/null 2>&1 ;;
+    arch) pacman -Q "$2" >/dev/null 2>&1 ;;
+  esac
+}
+
+install_missing() {  # install_missing [package …]  (default: what qkv needs, by this system's names)
+  [ -z "${QKV_NO_INSTALL:-}" ] || return 0
+  local os
+  os=$(platform)
+  if [ "$os" = unknown ]; then
+    echo "qkv: unknown system ($(uname -s 2>/dev/null || echo '?')): qkv.sh installs packages on Debian and Ubuntu," >&2
+    echo "qkv: and names them for macOS, Fedora and Arch. Install by hand: a C++20 compiler (g++ >= 12 or" >&2
+    echo "qkv: clang >= 14), CMake >= 3.25, fmt, xsimd 8.1 to 14, nlohmann-json, CLI11, doctest and pugixml;" >&2
+    echo "qkv: then run this again with QKV_NO_INSTALL=1, or build with CMake as docs/building.md says." >&2
+    exit 1
+  fi
+  local wanted missing=()
+  if [ $# -gt 0 ]; then wanted=("$@"); else read -r -a wanted <<<"$(packages "$os")"; fi
   for p in "${wanted[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    is_installed "$os" "$p" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "qkv: Debian packages present: ${wanted[*]}"
+    echo "qkv: packages present ($os): ${wanted[*]}"
     return
+  fi
+  if [ "$os" != debian ]; then
+    echo "qkv: missing on this system ($os): ${missing[*]}" >&2
+    echo "qkv: install them with: $(installer "$os") ${missing[*]}" >&2
+    echo "qkv: (docs/building.md, \"Other systems\"), then run this again." >&2
+    exit 1
   fi
   local sudo=""
   if [ "$(id -u)" -ne 0 ]; then
@@ -41,11 +113,29 @@ install_missing() {  # install_missing [package …]  (default: PACKAGES)
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# The maintainers' tools (format, tidy, coverage) are pinned to Debian 12's
+# versions, so that every machine agrees: installed on Debian, required on PATH elsewhere.
+need_tool() {  # need_tool <command> <Debian package>
+  if [ "$(platform)" = debian ]; then
+    install_missing "$2"
+  elif ! command -v "$1" >/dev/null; then
+    echo "qkv: needs $1 (Debian 12's package $2; CI runs it on Debian 12), which is not on PATH" >&2
+    exit 1
+  fi
+}
+
+lines() {  # lines <array name> <command …>: each line the command prints, into the array (bash 3 has no mapfile)
+  local name=$1 line
+  shift
+  eval "$name=()"
+  while IFS= read -r line; do eval "$name+=(\"\$line\")"; done < <("$@")
+}
+
 build() {  # build <preset> [target …]  (default: everything)
   cmake --preset "$1" >/dev/null
-  local targets=()
+  local targets=() t
   for t in "${@:2}"; do targets+=(--target "$t"); done
-  cmake --build --preset "$1" -j "$(nproc)" "${targets[@]}"
+  cmake --build --preset "$1" -j "$(cores)" ${targets[@]+"${targets[@]}"}  # (bash 3 calls an empty array unset)
 }
 
 case "${1:-}" in
@@ -78,8 +168,8 @@ case "${1:-}" in
     ;;
   format)
     # Debian 12's clang-format (14), so every machine formats alike; .clang-format holds the style.
-    install_missing clang-format
-    mapfile -t sources < <(git ls-files '*.cpp' '*.hpp')
+    need_tool clang-format clang-format
+    lines sources git ls-files '*.cpp' '*.hpp'
     if [ "${2:-}" = "--check" ]; then
       clang-format --dry-run --Werror "${sources[@]}" || { echo "qkv: not formatted; run ./qkv.sh format" >&2; exit 1; }
       echo "qkv: ${#sources[@]} files formatted as .clang-format says"
@@ -90,17 +180,21 @@ case "${1:-}" in
   tidy)
     # Debian 12's clang-tidy (14), with the flags of the Release build: the
     # configure step writes build/release/compile_commands.json.
-    install_missing "${PACKAGES[@]}" clang-tidy  # configuring the build needs the libraries too
+    install_missing  # configuring the build needs the libraries too
+    need_tool run-clang-tidy clang-tidy
     cmake --preset release >/dev/null
     paths=("${@:2}")
     [ ${#paths[@]} -gt 0 ] || paths=(src)
-    mapfile -t sources < <(git ls-files -- "${paths[@]}" | grep '\.cpp$')
+    lines sources git ls-files -- "${paths[@]}"
+    cpp=()
+    for f in "${sources[@]}"; do [[ "$f" != *.cpp ]] || cpp+=("$f"); done
+    sources=("${cpp[@]}")
     [ ${#sources[@]} -gt 0 ] || { echo "qkv: no .cpp files under: ${paths[*]}" >&2; exit 2; }
     log=$(mktemp)
     trap 'rm -f "$log"' EXIT
     # run-clang-tidy takes regexes on the database's absolute paths.
     # It colours its output and echoes each command: keep the findings.
-    run-clang-tidy -p build/release -j "$(nproc)" -quiet "${sources[@]/#/^$PWD/}" 2>&1 |
+    run-clang-tidy -p build/release -j "$(cores)" -quiet "${sources[@]/#/^$PWD/}" 2>&1 |
       sed 's/\x1b\[[0-9;]*m//g' | grep -v -e '^clang-tidy' -e '^[0-9]* warnings\? generated\.$' \
         -e '^Suppressed [0-9]* warnings' -e '^Use -header-filter' -e '^Running clang-tidy for' | tee "$log" || true
     # A header's finding is reported once per file that includes it: count each once.
@@ -114,11 +208,22 @@ case "${1:-}" in
   coverage)
     # Universal Ctags reads the public headers without compiling them; the
     # script (standard library only) matches each function to a table row.
-    install_missing universal-ctags python3
+    need_tool ctags universal-ctags
+    need_tool python3 python3
     /usr/bin/python3 tools/hardening_coverage.py
     ;;
+  deps)
+    os=$(platform)
+    echo "qkv: this system: $os"
+    if [ "$os" = unknown ]; then
+      echo "qkv: not one qkv.sh knows (Debian, Ubuntu, macOS, Fedora, Arch): docs/building.md says how to build by hand"
+    else
+      echo "qkv: qkv needs: $(packages "$os")"
+      echo "qkv: install with: $(installer "$os") $(packages "$os")"
+    fi
+    ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -42,6 +42,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -219,10 +220,10 @@ Row fma_peak() {
       batch acc[kChains], x(seed), y(1e-4f);
       for (int c = 0; c < kChains; ++c) acc[c] = batch(static_cast<float>(c) * 1e-3f);
       for (int64_t i = 0; i < kIters; ++i)
-        for (int c = 0; c < kChains; ++c) acc[c] = xsimd::fma(acc[c], x, y);
+        for (int c = 0; c < kChains; ++c) acc[c] = kernels::fmadd(acc[c], x, y);
       batch sum = acc[0];
       for (int c = 1; c < kChains; ++c) sum += acc[c];
-      seed = xsimd::hadd(sum) > 0 ? seed : 0.f;  // the result is used
+      seed = kernels::reduce_add(sum) > 0 ? seed : 0.f;  // the result is used
     });
   };
   Row row;
@@ -404,13 +405,19 @@ std::vector<Case> all_cases() {
   // Linear layers of the lessons: 64·10 tokens through 32 -> 96 and the
   // 32 -> 201 output layer; the large Transformer's FFN (32·32 tokens,
   // 256 -> 1024) and the same at 2,560 tokens.
-  for (auto [M, K, N] :
-       {std::tuple<int64_t, int64_t, int64_t>{640, 32, 96}, {640, 32, 201}, {1024, 256, 1024}, {2560, 256, 1024}})
+  // (Plain variables, not structured bindings, for lambdas to capture: clang
+  // before 16 cannot capture a binding.)
+  for (std::array<int64_t, 3> mkn :
+       {std::array<int64_t, 3>{640, 32, 96}, {640, 32, 201}, {1024, 256, 1024}, {2560, 256, 1024}}) {
+    const int64_t M = mkn[0], K = mkn[1], N = mkn[2];
     cases.push_back({fmt::format("gemm/{}x{}x{}", M, K, N), [M, K, N] { return gemm(M, K, N); }});
+  }
   // Attention scores Q·Kᵀ, (B·H, T, d)·(B·H, d, T): the lessons' 64 × 4
   // heads of 8 over 10 steps, and 8 × 4 heads of 64 over 128 and 512 steps.
-  for (auto [B, T, d] : {std::tuple<int64_t, int64_t, int64_t>{256, 10, 8}, {32, 128, 64}, {32, 512, 64}})
+  for (std::array<int64_t, 3> btd : {std::array<int64_t, 3>{256, 10, 8}, {32, 128, 64}, {32, 512, 64}}) {
+    const int64_t B = btd[0], T = btd[1], d = btd[2];
     cases.push_back({fmt::format("bmm/{}x{}x{}x{}", B, T, d, T), [B, T, d] { return batched_gemm(B, T, d, T); }});
+  }
   cases.push_back({"overhead/add_chain_forward", [] { return add_chain(false); }});
   cases.push_back({"overhead/add_chain_forward_backward", [] { return add_chain(true); }});
   for (int64_t T : {128, 512, 1024}) cases.push_back({fmt::format("sdpa/T{}", T), [T] { return attention(T); }});

@@ -13,7 +13,8 @@
 # qkv's own sources and did not reach the user's.
 #
 # In: MODE, QKV_SOURCE_DIR, QKV_BINARY_DIR, WORK_DIR, CXX_COMPILER, BUILD_TYPE,
-#     WARNINGS (the user's own flags), NATIVE, SANITIZE.
+#     WARNINGS (the user's own flags), NATIVE_FLAG (-march=native, -mcpu=native,
+#     or empty when QKV_NATIVE is OFF), SANITIZE.
 cmake_minimum_required(VERSION 3.25)
 
 function(run)  # run(<command …>): echo it, run it, stop the test if it fails
@@ -62,7 +63,7 @@ foreach(i RANGE ${last})
   string(JSON file GET "${commands}" ${i} file)
   string(JSON command GET "${commands}" ${i} command)
   if(file MATCHES "examples/custom_layer/main.cpp$")
-    foreach(flag -march=native -Werror -Wshadow=local)
+    foreach(flag -march=native -mcpu=native -Werror -Wshadow=local -ffp-contract=off)
       string(FIND "${command}" "${flag}" at)
       if(at GREATER -1 AND NOT user_flags MATCHES "${flag}")
         message(FATAL_ERROR "qkv's ${flag} reached the user's program: ${command}")
@@ -70,8 +71,8 @@ foreach(i RANGE ${last})
     endforeach()
   elseif(file MATCHES "/src/.*\\.cpp$")
     set(seen_qkv ON)
-    if(NATIVE AND NOT command MATCHES "-march=native")
-      message(FATAL_ERROR "qkv's own source lost -march=native: ${command}")
+    if(NATIVE_FLAG AND NOT command MATCHES "${NATIVE_FLAG}")
+      message(FATAL_ERROR "qkv's own source lost ${NATIVE_FLAG}: ${command}")
     endif()
   endif()
 endforeach()

@@ -17,8 +17,10 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -125,6 +127,25 @@ int run(const std::filesystem::path& program, const std::vector<std::string>& ar
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// The folder this program is in, where the lesson programs are built beside
+// it: /proc/self/exe where there is a /proc (Linux), else argv[0] as the
+// shell passed it, a path or a name found on PATH (macOS, a Linux without /proc).
+std::filesystem::path program_folder(const std::string& argv0) {
+  std::error_code no_proc;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", no_proc);
+  if (!no_proc) return self.parent_path();
+  if (argv0.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path != nullptr ? path : "";
+    for (size_t begin = 0, end = 0; begin <= dirs.size(); begin = end + 1) {
+      end = std::min(dirs.find(':', begin), dirs.size());
+      const std::filesystem::path dir = dirs.substr(begin, end - begin);
+      if (!dir.empty() && std::filesystem::exists(dir / argv0)) return std::filesystem::absolute(dir);
+    }
+  }
+  return std::filesystem::absolute(argv0).parent_path();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,7 +180,7 @@ int main(int argc, char** argv) {
   }
 
   // The lesson programs are built beside this one.
-  std::filesystem::path here = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  const std::filesystem::path here = program_folder(argv[0]);
   struct Outcome {
     CatalogEntry entry;
     int status;

@@ -53,7 +53,7 @@ struct Log {
 // y = √x
 struct Sqrt {
   static float scalar(float x) { return std::sqrt(x); }
-  static batch simd(batch x) { return xsimd::sqrt(x); }
+  static batch simd(batch x) { return square_root(x); }
 };
 
 // y = |x|
@@ -82,7 +82,7 @@ struct Sigmoid {
   static float scalar(float x) { return 1.0f / (1.0f + std::exp(-x)); }
   static batch simd(batch x) {
     const batch one(1.0f);
-    return one / (one + xsimd::exp(-x));
+    return divide(one, one + xsimd::exp(-x));
   }
 };
 
@@ -124,7 +124,7 @@ struct GeluGrad {
     const batch half(0.5f), one(1.0f);
     batch cdf = half * (one + xsimd::erf(x * batch(kInvSqrt2)));
     batch pdf = batch(kInvSqrt2Pi) * xsimd::exp(-half * x * x);
-    return xsimd::fma(x, pdf, cdf);
+    return fmadd(x, pdf, cdf);
   }
 };
 
@@ -204,7 +204,7 @@ struct Mul {
 // y = a / b
 struct Div {
   static float scalar(float a, float b) { return a / b; }
-  static batch simd(batch a, batch b) { return a / b; }
+  static batch simd(batch a, batch b) { return divide(a, b); }
 };
 
 // y = a^b
@@ -332,10 +332,10 @@ void axpy(int64_t n, float alpha, const float* x, float* y) {
   parallel_ranges(n, GRAIN_CHEAP, W, [&](int64_t begin, int64_t end) {
     int64_t i = begin;
     for (; i + W <= end; i += W) {
-      batch y_new = xsimd::fma(a, batch::load_unaligned(x + i), batch::load_unaligned(y + i));
+      batch y_new = fmadd(a, batch::load_unaligned(x + i), batch::load_unaligned(y + i));
       y_new.store_unaligned(y + i);
     }
-    for (; i < end; ++i) y[i] += alpha * x[i];
+    for (; i < end; ++i) y[i] = madd(alpha, x[i], y[i]);
   });
 }
 

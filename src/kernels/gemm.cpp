@@ -81,9 +81,6 @@ constexpr int64_t NC = 2048;
 
 // ---- packing ---------------------------------------------------------------------
 
-// An aligned buffer: packed panels are read with aligned loads.
-using aligned_floats = std::vector<float, xsimd::aligned_allocator<float>>;
-
 // One whole panel of R rows, gathered into columns (packed[k][r] = x[r, k]),
 // RUN rows at a time: for each k the RUN values of one k, one per row, so
 // the lines of those RUN rows must stay in L1 from one k to the next. That
@@ -227,7 +224,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, int64
       b_row[c] = B_IN_PLACE ? batch::load_unaligned(b + c * W) : batch::load_aligned(b + c * W);
     for (int64_t r = 0; r < MR; ++r) {
       const batch a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
-      for (int64_t c = 0; c < NB; ++c) acc[r][c] = xsimd::fma(a_rk, b_row[c], acc[r][c]);
+      for (int64_t c = 0; c < NB; ++c) acc[r][c] = fmadd(a_rk, b_row[c], acc[r][c]);
     }
     a += a_cs;
     b += B_IN_PLACE ? ldb : NR;

@@ -115,8 +115,8 @@ void edge_micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, 
                                   : H::load_aligned(b + BATCHES * W);
     for (int64_t r = 0; r < ROWS; ++r) {
       const batch a_rk(a[r * a_rs]);  // broadcast A(r, k) to every lane
-      for (int64_t c = 0; c < BATCHES; ++c) sum[r][c] = xsimd::fma(a_rk, b_row[c], sum[r][c]);
-      if constexpr (HALF) half_sum[r] = xsimd::fma(BATCHES > 1 ? low_half(a_rk) : H(a[r * a_rs]), b_half, half_sum[r]);
+      for (int64_t c = 0; c < BATCHES; ++c) sum[r][c] = fmadd(a_rk, b_row[c], sum[r][c]);
+      if constexpr (HALF) half_sum[r] = fmadd(BATCHES > 1 ? low_half(a_rk) : H(a[r * a_rs]), b_half, half_sum[r]);
     }
     a += a_cs;
     b += B_IN_PLACE ? ldb : NR;
@@ -235,7 +235,7 @@ void dot_kernel(int64_t rows, int64_t kc, const float* a, int64_t lda, const flo
       for (int64_t j = 0; j < COLS; ++j) b[j] = batch::load_aligned(bt + j * ldbt + k);
       for (int64_t r = 0; r < ROWS; ++r) {
         const batch a_rk = load_a(a_r[r] + k);  // A(r0 + r, k : k + W)
-        for (int64_t j = 0; j < COLS; ++j) sum[r * COLS + j] = xsimd::fma(a_rk, b[j], sum[r * COLS + j]);
+        for (int64_t j = 0; j < COLS; ++j) sum[r * COLS + j] = fmadd(a_rk, b[j], sum[r * COLS + j]);
       }
     };
     int64_t k = 0;

@@ -21,7 +21,7 @@ namespace {
 
 // σ(a) = 1 / (1 + e⁻ᵃ), as the elementwise kernels compute it.
 float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
-batch sigmoid(batch a) { return batch(1.0f) / (batch(1.0f) + xsimd::exp(-a)); }
+batch sigmoid(batch a) { return divide(batch(1.0f), batch(1.0f) + xsimd::exp(-a)); }
 
 // ---- scalar: element k of one row ---------------------------------------------------
 

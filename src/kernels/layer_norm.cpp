@@ -68,7 +68,7 @@ float row_sum(int64_t D, const float* x) {
   batch acc(0.0f);
   int64_t k = 0;
   for (; k + W <= D; k += W) acc += batch::load_unaligned(x + k);
-  float s = xsimd::hadd(acc);
+  float s = reduce_add(acc);
   for (; k < D; ++k) s += x[k];
   return s;
 }
@@ -80,9 +80,9 @@ float row_centred_squares(int64_t D, const float* x, float mu) {
   int64_t k = 0;
   for (; k + W <= D; k += W) {
     const batch c = batch::load_unaligned(x + k) - vmu;
-    acc = xsimd::fma(c, c, acc);
+    acc = fmadd(c, c, acc);
   }
-  float s = xsimd::hadd(acc);
+  float s = reduce_add(acc);
   for (; k < D; ++k) s += (x[k] - mu) * (x[k] - mu);
   return s;
 }
@@ -101,7 +101,7 @@ void layer_norm_row(int64_t D, const float* xr, const float* weight, const float
   int64_t k = 0;
   for (; k + W <= D; k += W) {
     const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
-    xsimd::fma(xhat, load_or(weight, k, 1.0f), load_or(bias, k, 0.0f)).store_unaligned(yr + k);
+    fmadd(xhat, load_or(weight, k, 1.0f), load_or(bias, k, 0.0f)).store_unaligned(yr + k);
   }
   for (; k < D; ++k) yr[k] = (xr[k] - mu) * inv * at_or(weight, k, 1.0f) + at_or(bias, k, 0.0f);
   mean = mu;
@@ -137,9 +137,9 @@ void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* w
       const batch g = batch::load_unaligned(dyr + k) * load_or(weight, k, 1.0f);
       const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
       vg += g;
-      vgx = xsimd::fma(g, xhat, vgx);
+      vgx = fmadd(g, xhat, vgx);
     }
-    float g_sum = xsimd::hadd(vg), gx_sum = xsimd::hadd(vgx);
+    float g_sum = reduce_add(vg), gx_sum = reduce_add(vgx);
     for (; k < D; ++k) {
       const float g = dyr[k] * at_or(weight, k, 1.0f);
       g_sum += g;
@@ -155,7 +155,7 @@ void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* w
       const batch g = d * load_or(weight, k, 1.0f);
       const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
       (vinv * xsimd::fnma(xhat, vgx_mean, g - vg_mean)).store_unaligned(dxr + k);
-      if (dweight != nullptr) xsimd::fma(d, xhat, batch::load_unaligned(dweight + k)).store_unaligned(dweight + k);
+      if (dweight != nullptr) fmadd(d, xhat, batch::load_unaligned(dweight + k)).store_unaligned(dweight + k);
       if (dbias != nullptr) (batch::load_unaligned(dbias + k) + d).store_unaligned(dbias + k);
     }
     for (; k < D; ++k) {

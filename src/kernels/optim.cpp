@@ -13,35 +13,12 @@ namespace qkv::kernels {
 
 namespace {
 
-// a·b + c: one rounding where the build's hardware fuses, two where it
-// cannot, exactly as fmadd below does for a batch. This is what keeps the
-// scalar and SIMD twins bit for bit equal.
-inline float madd(float a, float b, float c) {
-#if defined(__FMA__)
-  return std::fma(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-
-// The same for a batch. NOTE: xsimd 8.1 has no AVX-512 fma of its own: its
-// generic fallback is x·y + z, which the compiler fuses as it pleases (in
-// β1·m + c1·g it fused the other product), so on AVX-512 the instruction is
-// called by name. With AVX2 xsimd::fma is the FMA3 instruction; without FMA
-// hardware it is a product and a sum, as madd.
-inline batch fmadd(const batch& a, const batch& b, const batch& c) {
-#if defined(__AVX512F__)
-  return _mm512_fmadd_ps(a, b, c);
-#else
-  return xsimd::fma(a, b, c);
-#endif
-}
-
 // ---- threads ---------------------------------------------------------------------
 //
 // A long parameter is cut into pieces, one task each (parallel.hpp). Each
 // update computes every element alone, and the SIMD body and the scalar
-// tail compute the same float (see madd), so any cut gives the same result.
+// tail compute the same float (madd and fmadd, divide and /: simd.hpp), so
+// any cut gives the same result.
 // Floats a task should take, at least: about 10 µs of work, what waking a
 // thread costs. Adam reads four arrays and writes three, with a square root
 // and a division: a quarter of a plain add's 64K.
@@ -93,10 +70,10 @@ void adam_simd(const AdamStep& s, int64_t n, float* p, const float* g, float* m,
     if (couples) gi = fmadd(l2, w, gi);
     const batch mi = fmadd(beta1, batch::load_unaligned(m + i), c1 * gi);
     const batch vi = fmadd(beta2, batch::load_unaligned(v + i), (c2 * gi) * gi);
-    const batch denom = xsimd::sqrt(vi) / bc2 + eps;
+    const batch denom = divide(square_root(vi), bc2) + eps;
     mi.store_unaligned(m + i);
     vi.store_unaligned(v + i);
-    fmadd(neg_step, mi / denom, w).store_unaligned(p + i);
+    fmadd(neg_step, divide(mi, denom), w).store_unaligned(p + i);
   }
   for (; i < n; ++i) adam_one(s, p[i], g[i], m[i], v[i]);
 }
@@ -157,10 +134,10 @@ double sum_squares_simd(int64_t n, const float* x) {
   int64_t i = 0;
   for (; i + 2 * D <= n; i += 2 * D) {
     const dbatch a = dbatch::load_unaligned(x + i), b = dbatch::load_unaligned(x + i + D);
-    acc0 = xsimd::fma(a, a, acc0);
-    acc1 = xsimd::fma(b, b, acc1);
+    acc0 = fmadd(a, a, acc0);
+    acc1 = fmadd(b, b, acc1);
   }
-  double sum = xsimd::hadd(acc0 + acc1);
+  double sum = reduce_add(acc0 + acc1);
   for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
   return sum;
 }

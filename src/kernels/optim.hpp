@@ -6,13 +6,14 @@
 // that keeps each number in a register from load to store. Each has a
 // scalar reference twin, the loop that defines it; tests hold them equal.
 //
-// Rounding: every multiply-add below is ONE fused operation (std::fma in the
-// scalar code, the FMA instruction in the SIMD code) where the hardware fuses, and a
-// product and a sum (two roundings) where it cannot, in both twins alike;
-// every other operation is a single IEEE operation. So each twin computes
-// the same float for every element, bit for bit, with or without FMA.
-// (Left to itself the compiler would fuse whatever multiply-adds it chose,
-// differently in the two loops.)
+// Rounding: every multiply-add below is ONE fused operation (madd and fmadd,
+// kernels/simd.hpp) where the hardware fuses, and a product and a sum (two
+// roundings) where it cannot, in both twins alike; every other operation is
+// a single correctly rounded IEEE operation (divide and square_root, on
+// ARM64 too). So each
+// twin computes the same float for every element, bit for bit, with or
+// without FMA. (The build's -ffp-contract=off keeps the compiler from fusing
+// any other multiply-add, differently in the two loops.)
 //
 // This layer knows nothing of Tensor: raw pointers and sizes only.
 #pragma once

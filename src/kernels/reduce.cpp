@@ -58,7 +58,7 @@ batch combine(batch acc, batch v) {
 template <Reduce Op>
 float fold_lanes(batch acc) {
   if constexpr (Op == Reduce::Sum) {
-    return xsimd::hadd(acc);
+    return reduce_add(acc);
   } else {
     alignas(64) float lanes[W];
     acc.store_aligned(lanes);

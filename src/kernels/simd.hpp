@@ -1,6 +1,22 @@
-// The one way kernels reach xsimd: the include, and the register type.
-// Private to src/kernels/, and bench/bench.cpp, whose FMA peak loop runs on
-// this register type; nothing else includes it.
+// The one way kernels reach xsimd: the include, the register type, and the
+// few operations whose meaning must not change with the machine or with
+// xsimd's version. Private to src/kernels/, and bench/bench.cpp, whose FMA
+// peak loop runs on this register type; nothing else includes it.
+//
+//   fmadd, madd   a·b + c in one rounding wherever the hardware fuses (every
+//                 x86 build with FMA, every ARM64 one), in two elsewhere:
+//                 the batch and the scalar forms always agree
+//   divide        a / b correctly rounded in every lane, as the scalar a / b
+//   square_root   √x correctly rounded in every lane, as std::sqrt
+//   reduce_add    the sum of a register's lanes
+//   aligned_floats  a std::vector of floats at a 64-byte boundary
+//
+// Every fused multiply-add in the kernels is one of these calls (or an
+// intrinsic named in gemm_simd.hpp): the build compiles with
+// -ffp-contract=off, so the compiler fuses nothing of its own.
+//
+// xsimd 8.1 (Debian 12) to 14 are supported (CMakeLists.txt checks the
+// range); where they differ, the branch is here.
 #pragma once
 
 // NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning
@@ -13,13 +29,101 @@
 #include <xsimd/xsimd.hpp>
 #pragma GCC diagnostic pop
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <new>
+#include <type_traits>
+#include <vector>
 
 namespace qkv::kernels {
 
-// One SIMD register of floats, as wide as the build's -march allows
-// (8 for AVX2, 16 for AVX-512, 4 for SSE).
+// One SIMD register of floats, as wide as the build's instruction set allows
+// (16 for AVX-512, 8 for AVX2, 4 for SSE and NEON).
 using batch = xsimd::batch<float>;
 constexpr int64_t W = batch::size;  // floats per register
+
+// Whether the build's hardware fuses a multiply and an add: FMA3 on x86
+// (-march=native on any x86 of the last decade; not the portable x86-64
+// baseline), always on ARM64.
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+constexpr bool HAS_FMA = true;
+#else
+constexpr bool HAS_FMA = false;
+#endif
+
+// a·b + c for one float: std::fma (one rounding) where the hardware fuses,
+// a product and a sum (two roundings) where it cannot, exactly as fmadd
+// below does for a batch. Where a kernel's scalar twin must equal its SIMD
+// body bit for bit, both use these.
+inline float madd(float a, float b, float c) {
+  if constexpr (HAS_FMA) return std::fma(a, b, c);
+  return a * b + c;
+}
+
+// The same for a batch (of floats or doubles). xsimd::fma is the fused
+// instruction on AVX2 and NEON, and a product and a sum without FMA
+// hardware; but xsimd 8.1 has no AVX-512 fma of its own (its generic one is
+// x·y + z, two roundings with contraction off), so on AVX-512 the
+// instruction is called by name. (A 512-bit register holds 16 floats or 8
+// doubles.)
+template <class V>
+[[gnu::always_inline]] inline V fmadd(const V& a, const V& b, const V& c) {
+#if defined(__AVX512F__)
+  using T = typename V::value_type;
+  if constexpr (std::is_same_v<T, float> && V::size == 16) return _mm512_fmadd_ps(a, b, c);
+  if constexpr (std::is_same_v<T, double> && V::size == 8) return _mm512_fmadd_pd(a, b, c);
+#endif
+  return xsimd::fma(a, b, c);
+}
+
+// a / b, correctly rounded in every lane, as the scalar a / b is. NOTE:
+// xsimd 8.1 divides floats on ARM64 by a reciprocal estimate and two
+// refinement steps (up to 2 ulp off); there the division instruction is
+// called by name.
+inline batch divide(const batch& a, const batch& b) {
+#if defined(__aarch64__)
+  return vdivq_f32(a, b);
+#else
+  return a / b;
+#endif
+}
+
+// √x, correctly rounded in every lane, as std::sqrt is. NOTE: xsimd 8.1
+// takes a float's square root on ARM64 from a reciprocal square root
+// estimate and two refinement steps; there the instruction is called by name.
+inline batch square_root(const batch& x) {
+#if defined(__aarch64__)
+  return vsqrtq_f32(x);
+#else
+  return xsimd::sqrt(x);
+#endif
+}
+
+// The sum of x's lanes (xsimd's hadd until 9, reduce_add since).
+template <class V>
+[[gnu::always_inline]] inline auto reduce_add(const V& x) {
+#if XSIMD_VERSION_MAJOR >= 9
+  return xsimd::reduce_add(x);
+#else
+  return xsimd::hadd(x);
+#endif
+}
+
+// Memory at a 64-byte boundary (a cache line, and the widest register), for
+// aligned loads. C++17's aligned new, not xsimd::aligned_allocator, whose
+// template arguments changed between xsimd's versions.
+template <class T>
+struct AlignedAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t ALIGNMENT{64};
+  AlignedAllocator() = default;
+  template <class U>
+  explicit AlignedAllocator(const AlignedAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), ALIGNMENT)); }
+  void deallocate(T* p, size_t) { ::operator delete(p, ALIGNMENT); }
+  bool operator==(const AlignedAllocator&) const = default;
+};
+using aligned_floats = std::vector<float, AlignedAllocator<float>>;
 
 }  // namespace qkv::kernels

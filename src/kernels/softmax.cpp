@@ -112,7 +112,7 @@ float exp_sum(int64_t n, const float* x, float m, float* y) {
     if (y != nullptr) e.store_unaligned(y + k);
     vsum += e;
   }
-  float sum = xsimd::hadd(vsum);
+  float sum = reduce_add(vsum);
   if (k < n) sum += exp_tail(n - k, x + k, m, y != nullptr ? y + k : nullptr);
   return sum;
 }
@@ -146,8 +146,8 @@ void log_softmax_row(int64_t n, const float* x, float* y) {
 void softmax_backward_row(int64_t n, const float* y, const float* dy, float* dx) {
   batch vdot(0.0f);
   int64_t k = 0;
-  for (; k + W <= n; k += W) vdot = xsimd::fma(batch::load_unaligned(dy + k), batch::load_unaligned(y + k), vdot);
-  float dot = xsimd::hadd(vdot);
+  for (; k + W <= n; k += W) vdot = fmadd(batch::load_unaligned(dy + k), batch::load_unaligned(y + k), vdot);
+  float dot = reduce_add(vdot);
   for (; k < n; ++k) dot += dy[k] * y[k];
 
   const batch vd(dot);
@@ -162,7 +162,7 @@ void log_softmax_backward_row(int64_t n, const float* y, const float* dy, float*
   batch vsum(0.0f);
   int64_t k = 0;
   for (; k + W <= n; k += W) vsum += batch::load_unaligned(dy + k);
-  float sum = xsimd::hadd(vsum);
+  float sum = reduce_add(vsum);
   for (; k < n; ++k) sum += dy[k];
 
   const batch vs(sum);
@@ -317,9 +317,9 @@ void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, 
     int64_t c = 0;
     for (; c + W <= C; c += W) {
       const batch logp = (batch::load_unaligned(row + c) - vm) - vlog_sum;
-      vs = weight != nullptr ? xsimd::fma(batch::load_unaligned(weight + c), logp, vs) : vs + logp;
+      vs = weight != nullptr ? fmadd(batch::load_unaligned(weight + c), logp, vs) : vs + logp;
     }
-    float smooth = -xsimd::hadd(vs);
+    float smooth = -reduce_add(vs);
     for (; c < C; ++c) smooth -= (weight != nullptr ? weight[c] : 1.0f) * ((row[c] - m) - log_sum);
     loss[i] = (1 - smoothing) * loss[i] + smoothing / static_cast<float>(C) * smooth;
   });

@@ -176,7 +176,13 @@ IncompatibleKeys Module::load_state_dict(const StateDict& state, bool strict) {
   return keys;
 }
 
-std::string Module::repr() const { return repr(0) + fmt::format("\nTotal parameters: {}", num_parameters()); }
+// The count first, in a statement of its own (the operands of + are
+// evaluated in no fixed order): it checks every parameter and names a broken
+// one by its full name ('0.weight'), where a submodule's repr knows 'weight'.
+std::string Module::repr() const {
+  const int64_t total = num_parameters();
+  return repr(0) + fmt::format("\nTotal parameters: {}", total);
+}
 
 // Linear(in_features=2, out_features=3, bias=True)
 // TransformerEncoder(

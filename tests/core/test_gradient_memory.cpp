@@ -124,8 +124,8 @@ TEST_CASE("core/gradient_memory: attention's gradients agree with finite differe
   // The same composition, small enough for gradcheck, whose weighted sum
   // hands every backward its dout alone: each of them writes over it.
   Generator gen(1);
-  const int64_t B = 2, H = 2, T = 5, d = 3;
-  auto attention = [d](const std::vector<Tensor>& x) {
+  constexpr int64_t B = 2, H = 2, T = 5, d = 3;
+  auto attention = [](const std::vector<Tensor>& x) {
     Tensor scores = div(matmul(x[0], x[1], {.transpose_b = true}), std::sqrt(static_cast<float>(d)));
     return matmul(softmax(scores, -1), x[2]);
   };
@@ -182,7 +182,9 @@ TEST_CASE("core/gradient_memory: backwards written over dout agree with PyTorch"
       {"masked_fill/",
        [](const std::vector<Tensor>& x, const RefCase& c) { return masked_fill(x[0], c.ints_at("mask"), -1e9f); }},
   };
-  for (const auto& [prefix, op] : ops) {
+  for (const auto& named : ops) {
+    const std::string& prefix = named.first;
+    const Op& op = named.second;
     // "exp/": every exp case; "div/float": that case only (not div/float_first).
     const bool all = prefix.back() == '/';
     for (const std::string& name : all ? reference_cases("elementwise", prefix) : std::vector{prefix}) {

@@ -175,11 +175,12 @@ TEST_CASE("docs/every C++ example is compiled and run") {
       }
     }
     const std::string needle = without_whitespace(body);
-    for (const auto& [path, text] : sources) {
+    for (const auto& source : sources) {
+      const std::string& text = source.second;
       if (text.find(needle) == std::string::npos) continue;
       if (std::all_of(preamble.begin(), preamble.end(),
                       [&](const std::string& p) { return text.find(p) != std::string::npos; }))
-        return path;
+        return source.first;
     }
     return {};
   };
@@ -209,7 +210,9 @@ TEST_CASE("docs/every relative link leads to a file and a heading that exist") {
   int links = 0;
   for (const fs::path& md : markdown_files()) {
     const std::string text = read_file(md);
-    for (const auto& [line, target] : link_targets(text)) {
+    for (const auto& link : link_targets(text)) {
+      const int line = link.first;
+      const std::string& target = link.second;
       if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) continue;
       ++links;
       INFO(fmt::format("{}:{}: link ({})", md.filename().string(), line, target));

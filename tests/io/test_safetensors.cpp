@@ -54,7 +54,9 @@ TEST_CASE("io/safetensors: round trip, bit for bit, with metadata") {
   StateDict back = io::load_safetensors(path, &meta_back);
   CHECK(meta_back == metadata);
   REQUIRE(back.size() == tensors.size());
-  for (const auto& [name, t] : tensors) {
+  for (const auto& named : tensors) {
+    const std::string& name = named.first;
+    const Tensor& t = named.second;
     REQUIRE_MESSAGE(back.count(name) == 1, name);
     CHECK_MESSAGE(bit_identical(back.at(name), t), name);
     CHECK_FALSE(back.at(name).requires_grad());
@@ -109,7 +111,9 @@ TEST_CASE("io/safetensors: reads a file laid out by Python (tools/reference/io.p
 
   const test::RefCase& want = test::reference("io", "tiny");
   REQUIRE(got.size() == want.floats.size());
-  for (const auto& [name, t] : want.floats) {
+  for (const auto& named : want.floats) {
+    const std::string& name = named.first;
+    const Tensor& t = named.second;
     REQUIRE_MESSAGE(got.count(name) == 1, name);
     CHECK_MESSAGE(bit_identical(got.at(name), t), name);  // 9 significant digits round-trip float32
   }

@@ -427,7 +427,8 @@ TEST_CASE("kernels/dropout: the same mask on 1, 2, 3 and 4 threads") {
 TEST_CASE("kernels/softmax, cross_entropy, layer_norm: the same on 1, 2, 3 and 4 threads") {
   // 3,001 rows of 37 (no multiple of the SIMD width): many tasks of whole
   // rows; and 5 rows of 20,011, one row a task.
-  for (auto [rows, n] : {std::pair<int64_t, int64_t>{3'001, 37}, {5, 20'011}}) {
+  for (std::pair<int64_t, int64_t> shape : {std::pair<int64_t, int64_t>{3'001, 37}, {5, 20'011}}) {
+    const int64_t rows = shape.first, n = shape.second;
     CAPTURE(rows);
     CAPTURE(n);
     const size_t size = static_cast<size_t>(rows * n);

@@ -85,3 +85,28 @@ TEST_CASE("lessons runner/one lesson, and what is not a lesson") {
   CHECK(junk.status != 0);
   CHECK(junk.output.find("not a lesson number") != std::string::npos);
 }
+
+TEST_CASE("lessons runner/finds the lessons beside it where there is no /proc") {
+  // Without /proc (macOS, say) the runner finds its folder from argv[0]: a
+  // path, or a name it was found by on PATH. A mount namespace with an empty
+  // /proc plays such a system; it needs root, which CI has.
+  TempDir dir("runner_no_proc");
+  if (std::system("unshare -m sh -c 'mount -t tmpfs tmpfs /proc' >/dev/null 2>&1") != 0) {
+    MESSAGE("skipped: unshare -m cannot mount over /proc here (not root)");
+    return;
+  }
+  const std::string hide_proc =
+      "unshare -m sh -c 'mount -t tmpfs tmpfs /proc && test ! -e /proc/self/exe && exec \"$0\" \"$@\"'";
+  const std::filesystem::path lessons = std::filesystem::path(QKV_LESSONS_DIR) / "lessons";
+  for (const std::string& how : {fmt::format("{} '{}'", hide_proc, lessons.string()),
+                                 fmt::format("PATH='{}':\"$PATH\" {} lessons", QKV_LESSONS_DIR, hide_proc)}) {
+    INFO(how);
+    const std::filesystem::path out = dir.path / std::to_string(how.size());
+    const std::string command =
+        fmt::format("cd '{}' && {} 1 --out '{}' > runner.log 2>&1", dir.path.string(), how, out.string());
+    const int status = std::system(command.c_str());
+    INFO(qkv::lesson_test::read_text(dir.path / "runner.log"));
+    CHECK(status == 0);
+    CHECK(std::filesystem::exists(out / "01_average_pooling" / "results.json"));
+  }
+}

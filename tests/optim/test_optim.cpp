@@ -341,7 +341,9 @@ TEST_CASE("optim/state_dict: refusals change nothing") {
       bad[key] = ones({1});
       cases.emplace_back(key, bad);
     }
-    for (auto& [what, state] : cases) {
+    for (const auto& named : cases) {
+      const std::string& what = named.first;
+      const StateDict& state = named.second;
       CAPTURE(what);
       CHECK_THROWS_AS(opt.check_state_dict(state), Error);
       CHECK_THROWS_AS(opt.load_state_dict(state), Error);

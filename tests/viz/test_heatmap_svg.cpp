@@ -243,8 +243,9 @@ TEST_CASE("viz/heatmap svg: a title wider than the picture has it centred under 
   Tensor g = reshape(arange(24), {1, 2, 3, 4});
   save_heatmap_grid_svg(dir / "grid_short.svg", g, {.title = "w"});
   save_heatmap_grid_svg(dir / "grid_long.svg", g, {.title = long_title});
-  for (auto [short_file, long_file] :
+  for (std::pair<const char*, const char*> files :
        {std::pair{"short.svg", "long.svg"}, std::pair{"grid_short.svg", "grid_long.svg"}}) {
+    const char *short_file = files.first, *long_file = files.second;
     CAPTURE(long_file);
     auto [short_width, no_shift] = width_and_shift(short_file);
     auto [long_width, shift] = width_and_shift(long_file);
