@@ -59,6 +59,11 @@ void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generato
   Tensor x_ref = x_in.detach().clone().requires_grad_();
   softmax(x_ref, -1).backward(dout);
   const Tensor grad = x.grad().defined() ? x.grad() : zeros(x.shape());
+  // A wrong dx: first gradcheck's table (your backward against finite differences), then the comparison.
+  if ((grad - x_ref.grad()).abs().max().item() > 1e-4f) {
+    g.print("  your backward against finite differences (gradcheck's table):\n");
+    g.gradient_table([](const std::vector<Tensor>& in) { return my_softmax(in[0]); }, {x_in});
+  }
   g.check({"dx", "y ⊙ (dout - Σⱼ doutⱼ yⱼ), against qkv's softmax backward"}, grad, x_ref.grad(), explain,
           backward_mistakes(want, dout));
 }

@@ -410,8 +410,18 @@ void Grader::check_gradients(const std::string& what, const std::function<Tensor
     return;
   }
   print(fmt::format("\n  ✗ {}\n", verdict.message));
-  // The table: L = Σ w ⊙ f(x) with fixed weights w; backward's dL/dx against
-  // central differences (L(x + eps) - L(x - eps)) / 2eps, for the first input that disagrees.
+  gradient_table(f, inputs);
+  fail(fmt::format("gradients: {}", verdict.message));
+}
+
+void Grader::gradient_table(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                            const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> xs;
+  for (const Tensor& x : inputs) xs.push_back(x.detach().clone().requires_grad_());
+  Tensor out = call([&] { return f(xs); });
+  if (!out.requires_grad()) return;
+  // L = Σ w ⊙ f(x) with fixed weights w; backward's dL/dx against central
+  // differences (L(x + eps) - L(x - eps)) / 2eps, for the first input that disagrees.
   Generator gen(7);
   Tensor w = randn(out.shape(), gen);
   std::vector<float> wv = w.to_vector();
@@ -423,7 +433,10 @@ void Grader::check_gradients(const std::string& what, const std::function<Tensor
     return l;
   };
   Tensor l = (out * w).sum();
-  l.backward();
+  call([&] {
+    l.backward();
+    return 0;
+  });
   const float eps = 1e-2f;
   for (size_t n = 0; n < xs.size(); ++n) {
     Tensor grad = xs[n].grad();
@@ -457,7 +470,6 @@ void Grader::check_gradients(const std::string& what, const std::function<Tensor
       break;
     }
   }
-  fail(fmt::format("gradients: {}", verdict.message));
 }
 
 void Grader::check_torch(const Step& step, const std::function<Tensor(const std::vector<Tensor>&)>& f,

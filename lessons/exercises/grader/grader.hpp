@@ -111,6 +111,10 @@ class Grader {
   // backward against finite differences for the input it names.
   void check_gradients(const std::string& what, const std::function<Tensor(const std::vector<Tensor>&)>& f,
                        const std::vector<Tensor>& inputs);
+  // Backward against finite differences for f at `inputs`, printed as a table
+  // from the first element that disagrees, for the first input with one
+  // (nothing if all agree): what check_gradients shows on a failure.
+  void gradient_table(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs);
 
   // f on a PyTorch case's inputs x0, x1, … (as leaves) against PyTorch's
   // `out`, then backward with its grad_out against its grad_x0, grad_x1, …
@@ -120,6 +124,9 @@ class Grader {
 
   // The stored PyTorch cases of this exercise whose name starts with `prefix`.
   std::vector<TorchCase> torch_cases(const std::string& prefix) const;
+
+  // Prints (and flushes) a line of feedback.
+  void print(const std::string& text);
 
   // Prints the verdict, writes it to progress.json, returns the exit status.
   int finish(int status);
@@ -131,7 +138,6 @@ class Grader {
   [[noreturn]] void not_written(const std::string& function);
   [[noreturn]] void threw(const std::string& what);
   [[noreturn]] void fail(const std::string& headline);
-  void print(const std::string& text);
   void pictures(const Step& step, const Tensor& got, const Tensor& want, const std::vector<int64_t>& index);
 
   int number_;
