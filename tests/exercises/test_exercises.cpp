@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "course_page.hpp"
 #include "lessons/run_lesson.hpp"
 
 #ifndef QKV_EXERCISES_DIR
@@ -273,4 +274,36 @@ TEST_CASE("exercises/tool: list, hint, solution and reset on a scratch copy") {
     CHECK(r.output.find((out / "progress.json").string() + " cannot be read") != std::string::npos);
     CHECK(read_text(out / "progress.json") == "[1, 2");
   }
+}
+
+// The course page: each lesson's exercises, linked to the learner's file, with
+// their state from <sources>/../out/exercises/progress.json.
+TEST_CASE("exercises/course page: each lesson links its exercises with their state") {
+  TempDir dir("exercise_course_page");
+  const fs::path sources = dir.path / "lessons", out = dir.path / "out/lessons";
+  fs::create_directories(sources / "exercises/blanks");
+  for (const char* name : {"02_masked_softmax", "03_additive_score", "04_dot_product_attention"})
+    std::ofstream(sources / "exercises/blanks" / (std::string(name) + ".cpp")) << "// blank\n";
+  std::ofstream(sources / "exercises/04_dot_product_attention.cpp") << "// mine\n";
+  fs::create_directories(dir.path / "out/exercises");
+  std::ofstream(dir.path / "out/exercises/progress.json")
+      << R"json({"exercises": {"2": {"state": "passed"}, "4": {"state": "failing"}}})json";
+  for (const char* program : {"04_scoring_functions", "06_attn_module"}) {
+    fs::create_directories(out / program);
+    std::ofstream(out / program / "results.json") << R"({"pictures": []})";
+  }
+  const std::string page = read_text(qkv::lesson::write_course_page(out, sources, {{4, true, ""}, {6, true, ""}}));
+  // Lesson 04 teaches exercises 2, 3 and 4: each linked (the learner's file where it exists, else the blank).
+  CHECK(page.find(R"(<a href="../../lessons/exercises/blanks/02_masked_softmax.cpp">exercise 2 · masked softmax)") !=
+        std::string::npos);
+  CHECK(page.find(R"(<a href="../../lessons/exercises/04_dot_product_attention.cpp">exercise 4 · scaled)") !=
+        std::string::npos);
+  CHECK(page.find(R"(<span class="exercise-passed">passed</span>)") != std::string::npos);
+  CHECK(
+      page.find(R"(exercise 3 · the additive attention score, batched</a>: <span class="exercise-open">not started)") !=
+      std::string::npos);
+  CHECK(page.find(R"(<span class="exercise-open">failing</span>)") != std::string::npos);
+  CHECK(page.find("./qkv.sh exercise N</code> grades it") != std::string::npos);  // in lesson 04's section
+  // Exercise 5 (lesson 06) has no blank in this tree: not listed.
+  CHECK(page.find("exercise 5 ·") == std::string::npos);
 }
