@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "course_page.hpp"
+#include "exercises/catalog.hpp"
 #include "lessons/run_lesson.hpp"
 
 #ifndef QKV_EXERCISES_DIR
@@ -95,6 +96,23 @@ TEST_CASE("exercises/blanks: every shipped blank compiles and grades as not writ
     CHECK(r.output.find("NOT WRITTEN YET: open lessons/exercises/" + name + ".cpp") != std::string::npos);
     const int number = std::stoi(name.substr(0, 2));
     CHECK(progress(dir.path / "out")["exercises"][std::to_string(number)]["state"] == "not started");
+  }
+}
+
+// The catalogue and the blanks agree: each blank's header names its exercise, title and
+// lesson as catalog.hpp does, and each exercise has two or three hints.
+TEST_CASE("exercises/catalogue: every blank's header and hints match catalog.hpp") {
+  for (const qkv::exercises::ExerciseEntry& e : qkv::exercises::catalog) {
+    CAPTURE(e.program);
+    const fs::path blank = source / "lessons/exercises/blanks" / (std::string(e.program) + ".cpp");
+    REQUIRE(fs::exists(blank));
+    const std::string text = read_text(blank);
+    CHECK(text.rfind(fmt::format("// Exercise {:02d} · {}\n", e.number, e.title), 0) == 0);
+    CHECK(text.find(fmt::format("// Lesson {:02d} (lessons/", e.lesson)) != std::string::npos);
+    CHECK(text.find(fmt::format("./qkv.sh exercise {} ", e.number)) != std::string::npos);
+    int hints = 0;
+    for (std::string_view h : e.hints) hints += h.empty() ? 0 : 1;
+    CHECK(hints >= 2);
   }
 }
 

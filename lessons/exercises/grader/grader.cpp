@@ -5,6 +5,7 @@
 #include <qkv/viz.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -482,7 +483,7 @@ void Grader::check_torch(const Step& step, const std::function<Tensor(const std:
   for (size_t i = 0; i < xs.size(); ++i) any = any || c.has(fmt::format("grad_x{}", i));
   if (!any) return;
   if (!out.requires_grad())
-    require(false, {"d " + step.name, "backward"},
+    require(false, {"the gradient of " + step.name, "backward with PyTorch's grad_out"},
             "your output has no gradient: it is not part of a graph (compute it with qkv's ops, not through data() "
             "or detach())");
   call([&] {

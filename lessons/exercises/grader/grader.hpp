@@ -23,7 +23,8 @@
 //   }
 // A check that fails ends the grading (one clear message, not a cascade).
 // The verdict goes to <out>/progress.json; the exit status is 0 passed,
-// 1 failing, 2 a bad flag, 3 not written yet.
+// 1 failing, 2 a bad flag, 3 not written yet, 4 the grader itself failed
+// (its file of PyTorch's values missing, say; named on stderr).
 #pragma once
 #include <qkv/qkv.hpp>
 
