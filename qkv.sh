@@ -10,6 +10,7 @@
 #   ./qkv.sh tidy       clang-tidy (.clang-tidy's checks) over src/, or the files/folders given; exit 1 on a finding
 #   ./qkv.sh coverage   list public functions with no bad-input row in tests/hardening/; exit 1 if any
 #   ./qkv.sh deps       name this system and the packages qkv needs on it, and how to install them
+#   ./qkv.sh exercise   the exercises and their state; exercise N grades yours (N --hint, N --solution, --reset N)
 #
 # Packages are installed on Debian and Ubuntu (apt). On macOS (Homebrew),
 # Fedora (dnf) and Arch (pacman) it names what is missing and the command
@@ -222,8 +223,48 @@ case "${1:-}" in
       echo "qkv: install with: $(installer "$os") $(packages "$os")"
     fi
     ;;
+  exercise)
+    # ./qkv.sh exercise                 every exercise and its state (out/exercises/progress.json)
+    # ./qkv.sh exercise N [flags]       builds lessons/exercises/NN_name.cpp alone and grades it
+    # ./qkv.sh exercise N --hint        the next hint; N --solution the reference solution
+    # ./qkv.sh exercise --reset N       the blank back (your version kept in out/exercises/NN/)
+    # The first call builds libqkv and the grader (minutes); after that only your file is compiled.
+    install_missing
+    tool=build/release/lessons/exercises/exercises
+    [ -f build/release/libqkv.a ] || echo "qkv: the first exercise builds libqkv and the grader once (a few minutes)"
+    cmake --preset release >/dev/null
+    cmake --build --preset release -j "$(cores)" --target qkv_exercises_tool >/dev/null
+    args=("${@:2}")
+    if [ ${#args[@]} -eq 0 ]; then
+      exec "$tool"
+    elif [ "${args[0]}" = "--reset" ]; then
+      exec "$tool" reset "${args[@]:1}"
+    elif [ ${#args[@]} -ge 2 ] && [ "${args[1]}" = "--reset" ]; then
+      exec "$tool" reset "${args[0]}" "${args[@]:2}"
+    elif [ ${#args[@]} -ge 2 ] && [ "${args[1]}" = "--hint" ]; then
+      exec "$tool" hint "${args[0]}" "${args[@]:2}"
+    elif [ ${#args[@]} -ge 2 ] && [ "${args[1]}" = "--solution" ]; then
+      exec "$tool" solution "${args[0]}" "${args[@]:2}"
+    fi
+    n="${args[0]}"
+    if ! [[ "$n" =~ ^[0-9]+$ ]] || ! compgen -G "lessons/exercises/blanks/$(printf %02d "$((10#$n))")_*.cpp" >/dev/null; then
+      "$tool" solution "$n" >/dev/null || true  # says which numbers there are
+      exit 2
+    fi
+    nn=$(printf %02d "$((10#$n))")
+    log=$(mktemp)
+    trap 'rm -f "$log"' EXIT
+    start=$(date +%s)
+    if ! cmake --build --preset release -j "$(cores)" --target "exercise_$nn" >"$log" 2>&1; then
+      grep -v -e '^\[ *[0-9]*%\]' -e '^gmake' -e '^make' "$log" >&2
+      echo "qkv: lessons/exercises/${nn}_*.cpp does not compile (above); fix it and run ./qkv.sh exercise $n again" >&2
+      exit 1
+    fi
+    echo "qkv: built exercise_$nn in $(($(date +%s) - start)) s"
+    build/release/lessons/exercises/exercise_"$nn" "${args[@]:1}"
+    ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

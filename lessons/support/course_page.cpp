@@ -15,6 +15,7 @@
 #include <qkv/viz/xml.hpp>
 
 #include "catalog.hpp"
+#include "exercises/catalog.hpp"
 
 namespace qkv::lesson {
 
@@ -110,7 +111,34 @@ pre { background: #f6f6f6; border: 1px solid #e4e4e4; padding: 0.7em; overflow: 
       font-size: 0.82em; line-height: 1.3; }
 pre.transcript { max-height: 40em; }
 pre.error { background: #fdecee; border-color: #f0b8c0; color: #8a0018; }
+.exercise-passed { color: #1a7f37; } .exercise-open { color: #8a6d00; }
 )";
+
+// The exercises of lesson `lesson` (lessons/exercises/), each linked to the
+// learner's file and given its state from <sources>/../out/exercises/progress.json,
+// where the grader writes it: "exercise 4 · scaled dot-product attention with a mask: passed".
+std::string exercises_of(int lesson, const fs::path& sources, const fs::path& out) {
+  nlohmann::json progress;
+  std::ifstream in(sources.parent_path() / "out/exercises/progress.json");
+  if (in) progress = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string items;
+  for (const exercises::ExerciseEntry& x : exercises::catalog) {
+    const fs::path blank = sources / "exercises/blanks" / (std::string(x.program) + ".cpp");
+    std::error_code ec;
+    if (x.lesson != lesson || !fs::exists(blank, ec)) continue;
+    fs::path file = sources / "exercises" / (std::string(x.program) + ".cpp");
+    if (!fs::exists(file, ec)) file = blank;
+    std::string state = "not started";
+    const std::string key = std::to_string(x.number);
+    if (progress.is_object() && progress.contains("exercises") && progress["exercises"].contains(key))
+      state = progress["exercises"][key].value("state", state);
+    const std::string link = fs::relative(file, out, ec).generic_string();
+    items += fmt::format("{}<a href=\"{}\">exercise {} · {}</a>: <span class=\"exercise-{}\">{}</span>",
+                         items.empty() ? "" : "; ", viz::xml_escape(ec ? file.generic_string() : link), x.number,
+                         viz::xml_escape(x.title), state == "passed" ? "passed" : "open", viz::xml_escape(state));
+  }
+  return items;
+}
 
 }  // namespace
 
@@ -172,7 +200,7 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
 
   // The contents: every lesson of the catalogue, with where it stands.
   add("<h2 id=\"contents\">Contents</h2>\n<table class=\"contents\">\n");
-  add("<tr><th>#</th><th>lesson</th><th>sections of the notes</th><th>state</th></tr>\n");
+  add("<tr><th>#</th><th>lesson</th><th>sections of the notes</th><th>state</th><th>exercises</th></tr>\n");
   for (const Row& r : rows) {
     std::string title = viz::xml_escape(r.entry.title);
     if (shown(r.state)) title = fmt::format("<a href=\"#{}\">{}</a>", anchor(r.entry), title);
@@ -185,8 +213,10 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
                            : r.state == State::Planned ? "planned"
                            : r.state == State::NotRun  ? "not-run"
                                                        : "finished";
-    add("<tr id=\"contents-{:02d}\"><td>{:02d}</td><td>{}</td><td {}>{}</td><td class=\"state-{}\">{}</td></tr>\n",
-        r.entry.number, r.entry.number, title, chinese, viz::xml_escape(r.entry.sections), css, state);
+    add("<tr id=\"contents-{:02d}\"><td>{:02d}</td><td>{}</td><td {}>{}</td><td "
+        "class=\"state-{}\">{}</td><td>{}</td></tr>\n",
+        r.entry.number, r.entry.number, title, chinese, viz::xml_escape(r.entry.sections), css, state,
+        exercises_of(r.entry.number, sources, out));
   }
   add("</table>\n");
 
@@ -202,6 +232,8 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
       add(": <a class=\"source\" href=\"{}\">its source, lessons/{}.cpp</a>", href(e.program, source_copy_name),
           viz::xml_escape(e.program));
     add(" · <a href=\"#contents\">contents</a></p>\n");
+    if (std::string exercises = exercises_of(e.number, sources, out); !exercises.empty())
+      add("<p class=\"exercises\">Write it yourself (<code>./qkv.sh exercise N</code> grades it): {}</p>\n", exercises);
     if (r.state == State::Failed) {
       add("<p class=\"state-failed\">{}</p>\n", r.earlier
                                                     ? "This lesson did not finish when it last ran (not run this time):"

@@ -1,0 +1,111 @@
+// The checks of exercise 11, a Transformer encoder block.
+//   expected:  each step from the block's own sublayers, and the output against
+//              qkv's nn::TransformerEncoderBlock::forward; PyTorch's values and
+//              gradients (d2l's block, its parameters loaded into qkv's)
+//   cases:     lesson 11's sizes, a valid length of 1 and of the full length, one
+//              head, a batch of 1 with one position, no valid lengths, PyTorch's
+//              cases, gradcheck
+#include "11_encoder_block.hpp"
+#include "grader.hpp"
+
+using namespace qkv;
+using namespace qkv::exercises;
+
+namespace {
+
+struct Variant {
+  bool mask = true, residual = true, ffn_reads_Y = true, second_residual_Y = true;
+};
+
+EncoderBlockSteps variant(nn::TransformerEncoderBlock& blk, const Tensor& X, const IntTensor& lens, Variant how) {
+  Tensor attended = (*blk.attention)(X, X, X, how.mask ? lens : IntTensor());
+  Tensor Y = how.residual ? (*blk.addnorm1)(X, attended) : blk.addnorm1->ln->forward(attended);
+  Tensor out = (*blk.addnorm2)(how.second_residual_Y ? Y : X, (*blk.ffn)(how.ffn_reads_Y ? Y : X));
+  return {attended, Y, out};
+}
+
+void grade_block(Grader& g, nn::TransformerEncoderBlock& blk, const Tensor& X, const IntTensor& lens) {
+  EncoderBlockSteps got = g.call([&] { return encoder_block(blk, X, lens); });
+  EncoderBlockSteps want = variant(blk, X, lens, {});
+  auto mistakes = [&](Tensor EncoderBlockSteps::*step) {
+    auto run = [&, step](Variant how) { return [=, &blk] { return variant(blk, X, lens, how).*step; }; };
+    std::vector<Mistake> list = {
+        {"no residual connection", "add & norm adds the sublayer's input back: addnorm1(X, attended), not a norm alone",
+         run({.residual = false})},
+        {"the FFN reads X instead of Y", "the second sublayer works on the first one's result: ffn(Y)",
+         run({.ffn_reads_Y = false})},
+        {"the second residual is X instead of Y", "the second add & norm adds Y, the FFN's input: addnorm2(Y, ffn(Y))",
+         run({.second_residual_Y = false})}};
+    if (lens.defined())
+      list.push_back({"the padded positions attended to",
+                      "pass valid_lens to the self-attention, so no position attends to the padding",
+                      run({.mask = false})});
+    return list;
+  };
+  auto explain = [&](const std::vector<int64_t>& i) {
+    return fmt::format("example {}, position {}{}", i[0], i[1],
+                       lens.defined() ? fmt::format(" (valid length {})", lens.at({i[0]})) : "");
+  };
+  g.check({"attended", "attention(X, X, X, valid_lens), (B, T, H)"}, got.attended, want.attended, explain,
+          mistakes(&EncoderBlockSteps::attended));
+  g.check({"Y", "addnorm1(X, attended), (B, T, H)"}, got.Y, want.Y, explain, mistakes(&EncoderBlockSteps::Y));
+  g.check({"output", "addnorm2(Y, ffn(Y)), (B, T, H)"}, got.output, blk.forward(X, lens), explain,
+          mistakes(&EncoderBlockSteps::output));
+}
+
+void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_t H, int64_t F, int64_t heads,
+                const IntTensor& lens, Generator& gen) {
+  nn::TransformerEncoderBlock blk(H, F, heads, 0.0f, false, gen);
+  blk.eval();
+  Tensor X = randn({B, T, H}, gen);
+  g.begin_case(name, fmt::format("X {}, valid_lens {}; TransformerEncoderBlock(H {}, F {}, heads {})", X.shape(),
+                                 lens.defined() ? values(lens) : "undefined", H, F, heads));
+  grade_block(g, blk, X, lens);
+}
+
+// A block with the parameters of a PyTorch case (p.attention.W_q.weight, …).
+std::shared_ptr<nn::TransformerEncoderBlock> block_of(const TorchCase& c, const std::vector<Tensor>& params,
+                                                      Generator& gen) {
+  const int64_t F = c.f("p.ffn.dense1.weight").size(0), H = c.f("p.ffn.dense1.weight").size(1);
+  auto blk = std::make_shared<nn::TransformerEncoderBlock>(H, F, c.i("num_heads").at({0}), 0.0f, false, gen);
+  blk->eval();
+  StateDict state;
+  size_t i = 0;
+  for (const auto& [key, value] : c.floats)
+    if (key.rfind("p.", 0) == 0) state[key.substr(2)] = params[i++];
+  blk->load_state_dict(state);
+  return blk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return grade(11, argc, argv, [](Grader& g) {
+    Generator gen(0);
+    grade_case(g, "lesson 11's sizes", 2, 4, 8, 16, 2, int_tensor({3, 4}), gen);
+    grade_case(g, "a valid length of 1 and of the full length", 2, 5, 6, 8, 3, int_tensor({1, 5}), gen);
+    grade_case(g, "one head", 2, 3, 4, 6, 1, int_tensor({2, 3}), gen);
+    grade_case(g, "a batch of 1, one position", 1, 1, 4, 8, 2, int_tensor({1}), gen);
+    grade_case(g, "no valid lengths", 2, 3, 4, 8, 2, IntTensor(), gen);
+
+    for (const TorchCase& c : g.torch_cases("11/")) {
+      IntTensor lens = c.i("valid_lens");
+      g.begin_case("PyTorch: " + c.name, fmt::format("X {}, valid_lens {}", c.f("x0").shape(), values(lens)));
+      std::vector<Tensor> params;
+      for (const auto& [key, value] : c.floats)
+        if (key.rfind("p.", 0) == 0) params.push_back(c.f(key));
+      auto blk = block_of(c, params, gen);
+      g.check_torch(
+          {"output", "against d2l's encoder block in PyTorch, float64"},
+          [&](const std::vector<Tensor>& x) { return encoder_block(*blk, x[0], lens).output; }, c);
+    }
+
+    g.begin_case("gradcheck", "X (2, 3, 4), valid_lens [2, 3], one head");
+    nn::TransformerEncoderBlock blk(4, 6, 1, 0.0f, false, gen);
+    blk.eval();
+    IntTensor lens = int_tensor({2, 3});
+    g.check_gradients("of the output with respect to X",
+                      [&](const std::vector<Tensor>& x) { return encoder_block(blk, x[0], lens).output; },
+                      {randn({2, 3, 4}, gen)});
+  });
+}

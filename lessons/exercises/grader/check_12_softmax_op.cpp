@@ -1,0 +1,93 @@
+// The checks of exercise 12, softmax as a new op with its hand-written backward.
+//   expected:  qkv::softmax(x, -1) and the gradient its backward gives for the same
+//              dout; PyTorch's values and gradients; gradcheck against finite differences
+//   cases:     a (3, 5) batch, one row, a row of one element, large logits (exp would
+//              overflow without the max), 3-D input, PyTorch's cases, gradcheck
+#include "12_softmax_op.hpp"
+#include "grader.hpp"
+
+using namespace qkv;
+using namespace qkv::exercises;
+
+namespace {
+
+// The gradients a wrong backward gives, from y = softmax(x) and dout.
+std::vector<Mistake> backward_mistakes(const Tensor& y, const Tensor& dout) {
+  return {{"the Jacobian's diagonal only",
+           "dyᵢ/dxⱼ = yᵢ(δᵢⱼ - yⱼ) has off-diagonal terms -yᵢyⱼ: dx = y ⊙ (dout - Σⱼ doutⱼ yⱼ), not y ⊙ dout",
+           [=] { return y * dout; }},
+          {"the sum in the backward without the y",
+           "the correction is Σⱼ doutⱼ yⱼ, weighted by y: (dout * y).sum(-1, true), not dout.sum(-1, true)",
+           [=] { return y * (dout - dout.sum(-1, true)); }},
+          {"the backward's sum over the whole tensor",
+           "each row is its own softmax: sum over the last dim with keepdim, (dout * y).sum(-1, true)",
+           [=] { return y * (dout - (dout * y).sum()); }},
+          {"the incoming gradient ignored", "dx is dout times the Jacobian: y ⊙ (dout - Σⱼ doutⱼ yⱼ)",
+           [=] { return y * (1.0f - y); }}};
+}
+
+void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generator& gen) {
+  g.begin_case(name, fmt::format("x {}", x_in.shape()));
+  Tensor x = x_in.detach().clone().requires_grad_();
+  Tensor y = g.call([&] { return my_softmax(x); });
+  Tensor want = softmax(x_in, -1);
+  auto explain = [&](const std::vector<int64_t>& i) {
+    std::vector<int64_t> row(i.begin(), i.end() - 1);
+    return fmt::format("the row {}", values(at(x_in, row)));
+  };
+  g.check({"y", "softmax(x) over the last dim"}, y, want, explain,
+          {{"exp without subtracting the max",
+            "exp(1000) overflows float to inf, and inf/inf is NaN: subtract each row's max (keepdim) before exp",
+            [=] {
+              Tensor e = x_in.exp();
+              return e / e.sum(-1, true);
+            }},
+           {"softmax over the wrong dimension", "the op normalises each row: the last dim, -1",
+            [=] { return softmax(x_in, 0); }},
+           {"the sum over the whole tensor", "divide by each row's own sum: e.sum(-1, true)", [=] {
+              Tensor e = (x_in - x_in.max(-1, true)).exp();
+              return e / e.sum();
+            }}});
+  g.require(y.requires_grad(), {"backward", "record(out, \"…\", {x}, lambda)"},
+            "your output has no backward: attach one with record(out, \"MySoftmaxBackward\", {x}, …) (and compute "
+            "the forward on x.detach())");
+  Tensor dout = randn(x_in.shape(), gen);
+  g.call([&] {
+    y.backward(dout);
+    return 0;
+  });
+  Tensor x_ref = x_in.detach().clone().requires_grad_();
+  softmax(x_ref, -1).backward(dout);
+  const Tensor grad = x.grad().defined() ? x.grad() : zeros(x.shape());
+  // A wrong dx: first gradcheck's table (your backward against finite differences), then the comparison.
+  if ((grad - x_ref.grad()).abs().max().item() > 1e-4f) {
+    g.print("  your backward against finite differences (gradcheck's table):\n");
+    g.gradient_table([](const std::vector<Tensor>& in) { return my_softmax(in[0]); }, {x_in});
+  }
+  g.check({"dx", "y ⊙ (dout - Σⱼ doutⱼ yⱼ), against qkv's softmax backward"}, grad, x_ref.grad(), explain,
+          backward_mistakes(want, dout));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return grade(12, argc, argv, [](Grader& g) {
+    Generator gen(0);
+    grade_case(g, "a batch of rows", randn({3, 5}, gen), gen);
+    grade_case(g, "one row", randn({1, 4}, gen), gen);
+    grade_case(g, "large logits", tensor({1000.0f, 1001.0f, 999.0f, -1000.0f, 0.0f, 1000.0f}, {2, 3}), gen);
+    grade_case(g, "3-D input", randn({2, 3, 4}, gen), gen);
+    grade_case(g, "rows of one element", randn({4, 1}, gen), gen);
+
+    for (const TorchCase& c : g.torch_cases("12/")) {
+      g.begin_case("PyTorch: " + c.name, fmt::format("x {}", c.f("x0").shape()));
+      g.check_torch(
+          {"y", "against torch.softmax(x, -1), float64"}, [](const std::vector<Tensor>& x) { return my_softmax(x[0]); },
+          c);
+    }
+
+    g.begin_case("gradcheck", "x (3, 4)");
+    g.check_gradients("of your backward against finite differences",
+                      [](const std::vector<Tensor>& x) { return my_softmax(x[0]); }, {randn({3, 4}, gen)});
+  });
+}

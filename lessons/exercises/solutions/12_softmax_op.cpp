@@ -1,0 +1,17 @@
+// Exercise 12, a reference solution: softmax over the last dim, with its backward by hand.
+#include "12_softmax_op.hpp"
+
+namespace qkv::exercises {
+
+Tensor my_softmax(const Tensor& x) {
+  Tensor shifted = x.detach() - x.detach().max(-1, true);  // (…, n) - (…, 1): the largest logit becomes 0
+  Tensor e = shifted.exp();
+  Tensor out = e / e.sum(-1, true);  // forward, without recording: each row sums to 1
+  Tensor y = out.detach();           // what backward needs, captured by value
+  record(out, "MySoftmaxBackward", {x}, [y](const Tensor& dout) -> std::vector<Tensor> {
+    return {y * (dout - (dout * y).sum(-1, true))};  // dx = y ⊙ (dout - Σⱼ doutⱼ yⱼ)
+  });
+  return out;
+}
+
+}  // namespace qkv::exercises

@@ -1,0 +1,327 @@
+// The exercises and their grader, run as a learner runs them: as programs,
+// each into a fresh folder, judged by exit status, output and files left.
+//
+//   every shipped blank (lessons/exercises/blanks/) grades as "not written yet", status 3;
+//   every reference solution (lessons/exercises/solutions/) passes, status 0;
+//   every wrong solution (tests/exercises/wrong/NN_what.cpp, at least three per
+//   exercise) fails, status 1, and the output says each of its `// grader says:` lines;
+//   the `exercises` tool's list, hint, solution and reset on a scratch copy of the tree.
+//
+// The expected verdicts come from the mathematics of each mistake (a fixture
+// is written wrong on purpose), not from the grader's own output.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "course_page.hpp"
+#include "exercises/catalog.hpp"
+#include "lessons/run_lesson.hpp"
+
+#ifndef QKV_EXERCISES_DIR
+#error "the build passes QKV_EXERCISES_DIR, the folder of the exercise programs"
+#endif
+
+namespace fs = std::filesystem;
+using qkv::lesson_test::read_text;
+using qkv::lesson_test::TempDir;
+
+namespace {
+
+const fs::path source = QKV_SOURCE_DIR;
+const fs::path programs = QKV_EXERCISES_DIR;
+
+struct Run {
+  int status;
+  std::string output;
+};
+
+// `program` (a path) with `args`, its stdout and stderr captured in `dir`.
+Run run(const fs::path& program, const std::string& args, const fs::path& dir) {
+  const fs::path log = dir / "run.log";
+  const std::string command = fmt::format("'{}' {} > '{}' 2>&1", program.string(), args, log.string());
+  const int raw = std::system(command.c_str());
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128, read_text(log)};
+}
+
+// A graded program of the tests (graded/exercise_NN_<kind>) run into dir/out.
+Run grade(const std::string& program, const fs::path& dir) {
+  return run(programs / "graded" / program, fmt::format("--out '{}' --color never", (dir / "out").string()), dir);
+}
+
+// The stems of the files in `folder` ending .cpp, sorted: "04_dot_product_attention", …
+std::vector<std::string> stems(const fs::path& folder) {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(folder))
+    if (e.path().extension() == ".cpp") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+nlohmann::json progress(const fs::path& out) {
+  std::ifstream in(out / "progress.json");
+  REQUIRE_MESSAGE(in, "no progress.json in " << out.string());
+  return nlohmann::json::parse(in);
+}
+
+// The function a blank leaves unwritten: the name in its not_written_yet("…", …).
+std::string unwritten_function(const fs::path& blank) {
+  std::smatch m;
+  const std::string text = read_text(blank);
+  REQUIRE_MESSAGE(std::regex_search(text, m, std::regex(R"(not_written_yet\("([A-Za-z_:]+)\")")),
+                  blank.string() << " does not call not_written_yet(\"name\", …)");
+  return m[1];
+}
+
+}  // namespace
+
+TEST_CASE("exercises/blanks: every shipped blank compiles and grades as not written yet") {
+  const std::vector<std::string> blanks = stems(source / "lessons/exercises/blanks");
+  REQUIRE(blanks.size() >= 3);
+  for (const std::string& name : blanks) {
+    CAPTURE(name);
+    TempDir dir("exercise_blank");
+    Run r = grade(fmt::format("exercise_{}_blank", name.substr(0, 2)), dir.path);
+    CAPTURE(r.output);
+    CHECK(r.status == 3);
+    CHECK(r.output.find(unwritten_function(source / "lessons/exercises/blanks" / (name + ".cpp")) +
+                        " is not written yet") != std::string::npos);
+    CHECK(r.output.find("NOT WRITTEN YET: open lessons/exercises/" + name + ".cpp") != std::string::npos);
+    const int number = std::stoi(name.substr(0, 2));
+    CHECK(progress(dir.path / "out")["exercises"][std::to_string(number)]["state"] == "not started");
+  }
+}
+
+// The catalogue and the blanks agree: each blank's header names its exercise, title and
+// lesson as catalog.hpp does, and each exercise has two or three hints.
+TEST_CASE("exercises/catalogue: every blank's header and hints match catalog.hpp") {
+  for (const qkv::exercises::ExerciseEntry& e : qkv::exercises::catalog) {
+    CAPTURE(e.program);
+    const fs::path blank = source / "lessons/exercises/blanks" / (std::string(e.program) + ".cpp");
+    REQUIRE(fs::exists(blank));
+    const std::string text = read_text(blank);
+    CHECK(text.rfind(fmt::format("// Exercise {:02d} · {}\n", e.number, e.title), 0) == 0);
+    CHECK(text.find(fmt::format("// Lesson {:02d} (lessons/", e.lesson)) != std::string::npos);
+    CHECK(text.find(fmt::format("./qkv.sh exercise {} ", e.number)) != std::string::npos);
+    int hints = 0;
+    for (std::string_view h : e.hints) hints += h.empty() ? 0 : 1;
+    CHECK(hints >= 2);
+  }
+}
+
+TEST_CASE("exercises/solutions: every reference solution passes its grader") {
+  const std::vector<std::string> blanks = stems(source / "lessons/exercises/blanks");
+  CHECK(stems(source / "lessons/exercises/solutions") == blanks);
+  for (const std::string& name : blanks) {
+    CAPTURE(name);
+    TempDir dir("exercise_solution");
+    Run r = grade(fmt::format("exercise_{}_solution", name.substr(0, 2)), dir.path);
+    CAPTURE(r.output);
+    const int number = std::stoi(name.substr(0, 2));
+    CHECK(r.status == 0);
+    CHECK(r.output.find(fmt::format("PASSED: exercise {},", number)) != std::string::npos);
+    // The stored cases of tools/reference/exercises.py ran (BLEU's are d2l's Python, without torch).
+    CHECK((r.output.find("PyTorch: ") != std::string::npos || r.output.find("Python: ") != std::string::npos));
+    CHECK(r.output.find("✗") == std::string::npos);
+    CHECK(progress(dir.path / "out")["exercises"][std::to_string(number)]["state"] == "passed");
+  }
+}
+
+TEST_CASE("exercises/wrong: every wrong solution fails, and its mistake is named") {
+  const fs::path folder = source / "tests/exercises/wrong";
+  std::map<std::string, int> per_exercise;
+  for (const std::string& name : stems(folder)) {
+    CAPTURE(name);
+    const std::string text = read_text(folder / (name + ".cpp"));
+    std::vector<std::string> says;
+    const std::string mark = "// grader says: ";
+    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1))
+      says.push_back(text.substr(at + mark.size(), text.find('\n', at) - at - mark.size()));
+    REQUIRE_MESSAGE(!says.empty(), name << ".cpp has no `// grader says:` line");
+    TempDir dir("exercise_wrong");
+    Run r = grade(fmt::format("exercise_{}_wrong_{}", name.substr(0, 2), name.substr(3)), dir.path);
+    CAPTURE(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("FAILED at case ") != std::string::npos);
+    for (const std::string& s : says) CHECK_MESSAGE(r.output.find(s) != std::string::npos, "missing: " << s);
+    const int number = std::stoi(name.substr(0, 2));
+    CHECK(progress(dir.path / "out")["exercises"][std::to_string(number)]["state"] == "failing");
+    // Wrong values come with the three pictures of the step that went wrong.
+    if (r.output.find("wrong values at step ") != std::string::npos) {
+      std::smatch m;
+      REQUIRE(std::regex_search(r.output, m, std::regex(R"(pictures: (.*)/(\w+)_\{expected,yours,difference\}\.svg)")));
+      for (const char* kind : {"expected", "yours", "difference"}) {
+        const fs::path svg = fs::path(m[1].str()) / (m[2].str() + "_" + kind + ".svg");
+        CHECK_MESSAGE(read_text(svg).find("<svg") != std::string::npos, svg.string());
+      }
+      CHECK(fs::path(m[1].str()) == dir.path / "out" / name.substr(0, 2));
+    }
+    ++per_exercise[name.substr(0, 2)];
+  }
+  for (const std::string& blank : stems(source / "lessons/exercises/blanks")) {
+    CAPTURE(blank);
+    CHECK(per_exercise[blank.substr(0, 2)] >= 3);
+  }
+}
+
+TEST_CASE("exercises/grader: a bad flag is refused by name, and nothing is graded") {
+  TempDir dir("exercise_flags");
+  Run r = run(programs / "graded/exercise_04_solution", "--colour never", dir.path);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("unknown flag '--colour'") != std::string::npos);
+  r = run(programs / "graded/exercise_04_solution", "--color purple", dir.path);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--color takes auto, always or never, not 'purple'") != std::string::npos);
+  CHECK(r.output.find("case 1") == std::string::npos);
+}
+
+TEST_CASE("exercises/grader: an unreadable progress.json is named, and the verdict still stands") {
+  TempDir dir("exercise_progress");
+  fs::create_directories(dir.path / "out");
+  std::ofstream(dir.path / "out/progress.json") << "{ not json";
+  Run r = grade("exercise_02_solution", dir.path);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("PASSED: exercise 2,") != std::string::npos);
+  CHECK(r.output.find("the progress was not saved") != std::string::npos);
+  CHECK(r.output.find((dir.path / "out/progress.json").string()) != std::string::npos);
+  CHECK(read_text(dir.path / "out/progress.json") == "{ not json");  // left as it was
+}
+
+// The `exercises` tool on a scratch copy of lessons/exercises/: a learner's tree.
+TEST_CASE("exercises/tool: list, hint, solution and reset on a scratch copy") {
+  TempDir dir("exercise_tool");
+  const fs::path root = dir.path / "tree", out = dir.path / "out";
+  fs::create_directories(root / "lessons");
+  fs::copy(source / "lessons/exercises", root / "lessons/exercises", fs::copy_options::recursive);
+  const std::string flags = fmt::format("--root '{}' --out '{}'", root.string(), out.string());
+  const fs::path tool = programs / "exercises";
+  const fs::path mine = root / "lessons/exercises/04_dot_product_attention.cpp";
+  const std::string blank = read_text(root / "lessons/exercises/blanks/04_dot_product_attention.cpp");
+
+  SUBCASE("the list: every exercise of the course, the shipped ones not started") {
+    Run r = run(tool, flags, dir.path);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("Nadaraya–Watson weights and prediction") != std::string::npos);
+    CHECK(r.output.find("softmax as a new op with its hand-written backward") != std::string::npos);
+    CHECK(r.output.find(" 4  04      scaled dot-product attention with a mask") != std::string::npos);
+    CHECK(r.output.find("not started") != std::string::npos);
+    CHECK(r.output.find("0 of ") != std::string::npos);
+    CHECK_FALSE(fs::exists(out / "progress.json"));  // listing writes nothing
+  }
+  SUBCASE("the list shows what progress.json holds") {
+    fs::create_directories(out);
+    std::ofstream(out / "progress.json") << R"json({"exercises": {"1": {"state": "passed", "hints": 0},
+      "4": {"state": "failing", "detail": "case 2 (2-D valid lengths): step weights: wrong values (no 1/√d)", "hints": 2}}})json";
+    Run r = run(tool, flags, dir.path);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("failing: case 2 (2-D valid lengths): step weights: wrong values (no 1/√d) (2 hints)") !=
+          std::string::npos);
+    CHECK(r.output.find("1 of ") != std::string::npos);
+  }
+  SUBCASE("hints one at a time, counted in progress.json, then all of them") {
+    for (int i = 1; i <= 3; ++i) {
+      Run r = run(tool, "hint 4 " + flags, dir.path);
+      CHECK(r.status == 0);
+      CHECK(r.output.find(fmt::format("Exercise 4, hint {} of 3:", i)) != std::string::npos);
+      CHECK(progress(out)["exercises"]["4"]["hints"] == i);
+    }
+    Run r = run(tool, "hint 4 " + flags, dir.path);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("you have seen all 3 hints") != std::string::npos);
+    CHECK(r.output.find("--solution") != std::string::npos);
+    CHECK(progress(out)["exercises"]["4"]["hints"] == 3);
+  }
+  SUBCASE("the solution is printed as it is in solutions/") {
+    Run r = run(tool, "solution 4 " + flags, dir.path);
+    CHECK(r.status == 0);
+    CHECK(r.output.find(read_text(root / "lessons/exercises/solutions/04_dot_product_attention.cpp")) !=
+          std::string::npos);
+  }
+  SUBCASE("reset puts the blank back, keeps the learner's version and forgets the progress") {
+    std::ofstream(mine) << "// my attempt\n";
+    run(tool, "hint 4 " + flags, dir.path);
+    Run r = run(tool, "reset 4 " + flags, dir.path);
+    CHECK(r.status == 0);
+    CHECK(read_text(mine) == blank);
+    CHECK(read_text(out / "04/04_dot_product_attention.cpp.yours") == "// my attempt\n");
+    CHECK_FALSE(progress(out)["exercises"].contains("4"));
+    r = run(tool, "reset 4 " + flags, dir.path);  // twice: nothing to keep
+    CHECK(r.status == 0);
+    CHECK(r.output.find("already the blank") != std::string::npos);
+    CHECK(read_text(out / "04/04_dot_product_attention.cpp.yours") == "// my attempt\n");
+  }
+  SUBCASE("reset makes a missing file") {
+    fs::remove(mine);
+    CHECK(run(tool, "reset 4 " + flags, dir.path).status == 0);
+    CHECK(read_text(mine) == blank);
+  }
+  SUBCASE("bad input: named, status 2, nothing written") {
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"hint 99", "no exercise '99': the exercises are 1 … 12"},
+        {"solution four", "no exercise 'four'"},
+        {"reset 4x", "no exercise '4x'"},
+        {"hint", "hint takes one exercise number"},
+        {"grade 4", "unknown command 'grade'"},
+        {"--verbose", "unknown flag '--verbose'"},
+    };
+    for (const auto& [args, message] : bad) {
+      CAPTURE(args);
+      Run r = run(tool, args + " " + flags, dir.path);
+      CHECK(r.status == 2);
+      CHECK(r.output.find(message) != std::string::npos);
+    }
+    CHECK(run(tool, "--root", dir.path).output.find("--root needs a folder") != std::string::npos);
+    fs::remove(root / "lessons/exercises/blanks/04_dot_product_attention.cpp");
+    Run r = run(tool, "reset 4 " + flags, dir.path);
+    CHECK(r.status == 2);
+    CHECK(r.output.find("blanks/04_dot_product_attention.cpp is missing") != std::string::npos);
+    CHECK_FALSE(fs::exists(out));
+  }
+  SUBCASE("an unreadable progress.json is named") {
+    fs::create_directories(out);
+    std::ofstream(out / "progress.json") << "[1, 2";
+    Run r = run(tool, "hint 4 " + flags, dir.path);
+    CHECK(r.status == 2);
+    CHECK(r.output.find((out / "progress.json").string() + " cannot be read") != std::string::npos);
+    CHECK(read_text(out / "progress.json") == "[1, 2");
+  }
+}
+
+// The course page: each lesson's exercises, linked to the learner's file, with
+// their state from <sources>/../out/exercises/progress.json.
+TEST_CASE("exercises/course page: each lesson links its exercises with their state") {
+  TempDir dir("exercise_course_page");
+  const fs::path sources = dir.path / "lessons", out = dir.path / "out/lessons";
+  fs::create_directories(sources / "exercises/blanks");
+  for (const char* name : {"02_masked_softmax", "03_additive_score", "04_dot_product_attention"})
+    std::ofstream(sources / "exercises/blanks" / (std::string(name) + ".cpp")) << "// blank\n";
+  std::ofstream(sources / "exercises/04_dot_product_attention.cpp") << "// mine\n";
+  fs::create_directories(dir.path / "out/exercises");
+  std::ofstream(dir.path / "out/exercises/progress.json")
+      << R"json({"exercises": {"2": {"state": "passed"}, "4": {"state": "failing"}}})json";
+  for (const char* program : {"04_scoring_functions", "06_attn_module"}) {
+    fs::create_directories(out / program);
+    std::ofstream(out / program / "results.json") << R"({"pictures": []})";
+  }
+  const std::string page = read_text(qkv::lesson::write_course_page(out, sources, {{4, true, ""}, {6, true, ""}}));
+  // Lesson 04 teaches exercises 2, 3 and 4: each linked (the learner's file where it exists, else the blank).
+  CHECK(page.find(R"(<a href="../../lessons/exercises/blanks/02_masked_softmax.cpp">exercise 2 · masked softmax)") !=
+        std::string::npos);
+  CHECK(page.find(R"(<a href="../../lessons/exercises/04_dot_product_attention.cpp">exercise 4 · scaled)") !=
+        std::string::npos);
+  CHECK(page.find(R"(<span class="exercise-passed">passed</span>)") != std::string::npos);
+  CHECK(
+      page.find(R"(exercise 3 · the additive attention score, batched</a>: <span class="exercise-open">not started)") !=
+      std::string::npos);
+  CHECK(page.find(R"(<span class="exercise-open">failing</span>)") != std::string::npos);
+  CHECK(page.find("./qkv.sh exercise N</code> grades it") != std::string::npos);  // in lesson 04's section
+  // Exercise 5 (lesson 06) has no blank in this tree: not listed.
+  CHECK(page.find("exercise 5 ·") == std::string::npos);
+}

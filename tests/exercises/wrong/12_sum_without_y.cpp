@@ -1,0 +1,19 @@
+// A wrong solution of exercise 12, kept for the tests: the backward's correction Σ dout, without the
+// y.
+// grader says: the sum in the backward without the y
+#include "12_softmax_op.hpp"
+
+namespace qkv::exercises {
+
+Tensor my_softmax(const Tensor& x) {
+  Tensor shifted = x.detach() - x.detach().max(-1, true);  // (…, n) - (…, 1): the largest logit becomes 0
+  Tensor e = shifted.exp();
+  Tensor out = e / e.sum(-1, true);  // forward, without recording: each row sums to 1
+  Tensor y = out.detach();           // what backward needs, captured by value
+  record(out, "MySoftmaxBackward", {x}, [y](const Tensor& dout) -> std::vector<Tensor> {
+    return {y * (dout - dout.sum(-1, true))};  // wrong: Σ dout, not Σ dout·y
+  });
+  return out;
+}
+
+}  // namespace qkv::exercises
