@@ -26,7 +26,7 @@
 // blocks, F = 64), so that training takes seconds on a CPU; the embeddings
 // start at N(0, 1/H) instead of N(0, 1) (see init_embeddings); the
 // vocabularies keep every word of the corpus (min_freq 1, where d2l keeps
-// the words seen twice: the data section counts why); and it trains for 35
+// the words seen twice: the data section counts why); and it trains for 40
 // epochs without dropout, with label smoothing 0.1 (see Sizes).
 //
 // Letters: B sentence pairs in a batch, T = num_steps source steps, S target
@@ -56,12 +56,12 @@ namespace {
 //   no dropout      at this size and budget dropout only slows learning;
 //   label smoothing 0.1 (lesson 08's): against learning the pairs by heart, held-out BLEU 0.91–0.94
 //                   instead of 0.87–0.92 at seeds 0–7;
-//   35 epochs, no weight decay: a pair that occurs once (`go .` => `va !`, while `go home .` =>
+//   40 epochs, no weight decay: a pair that occurs once (`go .` => `va !`, while `go home .` =>
 //                   `rentre chez toi .`) is learned only by fitting the training pairs closely;
 //                   lesson 08's weight decay, or fewer epochs, leave more seeds with one of d2l's
 //                   sentences wrong.
 struct Sizes {
-  int64_t epochs = 35, batch_size = 32, num_hiddens = 32, num_heads = 4, num_blks = 2, ffn_num_hiddens = 64,
+  int64_t epochs = 40, batch_size = 32, num_hiddens = 32, num_heads = 4, num_blks = 2, ffn_num_hiddens = 64,
           num_steps = 10, min_freq = 1;
   float lr = 0.005f, dropout = 0.0f, label_smoothing = 0.1f, weight_decay = 0.0f;
 };

@@ -16,7 +16,8 @@ machine"):
     over the held-out pairs, d2l's three sentences translated exactly,
     attention skipping the padding, and the crossing alignment of "the
     black dog"; lesson 11's mean BLEU of at least 0.8 over the 100 held-out
-    pairs and its loss below a quarter of the first epoch's.
+    pairs, d2l's four sentences translated exactly, and its loss below a
+    quarter of the first epoch's.
 
 It prints what it compared and how far the builds differ, and exits 1 if a
 promise fails. CI (.ci/run) runs it on lessons 04, 08 and 11.
@@ -96,8 +97,10 @@ def targets_08(r):
 def targets_11(r):
     """Lesson 11's targets, as its test (tests/lessons/test_lesson11.cpp) states them."""
     failures = []
-    if len(r["test_bleu"]) != 100:
-        failures.append(f"{len(r['test_bleu'])} held-out pairs scored, not 100")
+    if len(r["test_bleus"]) != 100:
+        failures.append(f"{len(r['test_bleus'])} held-out pairs scored, not 100")
+    if r["d2l_wrong"] != 0:
+        failures.append(f"{r['d2l_wrong']} of d2l's four sentences translated wrongly")
     if r["mean_bleu"] < 0.8:
         failures.append(f"mean BLEU {r['mean_bleu']:.3f} < 0.8")
     losses = r["losses"]
