@@ -52,7 +52,7 @@ void dropout_scalar(int64_t begin, int64_t end, uint64_t s, float p, float scale
   }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(QKV_SCALAR_KERNELS)
 using u64s = xsimd::batch<uint64_t, xsimd::avx512bw>;  // eight 64-bit lanes
 
 u64s mix(u64s z) {  // mix() above, lane by lane
@@ -97,7 +97,7 @@ void dropout(int64_t n, uint64_t state, float p, float scale, const float* x, fl
   parallel_ranges(n, GRAIN, 16, [&](int64_t begin, int64_t end) {
     const uint64_t s = state + static_cast<uint64_t>(begin) * kGamma;  // the state after draw begin (wrapping, as ever)
     int64_t i = begin;
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(QKV_SCALAR_KERNELS)
     i = dropout_simd(begin, end, s, p, scale, x, y, mask);
 #endif
     dropout_scalar(i, end, s + static_cast<uint64_t>(i - begin) * kGamma, p, scale, x, y, mask);

@@ -37,11 +37,13 @@
 #include <utility>
 #include <vector>
 
+#ifndef QKV_SCALAR_KERNELS
 #include "kernels/gemm_edges.hpp"
 #include "kernels/gemm_simd.hpp"
 #include "kernels/gemm_tile.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
+#endif
 
 namespace qkv::kernels {
 
@@ -63,6 +65,9 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
     }
   }
 }
+
+// ---- the SIMD GEMM (none in the scalar build: kernels/scalar.cpp) ----------------
+#ifndef QKV_SCALAR_KERNELS
 
 namespace {
 
@@ -481,5 +486,6 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t 
     for (int64_t i = t * per_task; i < std::min(batch, (t + 1) * per_task); ++i) one(i, 1);
   });
 }
+#endif
 
 }  // namespace qkv::kernels

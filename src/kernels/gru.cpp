@@ -21,7 +21,9 @@ namespace {
 
 // σ(a) = 1 / (1 + e⁻ᵃ), as the elementwise kernels compute it.
 float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
+#ifndef QKV_SCALAR_KERNELS
 batch sigmoid(batch a) { return divide(batch(1.0f), batch(1.0f) + xsimd::exp(-a)); }
+#endif
 
 // ---- scalar: element k of one row ---------------------------------------------------
 
@@ -59,6 +61,7 @@ void gru_cell_reference(int64_t B, int64_t H, const float* xw, const float* hw, 
       forward_element(H, k, xw + b * 3 * H, hw + b * 3 * H, h + b * H, h_next + b * H, gates + b * 3 * H);
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void gru_cell(int64_t B, int64_t H, const float* xw, const float* hw, const float* h, float* h_next, float* gates) {
   const batch one(1.0f);
   for (int64_t b = 0; b < B; ++b) {
@@ -79,6 +82,7 @@ void gru_cell(int64_t B, int64_t H, const float* xw, const float* hw, const floa
     for (; k < H; ++k) forward_element(H, k, x_, h_, h + b * H, h_next + b * H, g);
   }
 }
+#endif
 
 // ---- backward ---------------------------------------------------------------------
 
@@ -90,6 +94,7 @@ void gru_cell_backward_reference(int64_t B, int64_t H, const float* hw, const fl
                        dhw + b * 3 * H, dh + b * H);
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void gru_cell_backward(int64_t B, int64_t H, const float* hw, const float* h, const float* gates, const float* dh_next,
                        float* dxw, float* dhw, float* dh) {
   const batch one(1.0f);
@@ -118,5 +123,6 @@ void gru_cell_backward(int64_t B, int64_t H, const float* hw, const float* h, co
     for (; k < H; ++k) backward_element(H, k, h_, h + b * H, g, dh_next + b * H, dx_, dh_, dh + b * H);
   }
 }
+#endif
 
 }  // namespace qkv::kernels

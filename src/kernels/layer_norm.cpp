@@ -60,6 +60,7 @@ void layer_norm_backward_reference(int64_t rows, int64_t D, const float* x, cons
   }
 }
 
+#ifndef QKV_SCALAR_KERNELS  // the scalar build's kernels: kernels/scalar.cpp
 // ---- SIMD: a register of D at a time, then the tail ----------------------------------------
 
 namespace {
@@ -166,5 +167,6 @@ void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* w
     }
   }
 }
+#endif
 
 }  // namespace qkv::kernels

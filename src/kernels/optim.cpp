@@ -57,6 +57,7 @@ void adam_reference(const AdamStep& s, int64_t n, float* p, const float* g, floa
   for (int64_t i = 0; i < n; ++i) adam_one(s, p[i], g[i], m[i], v[i]);
 }
 
+#ifndef QKV_SCALAR_KERNELS
 namespace {
 
 void adam_simd(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
@@ -83,11 +84,13 @@ void adam_simd(const AdamStep& s, int64_t n, float* p, const float* g, float* m,
 void adam(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
   parallel_ranges(n, GRAIN_ADAM, W, [&](int64_t b, int64_t e) { adam_simd(s, e - b, p + b, g + b, m + b, v + b); });
 }
+#endif
 
 void sgd_reference(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
   for (int64_t i = 0; i < n; ++i) sgd_one(s, p[i], g[i], buf != nullptr ? buf + i : nullptr);
 }
 
+#ifndef QKV_SCALAR_KERNELS
 namespace {
 
 void sgd_simd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
@@ -113,6 +116,7 @@ void sgd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
   parallel_ranges(n, GRAIN_SGD, W,
                   [&](int64_t b, int64_t e) { sgd_simd(s, e - b, p + b, g + b, buf != nullptr ? buf + b : nullptr); });
 }
+#endif
 
 // ---- sum of squares ---------------------------------------------------------------
 
@@ -122,6 +126,7 @@ double sum_squares_reference(int64_t n, const float* x) {
   return sum;
 }
 
+#ifndef QKV_SCALAR_KERNELS
 namespace {
 
 // Doubles, as the reference: each load widens W/2 floats (a double batch is
@@ -163,6 +168,7 @@ double sum_squares(int64_t n, const float* x) {
   for (double piece : sums) sum += piece;
   return sum;
 }
+#endif
 
 // ---- scale ----------------------------------------------------------------------
 
@@ -170,6 +176,7 @@ void scale_reference(int64_t n, float c, float* x) {
   for (int64_t i = 0; i < n; ++i) x[i] *= c;
 }
 
+#ifndef QKV_SCALAR_KERNELS
 namespace {
 
 void scale_simd(int64_t n, float c, float* x) {
@@ -184,5 +191,6 @@ void scale_simd(int64_t n, float c, float* x) {
 void scale(int64_t n, float c, float* x) {
   parallel_ranges(n, GRAIN_SCALE, W, [&](int64_t b, int64_t e) { scale_simd(e - b, c, x + b); });
 }
+#endif
 
 }  // namespace qkv::kernels

@@ -41,6 +41,7 @@ float combine(Reduce op, float acc, float v) {
   return op == Reduce::Max ? std::max(acc, v) : std::min(acc, v);
 }
 
+#ifndef QKV_SCALAR_KERNELS  // the scalar build's reduce: kernels/scalar.cpp
 // The same on W lanes at once. Op is a template parameter so the choice is
 // made once per call, not once per batch.
 template <Reduce Op>
@@ -169,6 +170,8 @@ void reduce_simd(int64_t outer, int64_t n, int64_t inner, const float* x, float*
     reduce_columns<Op>(outer, n, inner, x, out);
 }
 
+#endif
+
 }  // namespace
 
 // ---- reduce ----------------------------------------------------------------------
@@ -184,6 +187,7 @@ void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const 
   }
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
   switch (op) {
     case Reduce::Sum:
@@ -194,6 +198,7 @@ void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, 
       return reduce_simd<Reduce::Min>(outer, n, inner, x, out);
   }
 }
+#endif
 
 // ---- argmax / argmin (scalar) ----------------------------------------------------
 

@@ -19,6 +19,9 @@
 // range); where they differ, the branch is here.
 #pragma once
 
+// The scalar build (QKV_SCALAR_KERNELS, kernels/scalar.cpp) includes no
+// xsimd: it gets madd and aligned_floats alone, which its loops use too.
+#ifndef QKV_SCALAR_KERNELS
 // NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning
 // wherever their intrinsics get inlined (GCC bug 105593); hush it for xsimd only.
 #pragma GCC diagnostic push
@@ -28,6 +31,7 @@
 #endif
 #include <xsimd/xsimd.hpp>
 #pragma GCC diagnostic pop
+#endif
 
 #include <cmath>
 #include <cstddef>
@@ -37,11 +41,6 @@
 #include <vector>
 
 namespace qkv::kernels {
-
-// One SIMD register of floats, as wide as the build's instruction set allows
-// (16 for AVX-512, 8 for AVX2, 4 for SSE and NEON).
-using batch = xsimd::batch<float>;
-constexpr int64_t W = batch::size;  // floats per register
 
 // Whether the build's hardware fuses a multiply and an add: FMA3 on x86
 // (-march=native on any x86 of the last decade; not the portable x86-64
@@ -60,6 +59,12 @@ inline float madd(float a, float b, float c) {
   if constexpr (HAS_FMA) return std::fma(a, b, c);
   return a * b + c;
 }
+
+#ifndef QKV_SCALAR_KERNELS
+// One SIMD register of floats, as wide as the build's instruction set allows
+// (16 for AVX-512, 8 for AVX2, 4 for SSE and NEON).
+using batch = xsimd::batch<float>;
+constexpr int64_t W = batch::size;  // floats per register
 
 // The same for a batch (of floats or doubles). xsimd::fma is the fused
 // instruction on AVX2 and NEON, and a product and a sum without FMA
@@ -109,6 +114,8 @@ template <class V>
   return xsimd::hadd(x);
 #endif
 }
+
+#endif
 
 // Memory at a 64-byte boundary (a cache line, and the widest register), for
 // aligned loads. C++17's aligned new, not xsimd::aligned_allocator, whose

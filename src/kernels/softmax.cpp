@@ -71,6 +71,7 @@ void log_softmax_backward_column(int64_t n, int64_t stride, const float* y, cons
   for (int64_t k = 0; k < n; ++k) dx[k * stride] = dy[k * stride] - std::exp(y[k * stride]) * sum;
 }
 
+#ifndef QKV_SCALAR_KERNELS  // the scalar build's kernels: kernels/scalar.cpp
 // ---- SIMD: one contiguous row x[0:n] ---------------------------------------------
 
 float row_max(int64_t n, const float* x) {
@@ -172,6 +173,8 @@ void log_softmax_backward_row(int64_t n, const float* y, const float* dy, float*
   for (; k < n; ++k) dx[k] = dy[k] - std::exp(y[k]) * sum;
 }
 
+#endif
+
 // d2l's mask, written while copying: x' = x on the first len entries, -1e6 after.
 void mask_row(int64_t n, int64_t len, const float* x, float* y) {
   for (int64_t k = 0; k < n; ++k) y[k] = k < len ? x[k] : -1e6f;
@@ -209,38 +212,46 @@ void softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, 
   each_column(outer, n, inner, [&](int64_t at) { softmax_column(n, inner, x + at, y + at); });
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   if (inner != 1) return softmax_reference(outer, n, inner, x, y);
   each_row(outer, n, [&](int64_t o) { softmax_row(n, x + o * n, y + o * n); });
 }
+#endif
 
 void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   each_column(outer, n, inner, [&](int64_t at) { log_softmax_column(n, inner, x + at, y + at); });
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   if (inner != 1) return log_softmax_reference(outer, n, inner, x, y);
   each_row(outer, n, [&](int64_t o) { log_softmax_row(n, x + o * n, y + o * n); });
 }
+#endif
 
 void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
   each_column(outer, n, inner, [&](int64_t at) { softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
   if (inner != 1) return softmax_backward_reference(outer, n, inner, y, dy, dx);
   each_row(outer, n, [&](int64_t o) { softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n); });
 }
+#endif
 
 void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
                                     float* dx) {
   each_column(outer, n, inner, [&](int64_t at) { log_softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void log_softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
   if (inner != 1) return log_softmax_backward_reference(outer, n, inner, y, dy, dx);
   each_row(outer, n, [&](int64_t o) { log_softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n); });
 }
+#endif
 
 // ---- masked softmax ------------------------------------------------------------------
 
@@ -251,6 +262,7 @@ void masked_softmax_reference(int64_t rows, int64_t n, const int64_t* lens, cons
   }
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void masked_softmax(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
   each_row(rows, n, [&](int64_t r) {
     mask_row(n, lens[r], x + r * n, y + r * n);
@@ -267,6 +279,7 @@ void masked_softmax_backward(int64_t rows, int64_t n, const int64_t* lens, const
     for (int64_t k = std::max<int64_t>(lens[r], 0); k < n; ++k) dx[r * n + k] = 0.0f;
   });
 }
+#endif
 
 // ---- cross-entropy ------------------------------------------------------------------
 // Row i: logits x[i·C : (i+1)·C], stats[2i] = m, stats[2i + 1] = log Σ exp(x - m).
@@ -294,6 +307,7 @@ void cross_entropy_reference(int64_t N, int64_t C, const float* x, const int64_t
   }
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
                    int64_t ignore_index, float smoothing, float* loss, float* stats) {
   each_row(N, C, [&](int64_t i) {
@@ -324,6 +338,7 @@ void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, 
     loss[i] = (1 - smoothing) * loss[i] + smoothing / static_cast<float>(C) * smooth;
   });
 }
+#endif
 
 namespace {
 
@@ -356,6 +371,7 @@ void cross_entropy_backward_reference(int64_t N, int64_t C, const float* x, cons
   }
 }
 
+#ifndef QKV_SCALAR_KERNELS
 void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
                             const float* weight, int64_t ignore_index, float smoothing, const float* dloss, float* dx) {
   const float eps_c = smoothing / static_cast<float>(C);
@@ -386,5 +402,6 @@ void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* s
     d[t] -= g * (1 - smoothing) * w_t;  // the one-hot target
   });
 }
+#endif
 
 }  // namespace qkv::kernels
