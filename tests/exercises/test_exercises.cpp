@@ -271,7 +271,8 @@ TEST_CASE("exercises/tool: list, hint, solution and reset on a scratch copy") {
         {"grade 4", "unknown command 'grade'"},
         {"--verbose", "unknown flag '--verbose'"},
     };
-    for (const auto& [args, message] : bad) {
+    for (const auto& [arguments, message] : bad) {
+      const std::string& args = arguments;  // CAPTURE's lambda cannot capture a structured binding in clang 14
       CAPTURE(args);
       Run r = run(tool, args + " " + flags, dir.path);
       CHECK(r.status == 2);
