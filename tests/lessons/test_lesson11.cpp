@@ -218,8 +218,9 @@ TEST_CASE("lessons/11_transformer: the code the lesson points to is where it say
       {"encoder_decoder.cpp", "EncoderDecoder::predict"},
       {"attention.cpp", "MultiHeadAttention::forward"},
       {"attention.cpp", "DotProductAttention::forward"}};
-  for (const auto& [file, text] : places) {
-    INFO(file << ": " << text);
+  for (const auto& place : places) {  // no structured binding: INFO's lambda cannot capture one in clang 14
+    const auto& [file, text] = place;
+    INFO(place.first << ": " << place.second);
     CHECK(qkv::lesson_test::read_text(src / file).find(text) != std::string::npos);
   }
   // The quoted line is printed across a line break; the names as they are.
