@@ -136,7 +136,7 @@ void vocabulary_threshold(lesson::Lesson& lesson, const data::NMTData& nmt, int6
       "one-word sentences' translations ({}):\n"
       "  {}, …\n"
       "`va` occurs {} times, once in `go .` => `va !`. Trained on such data, this lesson's model can answer\n"
-      "`go .` with <unk> (run it with --min-freq 2: at seed 0 it says `<unk> .`), so it keeps every word\n"
+      "`go .` with <unk> (run it with --min-freq 2 --seed 3: it says `<unk> .`), so it keeps every word\n"
       "(--min-freq {}): a French vocabulary of {} tokens instead of {}.\n",
       unknown, words, unknown_first, one_word,
       most == "<unk>" ? std::string("more than any French word")
