@@ -165,12 +165,12 @@ TEST_CASE("exercises/wrong: every wrong solution fails, and its mistake is named
     CHECK(progress(dir.path / "out")["exercises"][std::to_string(number)]["state"] == "failing");
     // Wrong values come with the three pictures of the step that went wrong.
     if (r.output.find("wrong values at step ") != std::string::npos) {
-      const auto [folder, step] = pictures_of(r.output);
+      const auto [pictures, step] = pictures_of(r.output);
       for (const char* kind : {"expected", "yours", "difference"}) {
-        const fs::path svg = folder / (step + "_" + kind + ".svg");
+        const fs::path svg = pictures / (step + "_" + kind + ".svg");
         CHECK_MESSAGE(read_text(svg).find("<svg") != std::string::npos, svg.string());
       }
-      CHECK(folder == dir.path / "out" / name.substr(0, 2));
+      CHECK(pictures == dir.path / "out" / name.substr(0, 2));
     }
     ++per_exercise[name.substr(0, 2)];
   }
