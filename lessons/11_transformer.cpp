@@ -52,7 +52,7 @@ namespace {
 // The training is d2l's but for four choices, each made so that the model gets d2l's four sentences
 // (pairs of the training file) right as well as the held-out pairs:
 //   min_freq 1      d2l's min_freq 2 makes <unk> the likeliest first word of a short sentence (the data
-//                   section counts it), and the model then answers `go .` with <unk>;
+//                   section counts it), and at some seeds the model then answers `go .` with <unk>;
 //   no dropout      at this size and budget dropout only slows learning;
 //   label smoothing 0.1 (lesson 08's): against learning the pairs by heart, held-out BLEU 0.91–0.94
 //                   instead of 0.87–0.92 at seeds 0–7;
@@ -136,7 +136,7 @@ void vocabulary_threshold(lesson::Lesson& lesson, const data::NMTData& nmt, int6
       "one-word sentences' translations ({}):\n"
       "  {}, …\n"
       "`va` occurs {} times, once in `go .` => `va !`. Trained on such data, this lesson's model can answer\n"
-      "`go .` with <unk> (run it with --min-freq 2: at seed 0 it says `<unk> .`), so it keeps every word\n"
+      "`go .` with <unk> (with --min-freq 2, at some seeds it does), so it keeps every word\n"
       "(--min-freq {}): a French vocabulary of {} tokens instead of {}.\n",
       unknown, words, unknown_first, one_word,
       most == "<unk>" ? std::string("more than any French word")

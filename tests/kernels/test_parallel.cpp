@@ -174,6 +174,12 @@ TEST_CASE("kernels/parallel_for: a task's exception reaches the caller") {
 // A child process has only the thread that forked: the parent's workers are
 // not there. -2 is a hang (see run_in_child).
 TEST_CASE("kernels/fork: a child of a process with a pool runs loops, changes the count and exits") {
+#ifdef QKV_TEST_SANITIZE
+  // As below: the child exits through exit(), and LeakSanitizer there reads
+  // the parent's worker threads' memory as leaked.
+  MESSAGE("skipped under the sanitizers: LeakSanitizer in the child of a threaded process reports false leaks");
+  return;
+#endif
   ThreadsFor threads(3);
   REQUIRE(every_task_once(100));  // the parent's pool now has 2 workers
   SUBCASE("loops, then exit") {
@@ -203,6 +209,13 @@ TEST_CASE("kernels/fork: a child of a process with a pool runs loops, changes th
 TEST_CASE("kernels/fork: fork while another thread runs loops") {
   // The fork waits for the running loop to end, so the child never inherits
   // a pool in the middle of one.
+#ifdef QKV_TEST_SANITIZE
+  // The child exits through exit() (the pool's destructor must run), and so
+  // LeakSanitizer checks it: the looping thread's live memory, copied into a
+  // child where that thread does not exist, reads to it as leaked.
+  MESSAGE("skipped under the sanitizers: LeakSanitizer in the child of a threaded process reports false leaks");
+  return;
+#endif
   ThreadsFor threads(2);
   std::atomic<bool> stop{false}, all_right{true};
   std::thread looper([&] {

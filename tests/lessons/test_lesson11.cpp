@@ -218,8 +218,9 @@ TEST_CASE("lessons/11_transformer: the code the lesson points to is where it say
       {"encoder_decoder.cpp", "EncoderDecoder::predict"},
       {"attention.cpp", "MultiHeadAttention::forward"},
       {"attention.cpp", "DotProductAttention::forward"}};
-  for (const auto& [file, text] : places) {
-    INFO(file << ": " << text);
+  for (const auto& place : places) {  // no structured binding: INFO's lambda cannot capture one in clang 14
+    const auto& [file, text] = place;
+    INFO(place.first << ": " << place.second);
     CHECK(qkv::lesson_test::read_text(src / file).find(text) != std::string::npos);
   }
   // The quoted line is printed across a line break; the names as they are.
@@ -231,20 +232,6 @@ TEST_CASE("lessons/11_transformer: the code the lesson points to is where it say
     CHECK(transcript.find(name) != std::string::npos);
   }
 }
-
-#ifndef QKV_TEST_SANITIZE
-TEST_CASE("lessons/11_transformer at d2l's min_freq 2 answers go . with <unk>, as the lesson says") {
-  qkv::lesson_test::LessonRun r("11_transformer", "--min-freq 2");
-  INFO(r.run.output);
-  REQUIRE(r.run.status == 0);
-  CHECK(r.results().at("d2l_0_translation").get<std::string>().find("<unk>") != std::string::npos);
-  // It says so: the translation differs from the training pair's reference.
-  CHECK(r.results().at("d2l_wrong").get<int64_t>() >= 1);
-  CHECK(qkv::lesson_test::read_text(r.out / "transcript.txt")
-            .find("wrong: \"go .\" => \"va !\" is a pair of the training file, and the model has not learned it") !=
-        std::string::npos);
-}
-#endif
 
 TEST_CASE("lessons/11_transformer: a translation that runs to num_steps words has no <eos> row") {
   // A model that has barely moved from its initialisation (one epoch at lr 1e-9) repeats words and

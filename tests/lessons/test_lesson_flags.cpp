@@ -161,7 +161,8 @@ TEST_CASE("lesson flags/training stops at the first loss that is not finite") {
       {"08_seq2seq_attention", "--lr 1e30 --epochs 1 --embed 8 --hidden 8"},
       {"11_transformer", "--lr 1e30 --epochs 1 --num-hiddens 8 --heads 2 --ffn 8 --blocks 1"},
   };
-  for (const auto& [program, args] : runs) {
+  for (const auto& [lesson_program, args] : runs) {
+    const std::string& program = lesson_program;  // CAPTURE's lambda cannot capture a structured binding in clang 14
     CAPTURE(program);
     TempDir dir("lesson_flags_nan");
     qkv::lesson_test::Run r = run_into(dir, program, args);

@@ -321,14 +321,15 @@ TEST_CASE("viz/heatmap svg: no two texts overlap, none leaves the picture") {
 TEST_CASE("viz/heatmap svg: the colour bar's ticks are round values at least TICK_GAP apart") {
   // Every bar is labelled at both ends; between them only multiples of one
   // step of 1, 2 or 5 times a power of ten, each at least TICK_GAP px from its neighbours.
-  for (auto [lo, hi] : {std::pair{0.0, 1.0},
-                        {0.0, 0.672},
-                        {0.4, 0.97},
-                        {-3.0, 7.5},
-                        {0.211, 0.304},
-                        {0.0, 1e-6},
-                        {-1e6, 0.0},
-                        {12.0, 12.5}}) {
+  for (auto range : {std::pair{0.0, 1.0},
+                     {0.0, 0.672},
+                     {0.4, 0.97},
+                     {-3.0, 7.5},
+                     {0.211, 0.304},
+                     {0.0, 1e-6},
+                     {-1e6, 0.0},
+                     {12.0, 12.5}}) {
+    const double lo = range.first, hi = range.second;  // not a structured binding: CAPTURE cannot take one in clang 14
     for (double height : {2.0, 24.0, 48.0, 80.0, 96.0, 160.0, 480.0}) {
       CAPTURE(lo);
       CAPTURE(hi);
