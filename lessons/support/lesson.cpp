@@ -8,6 +8,8 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -138,12 +140,18 @@ Int parse_integer(const std::string& flag, const std::string& text, Int min, Int
 }
 
 // `text` as a finite float; a CLI::ValidationError naming `flag` otherwise.
+// std::strtof, as std::from_chars would not be: libc++ (clang on macOS,
+// emscripten) has no from_chars for float. Like from_chars, it takes no
+// leading space or '+'.
 float parse_float(const std::string& flag, const std::string& text) {
-  float value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error == std::errc::invalid_argument || end != text.data() + text.size())
-    throw CLI::ValidationError(flag, fmt::format("'{}' is not a number", text));
-  if (error == std::errc::result_out_of_range)
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const float value = std::strtof(begin, &end);
+  const bool whole = !text.empty() && text[0] != '+' && !std::isspace(static_cast<unsigned char>(text[0])) &&
+                     end == begin + text.size();
+  if (!whole) throw CLI::ValidationError(flag, fmt::format("'{}' is not a number", text));
+  if (errno == ERANGE)
     throw CLI::ValidationError(flag, fmt::format("{} is out of a float's range (about 1e-38 to 3.4e38)", text));
   if (!std::isfinite(value)) throw CLI::ValidationError(flag, fmt::format("{} is not a finite number", text));
   return value;

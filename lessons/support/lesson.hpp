@@ -89,7 +89,6 @@ class Progress {
   std::string unit_;
   int64_t total_;
   std::chrono::steady_clock::time_point start_;
-  bool started_ = false, finished_ = false;
 };
 
 // Training stops at the first loss that is not a finite number: after a NaN

@@ -21,10 +21,11 @@ namespace {
 // any cut gives the same result.
 // Floats a task should take, at least: about 10 µs of work, what waking a
 // thread costs. Adam reads four arrays and writes three, with a square root
-// and a division: a quarter of a plain add's 64K.
-constexpr int64_t GRAIN_ADAM = 1 << 14;
-constexpr int64_t GRAIN_SGD = 1 << 15;
-constexpr int64_t GRAIN_SCALE = 1 << 16;  // one multiply: a plain add's grain
+// and a division: a quarter of a plain add's 64K. (The scalar build runs
+// its updates on one thread and uses none of them.)
+[[maybe_unused]] constexpr int64_t GRAIN_ADAM = 1 << 14;
+[[maybe_unused]] constexpr int64_t GRAIN_SGD = 1 << 15;
+[[maybe_unused]] constexpr int64_t GRAIN_SCALE = 1 << 16;  // one multiply: a plain add's grain
 
 // ---- Adam ------------------------------------------------------------------------
 

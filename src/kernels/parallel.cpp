@@ -26,12 +26,18 @@
 //
 // The default count follows the machine's load (see default count below).
 //
+// A build without threads (QKV_NO_THREADS: WebAssembly in a page, where
+// there are none) keeps only the last part of this file: one thread, and
+// every loop's tasks in order on the caller.
+//
 // Left out on purpose: per-thread queues, and work stealing.
 // Measurements: docs/kernel_notes.md.
 #include "kernels/parallel.hpp"
 
+#ifndef QKV_NO_THREADS
 #include <pthread.h>
 #include <sys/resource.h>
+#endif
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -50,6 +56,7 @@
 
 namespace qkv::kernels {
 
+#ifndef QKV_NO_THREADS
 namespace {
 
 // How long a waiting thread polls before it sleeps: longer than the gap
@@ -297,6 +304,7 @@ void follow_the_load() {
 }
 
 }  // namespace
+#endif  // QKV_NO_THREADS
 
 int parse_num_threads(const char* text) {
   char* end = nullptr;
@@ -313,6 +321,9 @@ int threads_for_load(int cores, double load_average, double own_cores) {
   return std::clamp(cores - static_cast<int>(std::lround(others)), 1, cores);
 }
 
+int64_t tasks_for(int64_t work, int64_t grain) { return work < 2 * grain ? 1 : work / grain; }
+
+#ifndef QKV_NO_THREADS
 int num_threads() {
   if (int n = threads_wanted.load(); n > 0) return n;
   std::lock_guard lock(count_mutex);
@@ -338,8 +349,6 @@ void set_num_threads(int n) {
   pool.reset();  // joins the old workers
 }
 
-int64_t tasks_for(int64_t work, int64_t grain) { return work < 2 * grain ? 1 : work / grain; }
-
 void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* context) {
   if (tasks > 1 && !in_task) follow_the_load();
   if (tasks > 1 && available_threads() > 1) {
@@ -356,5 +365,23 @@ void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* co
   // thread's loop): the tasks in order, here.
   for (int64_t t = 0; t < tasks; ++t) call(context, t);
 }
+
+#else  // QKV_NO_THREADS: one thread, always
+
+int num_threads() { return 1; }
+
+int available_threads() { return 1; }
+
+void set_num_threads(int n) {
+  if (n != 1)
+    throw std::invalid_argument("set_num_threads(" + std::to_string(n) +
+                                "): this build of qkv has no threads (QKV_THREADS=OFF): the only count is 1");
+}
+
+void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* context) {
+  for (int64_t t = 0; t < tasks; ++t) call(context, t);
+}
+
+#endif  // QKV_NO_THREADS
 
 }  // namespace qkv::kernels

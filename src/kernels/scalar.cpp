@@ -66,7 +66,9 @@ void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* w
 
 // ---- optim.hpp -------------------------------------------------------------------
 
-void adam(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) { adam_reference(s, n, p, g, m, v); }
+void adam(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
+  adam_reference(s, n, p, g, m, v);
+}
 void sgd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) { sgd_reference(s, n, p, g, buf); }
 double sum_squares(int64_t n, const float* x) { return sum_squares_reference(n, x); }
 void scale(int64_t n, float c, float* x) { scale_reference(n, c, x); }

@@ -15,7 +15,8 @@
 namespace qkv {
 
 // Run the kernels on n ≥ 1 threads (the caller and n - 1 workers) from now
-// on. Throws qkv::Error for n < 1 (or above 1024).
+// on. Throws qkv::Error for n < 1 (or above 1024), and for n > 1 in a build
+// without threads (QKV_THREADS=OFF, the WebAssembly build: always 1).
 void set_num_threads(int n);
 
 // The number of threads the kernels run on: set_num_threads's, else
