@@ -1,14 +1,16 @@
-// Runs a program of the WebAssembly build (a lesson) under node, as the page
-// runs it, and copies what it wrote in its memory to a folder on disk:
+// Runs a program of the WebAssembly build (a lesson, translate) under node,
+// as the page runs it (web/page/program.js), and copies what it wrote to a
+// folder on disk:
 //
 //   node web/run_in_node.js build/web/lessons/04_scoring_functions.js DIR [flags…]
 //
-// The program writes to out/ in its own file system; DIR gets that folder's
-// contents (results.json, transcript.txt, the pictures). The transcript goes
-// to this terminal as it prints. Exits with the program's exit code.
+// DIR gets its out/ folder (results.json, transcript.txt, the pictures); the
+// transcript goes to this terminal as it prints. Exits with the program's
+// exit code, after a line on stderr with the time main took.
 "use strict";
 const fs = require("fs");
 const path = require("path");
+const { runProgram } = require("./page/program.js");
 
 const [program, outDir, ...flags] = process.argv.slice(2);
 if (!program || !outDir) {
@@ -16,7 +18,7 @@ if (!program || !outDir) {
   process.exit(2);
 }
 
-// The program's file calls qkvProgram(name, factory) (lessons/CMakeLists.txt).
+// The program's file hands its factory to qkvProgram(name, wrapper) (lessons/CMakeLists.txt).
 let made = null;
 globalThis.qkvProgram = (name, wrapper) => { made = { name, factory: wrapper() }; };
 require(path.resolve(program));
@@ -25,29 +27,16 @@ if (!made) {
   process.exit(2);
 }
 
-// Copies the folder `from` of the program's memory to `to` on disk.
-function copyOut(FS, from, to) {
-  fs.mkdirSync(to, { recursive: true });
-  for (const name of FS.readdir(from)) {
-    if (name === "." || name === "..") continue;
-    const source = `${from}/${name}`;
-    if (FS.isDir(FS.stat(source).mode)) copyOut(FS, source, path.join(to, name));
-    else fs.writeFileSync(path.join(to, name), FS.readFile(source));
-  }
-}
-
 (async () => {
-  let status = 0;
-  const module = await made.factory({
-    print: (line) => process.stdout.write(line + "\n"),
-    printErr: (line) => process.stderr.write(line + "\n"),
-    quit: (code) => { status = code; },
+  const run = await runProgram(made.factory, flags, {
+    line: (text, stream) => (stream === "stderr" ? process.stderr : process.stdout).write(text + "\n"),
+    picture: () => {},
   });
-  const started = process.hrtime.bigint();
-  const returned = module.callMain(["--out", "/out", ...flags]);
-  if (typeof returned === "number") status = returned;
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  if (module.FS.analyzePath("/out").exists) copyOut(module.FS, "/out", path.resolve(outDir));
-  process.stderr.write(`${made.name}: exit ${status}, ${seconds.toFixed(3)} s\n`);
-  process.exit(status);
+  for (const [file, bytes] of Object.entries(run.files)) {
+    const to = path.join(path.resolve(outDir), file);
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.writeFileSync(to, bytes);
+  }
+  process.stderr.write(`${made.name}: exit ${run.status}, ${run.seconds.toFixed(3)} s\n`);
+  process.exit(run.status);
 })();

@@ -201,6 +201,8 @@ struct Lesson::Impl {
   nlohmann::json results = nlohmann::json::object();
   nlohmann::json pictures = nlohmann::json::array();
   nlohmann::json sections = nlohmann::json::array();
+  nlohmann::json flags = nlohmann::json::array();  // what --describe prints of each flag
+  bool describe = false;
 };
 
 Lesson::Lesson(int argc, char** argv, int number)
@@ -246,6 +248,9 @@ Lesson::Lesson(int argc, char** argv, int number)
   app.add_option("--color", color_, "colour in the terminal pictures")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
+  app.add_flag("--describe", impl_->describe,
+               "print the lesson and its flags as JSON (what the course page makes its form from), and exit");
+  impl_->flags.push_back({{"flag", "--seed"}, {"type", "seed"}, {"default", seed_}, {"help", "seed of the random numbers"}});
 }
 
 Lesson::~Lesson() {
@@ -268,6 +273,8 @@ void Lesson::option(const std::string& flag, int64_t& value, const std::string& 
           help)
       ->type_name("INT")
       ->default_str(std::to_string(value));
+  impl_->flags.push_back(
+      {{"flag", flag}, {"type", "int"}, {"default", value}, {"help", help}, {"min", range.min}, {"max", range.max}});
 }
 void Lesson::option(const std::string& flag, float& value, const std::string& help) {
   impl_->app
@@ -280,6 +287,7 @@ void Lesson::option(const std::string& flag, float& value, const std::string& he
           help)
       ->type_name("FLOAT")
       ->default_str(fmt::format("{}", value));
+  impl_->flags.push_back({{"flag", flag}, {"type", "float"}, {"default", value}, {"help", help}});
 }
 void Lesson::option(const std::string& flag, std::filesystem::path& value, const std::string& help) {
   impl_->app
@@ -303,6 +311,12 @@ void Lesson::start() {
     impl_->app.parse(argc_, argv_);
   } catch (const CLI::ParseError& e) {
     std::exit(impl_->app.exit(e));  // --help prints and exits 0; a bad flag says why and exits non-zero
+  }
+  if (impl_->describe) {  // the number flags: --out, --color and --data are the page's own business
+    nlohmann::json lesson = {{"number", entry_.number}, {"program", entry_.program}, {"title", entry_.title},
+                             {"sections", entry_.sections}, {"flags", impl_->flags}};
+    fmt::print("{}\n", lesson.dump());
+    std::exit(0);
   }
   // From here the folder is this run's: an earlier run's results must not
   // read as this run's, and until finish() the folder says it is unfinished.

@@ -27,6 +27,10 @@
 // naming the flag, and the program exits non-zero without touching its
 // folder.
 //
+// `--describe` prints the lesson's catalogue row and its flags (name, type,
+// default, help, range) as one line of JSON and exits: the live course page
+// (web/) makes each lesson's form from it.
+//
 // A run completes its folder or leaves it marked unfinished: start() removes
 // the old results.json and writes <out>/unfinished.txt; finish() writes the
 // new results.json and removes the mark. An error (or a kill) in between
