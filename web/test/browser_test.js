@@ -1,0 +1,272 @@
+// The browser test of the live course page: headless Chromium (Debian's
+// `chromium`), driven by puppeteer-core, opens out/web/index.html from
+// file:// with every request off file:, blob: and data: refused, and checks:
+//
+//   - lessons 04, 07 and 09 run in the page and print the numbers the native
+//     build's results.json holds at the same seed: every number within 1e-5
+//     (relative to the larger, absolute below 1), every other value equal;
+//   - each live panel draws, and draws something else after a knob moves;
+//   - hovering a heatmap cell shows its row, column and value;
+//   - the translation boxes translate "go ." and "i'm home ." as lessons 08
+//     and 11 did natively (their results.json, from the run that saved the
+//     models the page holds);
+//   - the browser's console shows no error, and the page asked for nothing
+//     on the network.
+//
+//   node web/test/browser_test.js --page out/web/index.html --native out/lessons
+//        [--screenshots docs/web]   the page and each live panel, as PNG
+//        [--time-all BUILD/lessons] every lesson timed in the page and natively (a Markdown table)
+//
+// Exits 1 with the list of what failed. ./qkv.sh web-test runs it.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const { execFileSync } = require("child_process");
+const puppeteer = require("puppeteer-core");
+
+const options = { page: null, native: null, screenshots: null, timeAll: null };
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i += 2) {
+  const key = { "--page": "page", "--native": "native", "--screenshots": "screenshots", "--time-all": "timeAll" }[argv[i]];
+  if (!key || argv[i + 1] === undefined) {
+    console.error(`browser_test.js: unknown flag or missing value: ${argv[i]}\n` +
+                  "usage: node web/test/browser_test.js --page out/web/index.html --native out/lessons " +
+                  "[--screenshots DIR] [--time-all BUILD/lessons]");
+    process.exit(2);
+  }
+  options[key] = argv[i + 1];
+}
+if (!options.page || !options.native) {
+  console.error("usage: node web/test/browser_test.js --page out/web/index.html --native out/lessons");
+  process.exit(2);
+}
+
+const failures = [];
+const check = (ok, what) => {
+  console.log(`${ok ? "  ok  " : "  FAIL"} ${what}`);
+  if (!ok) failures.push(what);
+};
+
+// ---- comparing results.json -----------------------------------------------------------
+const RELATIVE = 1e-5;
+function* leaves(value, at = "") {
+  if (Array.isArray(value)) for (let i = 0; i < value.length; ++i) yield* leaves(value[i], `${at}[${i}]`);
+  else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) yield* leaves(v, `${at}.${k}`);
+  else yield [at, value];
+}
+function compareResults(page, native) {
+  const a = new Map(leaves(page.results)), b = new Map(leaves(native.results));
+  const problems = [];
+  let worst = 0, worstAt = "";
+  for (const key of new Set([...a.keys(), ...b.keys()])) {
+    if (key.endsWith("_seconds")) continue;  // wall times differ by nature
+    if (!a.has(key) || !b.has(key)) {
+      problems.push(`${key} only in the ${a.has(key) ? "page's" : "native"} results`);
+      continue;
+    }
+    const x = a.get(key), y = b.get(key);
+    if (typeof x === "number" && typeof y === "number") {
+      const scale = Math.max(1, Math.abs(x), Math.abs(y));
+      const difference = Math.abs(x - y) / scale;
+      if (difference > worst) [worst, worstAt] = [difference, key];
+      if (!(difference <= RELATIVE)) problems.push(`${key}: page ${x}, native ${y}`);
+    } else if (x !== y) problems.push(`${key}: page ${JSON.stringify(x)}, native ${JSON.stringify(y)}`);
+  }
+  return { problems, worst, worstAt, count: a.size };
+}
+
+const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.native, program, "results.json"), "utf8"));
+
+// ---- the page ----------------------------------------------------------------------------
+(async () => {
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    // As root (CI, containers) Chromium refuses to start without --no-sandbox.
+    args: [...(process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu"],
+  });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1200, height: 900 });
+  const consoleErrors = [], network = [];
+  page.on("console", (message) => { if (message.type() === "error") consoleErrors.push(message.text()); });
+  page.on("pageerror", (error) => consoleErrors.push(String(error)));
+  page.on("workercreated", (worker) => {
+    worker.on("console", (message) => { if (message.type() === "error") consoleErrors.push(`worker: ${message.text()}`); });
+  });
+  await page.setRequestInterception(true);
+  page.on("request", (request) => {
+    if (/^(file|blob|data):/.test(request.url())) request.continue();
+    else {
+      network.push(request.url());
+      request.abort();
+    }
+  });
+
+  const url = "file://" + path.resolve(options.page);
+  await page.goto(url, { waitUntil: "load" });
+  const build = await page.$eval("#build", (e) => e.textContent);
+  check(/scalar kernels/.test(build) && /one thread/.test(build) && /qkv [0-9a-f]{7}/.test(build),
+        `the page says which build it is: "${build.slice(0, 90)}…"`);
+
+  // Runs lesson `program` in the page with `flags` ({"--seed": "0"}); returns its results.json and time.
+  async function runLesson(program, flags = {}) {
+    const section = `section[data-program="${program}"]`;
+    const runs = await page.$eval(section, (s) => Number(s.dataset.runs || 0));
+    for (const [flag, value] of Object.entries(flags))
+      await page.$eval(`${section} form.flags input[name="${flag}"]`, (input, v) => (input.value = v), value);
+    await page.click(`${section} form.flags button`);
+    await page.waitForFunction((s, n) => Number(document.querySelector(s).dataset.runs || 0) > n,
+                               { timeout: 600000, polling: 200 }, section, runs);
+    return page.evaluate((s, p) => ({
+      results: window.qkvResults[p],
+      status: document.querySelector(`${s} .status`).textContent,
+      pictures: document.querySelectorAll(`${s} .pictures figure`).length,
+      terminal: document.querySelector(`${s} pre.terminal`).textContent,
+    }), section, program);
+  }
+
+  for (const program of ["04_scoring_functions", "07_self_attention", "09_multi_head_attention"]) {
+    const run = await runLesson(program, { "--seed": "0" });
+    const native = readNative(program);
+    check(/^Finished in/.test(run.status) && run.terminal.includes(native.program),
+          `${program} ran in the page: "${run.status}"`);
+    const svgs = native.pictures.filter((p) => p.file.endsWith(".svg")).length;
+    check(run.pictures === svgs, `${program}: ${run.pictures} pictures shown, the native run drew ${svgs}`);
+    const c = compareResults(run.results, native);
+    check(c.problems.length === 0 && native.seed === 0 && run.results.seed === 0,
+          `${program} at seed 0: ${c.count} values as native's, the largest difference ${c.worst.toExponential(1)}` +
+          (c.worstAt ? ` (${c.worstAt})` : "") + (c.problems.length ? `; differ: ${c.problems.slice(0, 3).join("; ")}` : ""));
+  }
+
+  // ---- the live panels ---------------------------------------------------------------------
+  // Each panel: drawn once it is in view, then a knob moved and drawn again, differently.
+  async function panelState(selector) {
+    return page.$eval(selector, (p) => ({
+      draws: Number(p.dataset.draws || 0),
+      svg: [...p.querySelectorAll(".pictures svg")].map((s) => s.outerHTML).join(""),
+      note: p.querySelector(".status").textContent,
+      error: p.querySelector(".status.error") ? p.querySelector(".status.error").textContent : null,
+    }));
+  }
+  async function waitDraws(selector, n) {
+    await page.waitForFunction((s, k) => Number(document.querySelector(s).dataset.draws || 0) >= k,
+                               { timeout: 60000, polling: 100 }, selector, n);
+  }
+  const knobChanges = [
+    { lesson: "02", panel: "kernel", knob: "w", value: "5" },
+    { lesson: "03", panel: "kernel", knob: "w", value: "12" },
+    { lesson: "04", panel: "scoring", knob: "valid_len", value: "1" },
+    { lesson: "04", panel: "scoring", knob: "scale", value: false },
+    { lesson: "09", panel: "heads", knob: "num_heads", value: "2" },
+    { lesson: "10", panel: "positional", knob: "dims", value: "16" },
+    { lesson: "10", panel: "positional", knob: "shift", value: "9" },
+  ];
+  for (const change of knobChanges) {
+    const selector = `#lesson-${change.lesson} .panel[data-panel="${change.panel}"]`;
+    await page.$eval(selector, (p) => p.scrollIntoView());
+    await waitDraws(selector, 1);
+    const before = await panelState(selector);
+    await page.$eval(`${selector} [name="${change.knob}"]`, (control, value) => {
+      if (control.type === "checkbox") control.checked = value;
+      else control.value = value;
+      control.dispatchEvent(new Event("input", { bubbles: true }));
+    }, change.value);
+    await waitDraws(selector, before.draws + 1);
+    const after = await panelState(selector);
+    const ms = /in (\d+) ms/.exec(after.note);
+    check(!after.error && after.svg.length > 0 && after.svg !== before.svg,
+          `lesson ${change.lesson}'s ${change.panel} panel redrew after ${change.knob} = ${change.value}` +
+          (ms ? ` (${ms[1]} ms)` : "") + (after.error ? `: ${after.error}` : ""));
+  }
+  // A knob out of range gets the panel's error, not a broken page.
+  {
+    const selector = `#lesson-04 .panel[data-panel="scoring"]`;
+    const before = await panelState(selector);
+    await page.$eval(`${selector} [name="query"]`, (control) => {
+      control.value = "1 2 3";
+      control.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+    await page.waitForFunction((s) => document.querySelector(`${s} .status.error`), { timeout: 30000 }, selector);
+    const after = await panelState(selector);
+    check(/query/.test(after.error || "") && after.draws === before.draws,
+          `a query of 3 numbers is refused by name: "${after.error}"`);
+  }
+
+  // Hovering a heatmap cell.
+  {
+    const cell = await page.$(`#lesson-04 .panel[data-panel="scoring"] rect.cell`);
+    await cell.hover();
+    const hover = await page.$eval("#hover", (h) => (h.hidden ? "" : h.textContent));
+    const title = await cell.$eval("title", (t) => t.textContent);
+    const [row, col, value] = /^(.*), (.*): (.*)$/.exec(title).slice(1);
+    check(hover === `row ${row}, column ${col}: ${value}`, `hovering a cell shows "${hover}"`);
+  }
+
+  // ---- translating ---------------------------------------------------------------------------
+  for (const lesson of ["08_seq2seq_attention", "11_transformer"]) {
+    const native = readNative(lesson).results;
+    const selector = `#lesson-${lesson.slice(0, 2)} .panel[data-panel="translate-${Number(lesson.slice(0, 2))}"]`;
+    for (const sentence of ["go .", "i'm home ."]) {
+      let k = 0;
+      while (native[`d2l_${k}_source`] !== undefined && native[`d2l_${k}_source`] !== sentence) ++k;
+      const expected = native[`d2l_${k}_translation`];
+      const draws = (await panelState(selector)).draws;
+      await page.$eval(`${selector} input[name="sentence"]`, (input, s) => (input.value = s), sentence);
+      await page.click(`${selector} button`);
+      await waitDraws(selector, draws + 1);
+      const shown = await page.$eval(`${selector} .translation`, (p) => p.dataset.translation);
+      const picture = await page.$$eval(`${selector} .pictures svg rect.cell`, (cells) => cells.length);
+      check(expected !== undefined && shown === expected && picture > 0,
+            `${lesson}'s model in the page: "${sentence}" => "${shown}" (native: "${expected}"), with its attention`);
+    }
+  }
+  {
+    const selector = `#lesson-08 .panel[data-panel="translate-8"]`;
+    const draws = (await panelState(selector)).draws;
+    await page.$eval(`${selector} input[name="sentence"]`, (input) => (input.value = "go zorblax ."));
+    await page.click(`${selector} button`);
+    await waitDraws(selector, draws + 1);
+    const shown = await page.$eval(`${selector} .translation`, (p) => p.textContent);
+    check(shown.startsWith("go <unk> ."), `a word outside the vocabulary is read as <unk>: "${shown}"`);
+  }
+
+  // ---- screenshots ---------------------------------------------------------------------------
+  if (options.screenshots) {
+    fs.mkdirSync(options.screenshots, { recursive: true });
+    await page.$eval("#lesson-04", (s) => s.scrollIntoView());
+    await page.screenshot({ path: path.join(options.screenshots, "page.png") });
+    for (const [name, selector] of [
+      ["panel-kernel.png", "#lesson-02 .panel"], ["panel-scoring.png", "#lesson-04 .panel"],
+      ["panel-heads.png", "#lesson-09 .panel"], ["panel-positional.png", "#lesson-10 .panel"],
+      ["panel-translate.png", "#lesson-08 .panel"], ["lesson-04-run.png", "#lesson-04"],
+    ]) {
+      const element = await page.$(selector);
+      await element.screenshot({ path: path.join(options.screenshots, name) });
+    }
+    console.log(`  screenshots in ${options.screenshots}`);
+  }
+
+  // ---- timing every lesson --------------------------------------------------------------------
+  if (options.timeAll) {
+    const programs = await page.$$eval("section.lesson", (s) => s.map((e) => e.dataset.program));
+    console.log("\n| lesson | native (s) | in the page (s) | page / native |\n|---|---:|---:|---:|");
+    for (const program of programs) {
+      const started = process.hrtime.bigint();
+      execFileSync(path.join(options.timeAll, program), ["--out", path.join(require("os").tmpdir(), "qkv-time", program)],
+                   { stdio: "ignore" });
+      const native = Number(process.hrtime.bigint() - started) / 1e9;
+      const run = await runLesson(program, { "--seed": "0" });
+      const inPage = Number(/Finished in ([\d.]+) s/.exec(run.status)[1]);
+      console.log(`| ${program} | ${native.toFixed(2)} | ${inPage.toFixed(2)} | ${(inPage / native).toFixed(1)}× |`);
+    }
+  }
+
+  check(network.length === 0, `no request left the computer${network.length ? `: ${network.slice(0, 3).join(", ")}` : ""}`);
+  check(consoleErrors.length === 0, `no error in the browser's console${consoleErrors.length ? `: ${consoleErrors.slice(0, 3).join(" | ")}` : ""}`);
+  await browser.close();
+  console.log(failures.length ? `\n${failures.length} check(s) failed` : "\nevery check passed");
+  process.exit(failures.length ? 1 : 0);
+})().catch((error) => {
+  console.error(`browser_test.js: ${error.stack || error}`);
+  process.exit(1);
+});
