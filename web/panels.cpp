@@ -43,12 +43,12 @@ KernelPanel kernel_panel(double w) {
 
   KernelPanel p{.w = w, .width = 1 / w};
   p.x_train = data.x_train, p.y_train = data.y_train, p.x_test = data.x_test, p.y_truth = data.y_truth;
-  Tensor queries = data.x_test.reshape({n_test, 1});                  // (50, 1)
-  Tensor keys = data.x_train.reshape({1, n_train});                   // (1, n)
-  Tensor d = (queries - keys) * static_cast<float>(w);                // (50, n): (x - xᵢ)·w, broadcast
-  p.weights = (-(d * d) / 2).softmax(-1);                             // (50, n), each row sums to 1
-  p.prediction = p.weights.matmul(data.y_train);                      // (50, n) x (n,) -> (50,)
-  p.test_mse = mse_loss(p.prediction, data.y_truth).item();           // against the noiseless f(x_test)
+  Tensor queries = data.x_test.reshape({n_test, 1});         // (50, 1)
+  Tensor keys = data.x_train.reshape({1, n_train});          // (1, n)
+  Tensor d = (queries - keys) * static_cast<float>(w);       // (50, n): (x - xᵢ)·w, broadcast
+  p.weights = (-(d * d) / 2).softmax(-1);                    // (50, n), each row sums to 1
+  p.prediction = p.weights.matmul(data.y_train);             // (50, n) x (n,) -> (50,)
+  p.test_mse = mse_loss(p.prediction, data.y_truth).item();  // against the noiseless f(x_test)
   p.mean_row_entropy = 0;
   for (int64_t q = 0; q < n_test; ++q) p.mean_row_entropy += row_entropy(p.weights.data() + q * n_train, n_train);
   p.mean_row_entropy /= static_cast<double>(n_test);
@@ -92,11 +92,11 @@ ScoringPanel scoring_panel(const Tensor& queries, int64_t valid_len, bool scale)
   NoGradGuard no_grad;
 
   ScoringPanel p{.queries = queries.reshape({Q, d}), .valid_len = valid_len, .scale = scale};
-  p.scores = p.queries.matmul(transpose(setup.keys, 0, 1));                      // (Q, d) x (d, K) -> (Q, K)
-  if (scale) p.scores = p.scores / std::sqrt(static_cast<float>(d));             // q·k / √d
+  p.scores = p.queries.matmul(transpose(setup.keys, 0, 1));                              // (Q, d) x (d, K) -> (Q, K)
+  if (scale) p.scores = p.scores / std::sqrt(static_cast<float>(d));                     // q·k / √d
   Tensor masked = masked_softmax(p.scores.reshape({1, Q, K}), int_tensor({valid_len}));  // keys past valid_len: 0
-  p.weights = masked.reshape({Q, K});                                            // (1, Q, K) -> (Q, K)
-  p.output = p.weights.matmul(setup.values);                                     // (Q, K) x (K, 2) -> (Q, 2)
+  p.weights = masked.reshape({Q, K});                                                    // (1, Q, K) -> (Q, K)
+  p.output = p.weights.matmul(setup.values);                                             // (Q, K) x (K, 2) -> (Q, 2)
   for (int64_t q = 0; q < Q; ++q) {
     const float* row = p.weights.data() + q * K;
     p.largest.push_back(*std::max_element(row, row + K));
@@ -126,9 +126,9 @@ HeadsPanel heads_panel(int64_t num_heads) {
   // Drawn in lesson 09's order: the four Linear(100, 100) maps, then the queries and keys.
   // Their sizes do not depend on h, so every h splits the same projections.
   nn::MultiHeadAttention attention(H, num_heads, 0.5f, /*bias=*/false, gen);
-  attention.eval();                          // dropout off, as in the lesson
-  Tensor queries = randn({B, Q, H}, gen);    // (2, 4, 100)
-  Tensor keys = randn({B, K, H}, gen);       // (2, 6, 100): keys = values
+  attention.eval();                        // dropout off, as in the lesson
+  Tensor queries = randn({B, Q, H}, gen);  // (2, 4, 100)
+  Tensor keys = randn({B, K, H}, gen);     // (2, 6, 100): keys = values
   attention(queries, keys, keys, int_tensor(lens));
 
   HeadsPanel p{.num_heads = num_heads, .weights = attention.attention_weights_per_head()};  // (B, h, Q, K)
@@ -140,7 +140,8 @@ HeadsPanel heads_panel(int64_t num_heads) {
       double sum = 0;
       for (int64_t k = 0; k < K; ++k) {
         sum += r[k];
-        if (k >= lens[static_cast<size_t>(b)]) p.max_weight_on_padding = std::max<double>(p.max_weight_on_padding, r[k]);
+        if (k >= lens[static_cast<size_t>(b)])
+          p.max_weight_on_padding = std::max<double>(p.max_weight_on_padding, r[k]);
       }
       p.max_row_sum_error = std::max(p.max_row_sum_error, std::abs(sum - 1));
     }
@@ -166,8 +167,8 @@ PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift)
   if (dims < 2 || dims > kPositionalMaxDims || dims % 2 != 0)
     fail("positional: dims must be even, 2 to {} (a sine and a cosine per pair), got {}", kPositionalMaxDims, dims);
   if (positions * dims > kPositionalMaxCells)
-    fail("positional: positions × dims = {} × {} = {} is past the cap of {} entries (one heatmap cell each)",
-         positions, dims, positions * dims, kPositionalMaxCells);
+    fail("positional: positions × dims = {} × {} = {} is past the cap of {} entries (one heatmap cell each)", positions,
+         dims, positions * dims, kPositionalMaxCells);
   if (shift < 0 || shift >= positions)
     fail("positional: shift must be 0 to positions - 1 = {}, got {}", positions - 1, shift);
   Generator gen(kLessonSeed);  // PositionalEncoding's dropout takes one; P itself is a fixed table
@@ -186,17 +187,17 @@ PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift)
     for (int64_t i = 0; i + shift < positions; ++i) {
       const double sin_i = P[i * dims + col], cos_i = P[i * dims + col + 1];
       const double sin_moved = c * sin_i + s * cos_i, cos_moved = -s * sin_i + c * cos_i;  // R(δ)·P[i], pair j
-      const float* target = P + (i + shift) * dims + col;                                     // P[i+δ], pair j
-      p.relative_max_error = std::max({p.relative_max_error, std::abs(sin_moved - target[0]),
-                                       std::abs(cos_moved - target[1])});
+      const float* target = P + (i + shift) * dims + col;                                  // P[i+δ], pair j
+      p.relative_max_error =
+          std::max({p.relative_max_error, std::abs(sin_moved - target[0]), std::abs(cos_moved - target[1])});
     }
   }
-  p.encoding_svg = viz::heatmap_svg(
-      p.P, {.title = fmt::format("Positional encoding P ({} positions × {} dims)", positions, dims),
-            .xlabel = "encoding dimension",
-            .ylabel = "position i",
-            .vmin = -1,
-            .vmax = 1});  // sin and cos: the full range, whatever the knobs
+  p.encoding_svg =
+      viz::heatmap_svg(p.P, {.title = fmt::format("Positional encoding P ({} positions × {} dims)", positions, dims),
+                             .xlabel = "encoding dimension",
+                             .ylabel = "position i",
+                             .vmin = -1,
+                             .vmax = 1});  // sin and cos: the full range, whatever the knobs
   return p;
 }
 
