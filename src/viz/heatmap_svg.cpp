@@ -1,4 +1,4 @@
-// save_heatmap_svg and save_heatmap_grid_svg: matrices as SVG files.
+// heatmap_svg, heatmap_grid_svg and their save_ twins: matrices as SVG (text, or files).
 //
 // A heatmap is square cells, row 0 at the top and column 0 at the left (as
 // matplotlib's imshow and d2l's show_heatmaps), row labels on the left,
@@ -163,10 +163,8 @@ double cell_size(int64_t rows, int64_t cols, double room, double largest) {
   return std::clamp(std::floor(room / static_cast<double>(std::max(rows, cols))), 2.0, largest);
 }
 
-}  // namespace
-
-void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const HeatmapOptions& opt) {
-  const char* op = "save_heatmap_svg";
+// The picture of heatmap_svg and save_heatmap_svg; op names the caller in errors.
+std::string heatmap_picture(const Tensor& m, const HeatmapOptions& opt, const char* op) {
   detail::Matrix full = detail::read_matrix(m, op);
   detail::check_labels(opt.row_labels, full.rows, "row_labels", op, m.shape());
   detail::check_labels(opt.col_labels, full.cols, "col_labels", op, m.shape());
@@ -200,11 +198,11 @@ void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const 
   y += lines.empty() ? 0 : 4 + 16 * static_cast<double>(lines.size());
 
   const double body_width = std::max({x0 + width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN, xlabel_right});
-  detail::write_file(file, picture(opt.title, body, body_width, y + MARGIN), op);
+  return picture(opt.title, body, body_width, y + MARGIN);
 }
 
-void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, const GridOptions& opt) {
-  const char* op = "save_heatmap_grid_svg";
+// The picture of heatmap_grid_svg and save_heatmap_grid_svg.
+std::string grid_picture(const Tensor& m, const GridOptions& opt, const char* op) {
   if (!m.defined()) fail("{}: undefined tensor", op);
   if (m.dim() != 4) fail("{}: expected a 4-D tensor (rows, cols, H, W), got shape {}", op, m.shape());
   if (m.numel() == 0) fail("{}: empty tensor of shape {}", op, m.shape());
@@ -313,7 +311,25 @@ void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, c
   y += lines.empty() ? 0 : 4 + 16 * static_cast<double>(lines.size());
 
   const double body_width = std::max(x0 + grid_width + 20 + bar_width + MARGIN, widest_note + 2 * MARGIN);
-  detail::write_file(file, picture(opt.title, body, body_width, y + MARGIN), op);
+  return picture(opt.title, body, body_width, y + MARGIN);
+}
+
+}  // namespace
+
+std::string heatmap_svg(const Tensor& m, const HeatmapOptions& opt) { return heatmap_picture(m, opt, "heatmap_svg"); }
+
+void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const HeatmapOptions& opt) {
+  const char* op = "save_heatmap_svg";
+  detail::write_file(file, heatmap_picture(m, opt, op), op);
+}
+
+std::string heatmap_grid_svg(const Tensor& m, const GridOptions& opt) {
+  return grid_picture(m, opt, "heatmap_grid_svg");
+}
+
+void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, const GridOptions& opt) {
+  const char* op = "save_heatmap_grid_svg";
+  detail::write_file(file, grid_picture(m, opt, op), op);
 }
 
 }  // namespace qkv::viz

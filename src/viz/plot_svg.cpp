@@ -1,4 +1,4 @@
-// save_line_plot_svg: curves as an SVG file, as matplotlib draws them: a
+// line_plot_svg and save_line_plot_svg: curves as SVG (text, or a file), as matplotlib draws them: a
 // framed plot area with light grid lines at "nice" tick values (1, 2 or 5
 // times a power of ten), a 5% margin around the data, tab10 colours, and a
 // legend where it covers no line and no point (matplotlib's loc="best"):
@@ -38,10 +38,8 @@ bool crosses(const Box& b, double ax, double ay, double bx, double by) {
   return edge(-dx, ax - b.x0) && edge(dx, b.x1 - ax) && edge(-dy, ay - b.y0) && edge(dy, b.y1 - ay);
 }
 
-}  // namespace
-
-void save_line_plot_svg(const std::filesystem::path& file, const std::vector<Series>& series, const PlotOptions& opt) {
-  const char* op = "save_line_plot_svg";
+// The picture of line_plot_svg and save_line_plot_svg; op names the caller in errors.
+std::string plot_picture(const std::vector<Series>& series, const PlotOptions& opt, const char* op) {
   detail::PlotRange r = detail::plot_range(series, op);
   if (opt.width < 2 || opt.height < 2)
     fail("{}: width and height must be at least 2, got {} and {}", op, opt.width, opt.height);
@@ -177,7 +175,18 @@ void save_line_plot_svg(const std::filesystem::path& file, const std::vector<Ser
   svg += "</g>\n";
   std::string start = detail::svg_begin(total_width, height);
   if (!opt.title.empty()) start += detail::svg_text(total_width / 2, 26, opt.title, {.size = 16, .cls = "title"});
-  detail::write_file(file, start + svg + detail::svg_end(), op);
+  return start + svg + detail::svg_end();
+}
+
+}  // namespace
+
+std::string line_plot_svg(const std::vector<Series>& series, const PlotOptions& opt) {
+  return plot_picture(series, opt, "line_plot_svg");
+}
+
+void save_line_plot_svg(const std::filesystem::path& file, const std::vector<Series>& series, const PlotOptions& opt) {
+  const char* op = "save_line_plot_svg";
+  detail::write_file(file, plot_picture(series, opt, op), op);
 }
 
 }  // namespace qkv::viz

@@ -231,6 +231,16 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
          viz::save_heatmap_svg("", ones({2, 2}));
        },
        "empty file name"},
+      {"heatmap_svg: 3-d",
+       [] {
+         viz::heatmap_svg(ones({1, 2, 2}));
+       },
+       "heatmap_svg: expected a 2-D tensor"},
+      {"heatmap_grid_svg: 2-d",
+       [] {
+         viz::heatmap_grid_svg(ones({2, 2}));
+       },
+       "heatmap_grid_svg: expected a 4-D tensor (rows, cols, H, W), got shape (2, 2)"},
       {"save_heatmap_grid_svg: 2-d",
        [=] {
          viz::save_heatmap_grid_svg(svg, ones({2, 2}));
@@ -272,6 +282,11 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
          viz::save_line_plot_svg(svg, {{"loss", {}, {1, 2}}}, tiny);
        },
        "width and height must be at least 2"},
+      {"line_plot_svg: a series with no points",
+       [] {
+         viz::line_plot_svg({{"loss", {}, {}}});
+       },
+       "line_plot_svg: series 0 ('loss') has no points"},
       {"graph_dot: undefined", [] { viz::graph_dot(Tensor()); }, "graph_dot: undefined tensor"},
       {"save_graph: undefined", [=] { viz::save_graph(stem, Tensor()); }, "save_graph: undefined tensor"},
       {"save_graph: a dot that prints no SVG",

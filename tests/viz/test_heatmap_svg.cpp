@@ -365,3 +365,17 @@ TEST_CASE("viz/heatmap svg: the notes say when panels share a scale, or it is fi
   save_heatmap_svg(dir / "free.svg", reshape(arange(4), {2, 2}));
   CHECK(note_containing(test::load_svg(dir / "free.svg"), "colour scale") == "");
 }
+
+// heatmap_svg and heatmap_grid_svg are the save_ functions' pictures, kept in memory.
+TEST_CASE("viz/heatmap_svg and heatmap_grid_svg return the text save_ writes") {
+  test::TempDir dir("viz_heatmap_text_svg");
+  Tensor m = tensor({0, 1, 2, 3, 4, 5}, {2, 3});
+  HeatmapOptions opt{.title = "weights", .xlabel = "keys", .ylabel = "queries"};
+  save_heatmap_svg(dir / "m.svg", m, opt);
+  CHECK(heatmap_svg(m, opt) == test::read_bytes(dir / "m.svg"));
+
+  GridOptions grid{.title = "heads", .col_titles = {"head 0", "head 1"}, .cell = opt};
+  Tensor g = stack({m, m * 2}).reshape({1, 2, 2, 3});  // (1, 2, 2, 3)
+  save_heatmap_grid_svg(dir / "g.svg", g, grid);
+  CHECK(heatmap_grid_svg(g, grid) == test::read_bytes(dir / "g.svg"));
+}

@@ -219,3 +219,12 @@ TEST_CASE("viz/save_line_plot_svg: the legend covers no line") {
     test::check_text_layout(doc);
   }
 }
+
+// line_plot_svg is save_line_plot_svg's picture, kept in memory.
+TEST_CASE("viz/line_plot_svg returns the text save_line_plot_svg writes") {
+  test::TempDir dir("viz_plot_text_svg");
+  std::vector<Series> series = {{"loss", {}, {3, 2, 1.5f}}, {"points", {0, 2}, {1, 2}, /*points=*/true}};
+  PlotOptions opt{.title = "loss", .xlabel = "epoch", .ylabel = "value"};
+  save_line_plot_svg(dir / "p.svg", series, opt);
+  CHECK(line_plot_svg(series, opt) == test::read_bytes(dir / "p.svg"));
+}

@@ -41,6 +41,8 @@ std::string heatmap_text(const Tensor& m, const HeatmapOptions& opt = {}, const 
 // A 2-D tensor as a self-contained SVG file (title, axis labels, tick/token
 // labels, colour bar). Missing folders are created.
 void save_heatmap_svg(const std::filesystem::path& file, const Tensor& m, const HeatmapOptions& opt = {});
+// The same picture as SVG text, for a caller that keeps it in memory (a web page).
+std::string heatmap_svg(const Tensor& m, const HeatmapOptions& opt = {});
 
 // d2l's show_heatmaps: m is (rows, cols, H, W), one subplot per (r, c), one
 // colour scale shared by every subplot (a note under the grid says so). A
@@ -53,5 +55,6 @@ struct GridOptions {
   HeatmapOptions cell{};                                // axis labels, tokens, limits shared by every subplot
 };
 void save_heatmap_grid_svg(const std::filesystem::path& file, const Tensor& m, const GridOptions& opt = {});
+std::string heatmap_grid_svg(const Tensor& m, const GridOptions& opt = {});  // the same, as SVG text
 
 }  // namespace qkv::viz

@@ -34,5 +34,6 @@ std::string line_plot_text(const std::vector<Series>& series, const PlotOptions&
                            const TextOptions& text = {});
 void save_line_plot_svg(const std::filesystem::path& file, const std::vector<Series>& series,
                         const PlotOptions& opt = {});
+std::string line_plot_svg(const std::vector<Series>& series, const PlotOptions& opt = {});  // the same, as SVG text
 
 }  // namespace qkv::viz
