@@ -44,13 +44,13 @@ int run(const std::filesystem::path& model_file, const std::filesystem::path& ou
         const std::vector<std::string>& sentences) {
   for (size_t k = 0; k < sentences.size(); ++k)
     if (!has_words(sentences[k]))
-      fail("sentence {} (\"{}\") has no words once preprocessed (lowercased, a space before , . ! ?)", k,
-           sentences[k]);
+      fail("sentence {} (\"{}\") has no words once preprocessed (lowercased, a space before , . ! ?)", k, sentences[k]);
   if (!std::filesystem::exists(model_file))
-    fail("--model {}: no such file (lesson 08 saves out/lessons/08_seq2seq_attention/model.safetensors once it has "
-         "trained: run build/release/lessons/08_seq2seq_attention first; lesson 11 saves "
-         "out/lessons/11_transformer/model.safetensors)",
-         model_file.string());
+    fail(
+        "--model {}: no such file (lesson 08 saves out/lessons/08_seq2seq_attention/model.safetensors once it has "
+        "trained: run build/release/lessons/08_seq2seq_attention first; lesson 11 saves "
+        "out/lessons/11_transformer/model.safetensors)",
+        model_file.string());
   lesson::TranslationModel m = lesson::load_translation_model(model_file);
 
   std::filesystem::create_directories(out);

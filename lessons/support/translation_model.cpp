@@ -96,9 +96,10 @@ std::shared_ptr<nn::EncoderDecoder> build_translation_model(const TranslationMod
   }
   if (c.architecture == kTransformer) {
     if (c.num_hiddens < 1 || c.ffn_num_hiddens < 1 || c.num_heads < 1 || c.num_blks < 1)
-      fail("build_translation_model: {}: num_hiddens {}, ffn_num_hiddens {}, num_heads {}, num_blks {} must be at "
-           "least 1",
-           kTransformer, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.num_blks);
+      fail(
+          "build_translation_model: {}: num_hiddens {}, ffn_num_hiddens {}, num_heads {}, num_blks {} must be at "
+          "least 1",
+          kTransformer, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.num_blks);
     auto encoder = std::make_shared<nn::TransformerEncoder>(src_vocab_size, c.num_hiddens, c.ffn_num_hiddens,
                                                             c.num_heads, c.num_blks, c.dropout, c.use_bias, gen);
     auto decoder = std::make_shared<nn::TransformerDecoder>(tgt_vocab_size, c.num_hiddens, c.ffn_num_hiddens,
@@ -112,13 +113,10 @@ std::shared_ptr<nn::EncoderDecoder> build_translation_model(const TranslationMod
 void save_translation_model(const std::filesystem::path& file, const nn::EncoderDecoder& model,
                             const TranslationModelConfig& c, const data::Vocab& src_vocab,
                             const data::Vocab& tgt_vocab) {
-  io::Metadata metadata = {{"architecture", c.architecture},
-                           {"trained_by", c.trained_by},
-                           {"num_steps", std::to_string(c.num_steps)},
-                           {"num_hiddens", std::to_string(c.num_hiddens)},
+  io::Metadata metadata = {{"architecture", c.architecture},           {"trained_by", c.trained_by},
+                           {"num_steps", std::to_string(c.num_steps)}, {"num_hiddens", std::to_string(c.num_hiddens)},
                            {"dropout", fmt::format("{}", c.dropout)},  // the shortest text that reads back exactly
-                           {"src_vocab", vocab_json(src_vocab)},
-                           {"tgt_vocab", vocab_json(tgt_vocab)}};
+                           {"src_vocab", vocab_json(src_vocab)},       {"tgt_vocab", vocab_json(tgt_vocab)}};
   if (c.architecture == kSeq2Seq) {
     metadata["embed_size"] = std::to_string(c.embed_size);
     metadata["num_layers"] = std::to_string(c.num_layers);
@@ -179,8 +177,8 @@ TranslationModel load_translation_model(const std::filesystem::path& file) {
   try {
     m.model->load_state_dict(weights);
   } catch (const Error& e) {
-    fail("{}: its tensors do not fit the model its metadata describes ({}, source vocabulary {}, target {}): {}",
-         where, m.describe(), m.src_vocab.size(), m.tgt_vocab.size(), e.what());
+    fail("{}: its tensors do not fit the model its metadata describes ({}, source vocabulary {}, target {}): {}", where,
+         m.describe(), m.src_vocab.size(), m.tgt_vocab.size(), e.what());
   }
   m.model->eval();
   return m;
@@ -190,9 +188,10 @@ void save_lesson_model(Lesson& lesson, const nn::EncoderDecoder& model, const Tr
                        const data::NMTData& nmt) {
   const std::filesystem::path file = lesson.out() / "model.safetensors";
   save_translation_model(file, model, config, nmt.src_vocab, nmt.tgt_vocab);
-  lesson.print("The trained model and its vocabularies are saved in {}: translate your own sentences with\n"
-               "  build/release/lessons/translate --model {} \"Your sentence.\"\n",
-               file.string(), file.string());
+  lesson.print(
+      "The trained model and its vocabularies are saved in {}: translate your own sentences with\n"
+      "  build/release/lessons/translate --model {} \"Your sentence.\"\n",
+      file.string(), file.string());
   lesson.result("model_file", file.filename().string());
 }
 

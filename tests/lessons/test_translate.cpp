@@ -22,7 +22,8 @@ using qkv::lesson_test::TempDir;
 namespace {
 
 const std::vector<std::vector<std::string>> kEnglish = {{"i", "lost", "."}, {"he's", "calm", "."}, {"go", "."}};
-const std::vector<std::vector<std::string>> kFrench = {{"j'ai", "perdu", "."}, {"il", "est", "calme", "."}, {"va", "!"}};
+const std::vector<std::vector<std::string>> kFrench = {
+    {"j'ai", "perdu", "."}, {"il", "est", "calme", "."}, {"va", "!"}};
 
 lesson::TranslationModelConfig seq2seq_config() {
   return {.architecture = "seq2seq_attention",
@@ -78,7 +79,12 @@ TEST_CASE("lesson support/translation model: a saved model loads to the same num
     TempDir dir("translation_model");
     const std::filesystem::path file = dir.path / "model.safetensors";
     SavedModel saved(config, file);
+    saved.model->eval();
+    lesson::Translation a = lesson::translate(*saved.model, saved.src, saved.tgt, "He's calm.", config.num_steps);
+    // The example of docs/course.md:
     lesson::TranslationModel loaded = lesson::load_translation_model(file);
+    lesson::Translation b =
+        lesson::translate(*loaded.model, loaded.src_vocab, loaded.tgt_vocab, "He's calm.", loaded.config.num_steps);
 
     CHECK(loaded.config.architecture == config.architecture);
     CHECK(loaded.config.num_steps == config.num_steps);
@@ -95,13 +101,9 @@ TEST_CASE("lesson support/translation model: a saved model loads to the same num
       CHECK(after.at(name).to_vector() == t.to_vector());
     }
     // The same forward, and the same translation with the same attention.
-    saved.model->eval();
     IntTensor X = int_tensor({4, 5, 6, 3, 1, 1}, {1, 6}), X_len = int_tensor({4}, {1});
     IntTensor dec_X = int_tensor({2, 4, 5, 6}, {1, 4});
     CHECK(loaded.model->forward(X, dec_X, X_len).to_vector() == saved.model->forward(X, dec_X, X_len).to_vector());
-    lesson::Translation a = lesson::translate(*saved.model, saved.src, saved.tgt, "He's calm.", config.num_steps);
-    lesson::Translation b = lesson::translate(*loaded.model, loaded.src_vocab, loaded.tgt_vocab, "He's calm.",
-                                              loaded.config.num_steps);
     CHECK(b.tokens == a.tokens);
     CHECK(b.source == a.source);
     CHECK(b.attention.to_vector() == a.attention.to_vector());

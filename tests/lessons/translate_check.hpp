@@ -50,7 +50,8 @@ inline void check_saved_model_translates_as_lesson(const std::filesystem::path& 
   REQUIRE(std::filesystem::exists(model));
   std::string sentences;
   for (int i = 0; i < 4; ++i)
-    sentences.append(fmt::format(" {}", shell_quote(lesson_results.at(fmt::format("d2l_{}_source", i)).get<std::string>())));
+    sentences.append(
+        fmt::format(" {}", shell_quote(lesson_results.at(fmt::format("d2l_{}_source", i)).get<std::string>())));
   Run r = run_program("translate",
                       fmt::format("--model '{}' --out '{}' --color never{}", model.string(), out.string(), sentences),
                       lesson_out);
@@ -73,7 +74,8 @@ inline void check_saved_model_translates_as_lesson(const std::filesystem::path& 
     CHECK(values == lesson_attention.at("values").get<std::vector<float>>());  // exact: the same model
     check_rows_sum_to_one(values, shape);
     // The source is the sentence's words and <eos> (d2l's sentences are short and known).
-    std::vector<std::string> words = split_spaces(lesson_results.at(fmt::format("d2l_{}_source", i)).get<std::string>());
+    std::vector<std::string> words =
+        split_spaces(lesson_results.at(fmt::format("d2l_{}_source", i)).get<std::string>());
     words.push_back("<eos>");
     CHECK(t.at("source_tokens").get<std::vector<std::string>>() == words);
     CHECK(std::filesystem::exists(out / t.at("picture").get<std::string>()));
