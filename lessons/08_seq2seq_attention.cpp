@@ -25,6 +25,10 @@
 // alignment crosses where the word orders do (at the default seed it does:
 // `chien` looks at `dog`, `noir` at `black`).
 //
+// The trained model is saved with its vocabularies as <out>/model.safetensors
+// (lessons/support/translation_model.hpp); lessons/translate.cpp loads it and
+// translates the learner's own sentences.
+//
 // Letters: B batch, T = num_steps source steps, S target steps, E embed size,
 // H hidden size, L GRU layers, V target vocabulary.
 //
@@ -37,6 +41,7 @@
 
 #include "lesson.hpp"
 #include "translation.hpp"
+#include "translation_model.hpp"
 #include "translation_report.hpp"
 
 using namespace qkv;
@@ -300,6 +305,15 @@ int main(int argc, char** argv) {
   decoder_state(lesson, model, *encoder, *decoder, nmt, z.layers, z.hidden);
 
   std::vector<double> losses = training(lesson, model, nmt, z, gen);
+  lesson::save_lesson_model(lesson, model,
+                            {.architecture = "seq2seq_attention",
+                             .trained_by = "08_seq2seq_attention",
+                             .num_steps = z.num_steps,
+                             .num_hiddens = z.hidden,
+                             .dropout = z.dropout,
+                             .embed_size = z.embed,
+                             .num_layers = z.layers},
+                            nmt);
 
   bleu_explained(lesson);
 

@@ -22,6 +22,10 @@
 // with BLEU (k = 2) and saved; and the attention of one sentence is drawn per
 // block and per head.
 //
+// The trained model is saved with its vocabularies as <out>/model.safetensors
+// (lessons/support/translation_model.hpp); lessons/translate.cpp loads it and
+// translates the learner's own sentences.
+//
 // Where it differs from d2l 11.7: the sizes are small (H = 32, 4 heads, 2
 // blocks, F = 64), so that training takes seconds on a CPU; the embeddings
 // start at N(0, 1/H) instead of N(0, 1) (see init_embeddings); the
@@ -43,6 +47,7 @@
 
 #include "lesson.hpp"
 #include "translation.hpp"
+#include "translation_model.hpp"
 #include "translation_report.hpp"
 
 using namespace qkv;
@@ -529,6 +534,17 @@ int main(int argc, char** argv) {
 
   layer_norm_vs_batch_norm(lesson);
   std::vector<double> losses = training(lesson, model, nmt, z, gen);
+  lesson::save_lesson_model(lesson, model,
+                            {.architecture = "transformer",
+                             .trained_by = "11_transformer",
+                             .num_steps = z.num_steps,
+                             .num_hiddens = z.num_hiddens,
+                             .dropout = z.dropout,
+                             .ffn_num_hiddens = z.ffn_num_hiddens,
+                             .num_heads = z.num_heads,
+                             .num_blks = z.num_blks,
+                             .use_bias = false},
+                            nmt);
   greedy_decoding(lesson, model, *encoder, *decoder, nmt, z.num_steps);
 
   lesson.section("d2l's four sentences");

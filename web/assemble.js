@@ -64,7 +64,13 @@ function commit() {
   }
   fs.copyFileSync(path.join(buildDir, "lessons", "translate.js"), path.join(programsDir, "translate.js"));
   fs.copyFileSync(path.join(buildDir, "web", "panels.js"), path.join(programsDir, "panels.js"));
-  const models = JSON.parse(fs.readFileSync(path.join(buildDir, "web", "models.json"), "utf8"));
+  // Each model as the page names it: its file inside translate.js, and who trained it how
+  // (the trained_by of the native file's metadata: a safetensors file starts with its JSON header).
+  const models = JSON.parse(fs.readFileSync(path.join(buildDir, "web", "models.json"), "utf8")).map((m) => {
+    const bytes = fs.readFileSync(m.native);
+    const header = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString("utf8"));
+    return { lesson: m.lesson, file: m.file, trained: header.__metadata__.trained_by };
+  });
 
   const course = {
     build: { commit: commit(), date: new Date().toISOString().slice(0, 10), emscripten: emscriptenVersion },

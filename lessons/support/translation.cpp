@@ -95,6 +95,11 @@ std::string Translation::text() const { return fmt::format("{}", fmt::join(token
 
 Translation translate(nn::EncoderDecoder& model, const data::NMTData& nmt, const std::string& sentence,
                       int64_t num_steps) {
+  return translate(model, nmt.src_vocab, nmt.tgt_vocab, sentence, num_steps);
+}
+
+Translation translate(nn::EncoderDecoder& model, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
+                      const std::string& sentence, int64_t num_steps) {
   if (num_steps < 1) fail("translate: num_steps {} must be at least 1", num_steps);
   // The sentence as the training data was read: preprocessed, split on spaces, <eos> appended.
   std::vector<std::string> words;
@@ -106,15 +111,15 @@ Translation translate(nn::EncoderDecoder& model, const data::NMTData& nmt, const
   }
   if (words.empty()) fail("translate: the sentence \"{}\" has no words", sentence);
   words.push_back("<eos>");
-  std::vector<int64_t> src = nmt.src_vocab[words];
-  const data::Vocab& tgt = nmt.tgt_vocab;
+  std::vector<int64_t> src = src_vocab[words];
+  const data::Vocab& tgt = tgt_vocab;
   nn::EncoderDecoder::Prediction p =
-      model.predict(src, num_steps, nmt.src_vocab["<pad>"], tgt["<bos>"], tgt["<eos>"], num_steps);
+      model.predict(src, num_steps, src_vocab["<pad>"], tgt["<bos>"], tgt["<eos>"], num_steps);
 
   Translation t;
   t.tokens = tgt.to_tokens(p.tokens);
   const int64_t T = std::min<int64_t>(static_cast<int64_t>(words.size()), num_steps);
-  t.source = nmt.src_vocab.to_tokens(std::vector<int64_t>(src.begin(), src.begin() + T));  // unknown words: <unk>
+  t.source = src_vocab.to_tokens(std::vector<int64_t>(src.begin(), src.begin() + T));  // unknown words: <unk>
   // Step k's weights are (1, 1, num_steps) (the Bahdanau decoder) or, per
   // block, (1, heads, 1, num_steps) (a Transformer's cross-attention): the
   // step's row is the mean of the last tensor's rows (one row, or the heads

@@ -85,6 +85,9 @@ struct Translation {
 // same); unknown words become <unk>. At most num_steps output tokens.
 Translation translate(nn::EncoderDecoder& model, const data::NMTData& nmt, const std::string& sentence,
                       int64_t num_steps);
+// The same with the two vocabularies alone (a model loaded from a file has no data).
+Translation translate(nn::EncoderDecoder& model, const data::Vocab& src_vocab, const data::Vocab& tgt_vocab,
+                      const std::string& sentence, int64_t num_steps);
 
 // Every pair translated and scored with d2l's BLEU (data::bleu) against its
 // reference.

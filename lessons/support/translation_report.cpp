@@ -78,6 +78,7 @@ D2lReport report_d2l_sentences(Lesson& lesson, nn::EncoderDecoder& model, const 
     lesson.result(fmt::format("d2l_{}_translation", i), t.text());
     lesson.result(fmt::format("d2l_{}_bleu", i), score);
     lesson.result(fmt::format("d2l_{}_in_training_file", i), trained_on);
+    lesson.result(fmt::format("d2l_{}_attention", i), t.attention);
     if (options.draw_attention)
       attention_heatmap(lesson, fmt::format("attention_{}.svg", i), t,
                         fmt::format("\"{}\" => \"{}\": attention per output step", pair.source, t.text()));
@@ -157,18 +158,21 @@ double bleu_by_hand(Lesson& lesson, const std::string& prediction, const std::st
   return score;
 }
 
-void attention_heatmap(Lesson& lesson, const std::string& file, const Translation& t, const std::string& title) {
+viz::HeatmapOptions attention_heatmap_options(const Translation& t, const std::string& title) {
   std::vector<std::string> rows = t.tokens;
   // A row for <eos> only if the decoder said it: a translation that ran to num_steps tokens has none.
   if (t.attention.size(0) > static_cast<int64_t>(rows.size())) rows.push_back("<eos>");
-  lesson.heatmap(file, t.attention,
-                 {.title = title,
-                  .xlabel = "source (keys)",
-                  .ylabel = "output (queries)",
-                  .row_labels = rows,
-                  .col_labels = t.source,
-                  .vmin = 0,
-                  .vmax = 1});
+  return {.title = title,
+          .xlabel = "source (keys)",
+          .ylabel = "output (queries)",
+          .row_labels = rows,
+          .col_labels = t.source,
+          .vmin = 0,
+          .vmax = 1};
+}
+
+void attention_heatmap(Lesson& lesson, const std::string& file, const Translation& t, const std::string& title) {
+  lesson.heatmap(file, t.attention, attention_heatmap_options(t, title));
 }
 
 }  // namespace qkv::lesson

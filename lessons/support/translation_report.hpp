@@ -8,7 +8,8 @@
 //   lesson::BleuScores scores = lesson::report_held_out_bleu(lesson, model, nmt, test_pairs, num_steps);
 //
 // results.json gets, for d2l's sentence i: d2l_<i>_source, d2l_<i>_reference,
-// d2l_<i>_translation, d2l_<i>_bleu, d2l_<i>_in_training_file, and d2l_wrong
+// d2l_<i>_translation, d2l_<i>_bleu, d2l_<i>_in_training_file,
+// d2l_<i>_attention (translate's attention, output steps × source steps), and d2l_wrong
 // (how many of the four differ from their reference); for the held-out pairs:
 // test_sources, test_references, test_translations (one line per pair, in
 // file order), test_bleus, mean_bleu, exact_translations.
@@ -59,5 +60,7 @@ double bleu_by_hand(Lesson& lesson, const std::string& prediction, const std::st
 // the output tokens, and <eos> when the decoder's last step said it; columns
 // with the source tokens; one colour scale from 0 to 1.
 void attention_heatmap(Lesson& lesson, const std::string& file, const Translation& t, const std::string& title);
+// Its options, for a program that draws without a Lesson (translate.cpp).
+viz::HeatmapOptions attention_heatmap_options(const Translation& t, const std::string& title);
 
 }  // namespace qkv::lesson

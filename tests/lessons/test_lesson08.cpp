@@ -14,6 +14,7 @@
 
 #include "plain_bleu.hpp"
 #include "run_lesson.hpp"
+#include "translate_check.hpp"
 
 namespace {
 
@@ -42,6 +43,7 @@ void check_brief_run() {
   REQUIRE(r.json.is_object());
   CHECK(r.results().at("max_weight_on_padding").get<double>() == 0.0);
   CHECK(r.results().at("losses").size() == 2);
+  qkv::lesson_test::check_saved_model_translates_as_lesson(r.out, r.results());
   for (const auto& p : r.json.at("pictures")) {
     pugi::xml_document svg;
     CHECK(svg.load_file((r.out / p.at("file").get<std::string>()).c_str()));
@@ -119,6 +121,8 @@ void check_run(uint64_t seed) {
     CHECK(res.at(fmt::format("d2l_{}_in_training_file", k)).get<bool>());
   }
   CHECK(res.at("d2l_wrong").get<int64_t>() == 0);
+  // The saved model, loaded by `translate`, translates them as the lesson did.
+  qkv::lesson_test::check_saved_model_translates_as_lesson(r.out, res);
 
   // BLEU (k = 2) over all 100 held-out pairs: the mean of the per-pair scores, each in [0, 1]; the
   // course asks for at least 0.8. A sentence of four tokens with one wrong word scores at most

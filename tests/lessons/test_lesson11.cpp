@@ -16,6 +16,7 @@
 
 #include "plain_bleu.hpp"
 #include "run_lesson.hpp"
+#include "translate_check.hpp"
 
 namespace {
 
@@ -187,6 +188,8 @@ TEST_CASE("lessons/11_transformer") {
       if (!brief) CHECK(translation == fras[k]);
     }
     if (!brief) CHECK(res.at("d2l_wrong").get<int64_t>() == 0);
+    // The saved model, loaded by `translate`, translates them as the lesson did.
+    qkv::lesson_test::check_saved_model_translates_as_lesson(r.out, res);
 
     // The attention grids of "i'm home .": its 4 source positions (3 words and <eos>); the decoder has
     // one row per output word and, unless the translation ran to num_steps words, one for the step
