@@ -11,6 +11,8 @@
 #   ./qkv.sh coverage   list public functions with no bad-input row in tests/hardening/; exit 1 if any
 #   ./qkv.sh deps       name this system and the packages qkv needs on it, and how to install them
 #   ./qkv.sh exercise   the exercises and their state; exercise N grades yours (N --hint, N --solution, --reset N)
+#   ./qkv.sh web        the live course page, qkv compiled to WebAssembly (emscripten), in out/web/
+#   ./qkv.sh web-test   the browser test of out/web/ (headless Chromium; --screenshots DIR, --time-all)
 #
 # Packages are installed on Debian and Ubuntu (apt). On macOS (Homebrew),
 # Fedora (dnf) and Arch (pacman) it names what is missing and the command
@@ -263,8 +265,40 @@ case "${1:-}" in
     echo "qkv: built exercise_$nn in $(($(date +%s) - start)) s"
     build/release/lessons/exercises/exercise_"$nn" "${args[@]:1}"
     ;;
+  web)
+    # The live course page (docs/web.md). Lessons 08 and 11 train natively first, if their
+    # models are not in out/lessons/ yet (the page's translation boxes use them); then qkv and
+    # every lesson are built with emscripten (build/web/) and assembled in out/web/.
+    install_missing
+    if [ "$(platform)" = debian ]; then
+      install_missing emscripten
+    elif ! command -v emcc >/dev/null; then
+      echo "qkv: ./qkv.sh web needs emscripten (emcc on PATH; docs/web.md)" >&2
+      exit 1
+    fi
+    build release lessons_all
+    for lesson in 08_seq2seq_attention 11_transformer; do
+      [ -f "out/lessons/$lesson/model.safetensors" ] || build/release/lessons/$lesson
+    done
+    build web web_page
+    ;;
+  web-test)
+    # The browser test (web/test/browser_test.js) on the page ./qkv.sh web assembled: the
+    # native lessons 04, 07 and 09 run first, for the numbers the page must print. Further
+    # arguments go to the test: --screenshots DIR, --time-all build/release/lessons.
+    [ -f out/web/index.html ] || { echo "qkv: no out/web/index.html: run ./qkv.sh web first" >&2; exit 1; }
+    if [ "$(platform)" = debian ]; then
+      install_missing chromium
+      command -v npm >/dev/null || install_missing npm
+    fi
+    for lesson in 04_scoring_functions 07_self_attention 09_multi_head_attention; do
+      build/release/lessons/$lesson >/dev/null
+    done
+    (cd web/test && npm ci --no-audit --no-fund --loglevel=error)
+    node web/test/browser_test.js --page out/web/index.html --native out/lessons "${@:2}"
+    ;;
   *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
