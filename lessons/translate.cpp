@@ -7,6 +7,8 @@
 // data was; a word the model never saw is <unk>), the translation, and the
 // decoder's attention over the source, in the terminal and as
 // <out>/attention_<k>.svg. <out>/results.json keeps it all.
+// Decoding is greedy, as in the lessons (EncoderDecoder::predict); beam
+// search is left out.
 //
 // Run: build/release/lessons/08_seq2seq_attention      (trains and saves the model, seconds)
 //      build/release/lessons/translate "I lost." "The black dog swims."
