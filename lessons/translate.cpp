@@ -7,6 +7,8 @@
 // data was; a word the model never saw is <unk>), the translation, and the
 // decoder's attention over the source, in the terminal and as
 // <out>/attention_<k>.svg. <out>/results.json keeps it all.
+// Decoding is greedy, as in the lessons (EncoderDecoder::predict); beam
+// search is left out.
 //
 // Run: build/release/lessons/08_seq2seq_attention      (trains and saves the model, seconds)
 //      build/release/lessons/translate "I lost." "The black dog swims."
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -98,9 +101,8 @@ int run(const std::filesystem::path& model_file, const std::filesystem::path& ou
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The flags, checked before anything runs, then run().
+int translate_main(int argc, char** argv) {
   std::filesystem::path model_file = std::filesystem::path("out") / "lessons" / "08_seq2seq_attention" /
                                      "model.safetensors";  // where lesson 08 saves it by default
   std::filesystem::path out = std::filesystem::path("out") / "lessons" / "translate";
@@ -129,11 +131,19 @@ int main(int argc, char** argv) {
                "usage: translate [--model FILE] [--out DIR] [--color auto|always|never] SENTENCE...\n");
     return 2;
   }
+  return run(model_file, out, color, sentences);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   try {
-    return run(model_file, out, color, sentences);
-  } catch (const std::exception& e) {
+    return translate_main(argc, argv);
+  } catch (const std::exception& e) {  // a qkv::Error names what was wrong
     std::fflush(stdout);
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
+    std::fprintf(stderr, "error: %s\n", e.what());
+  } catch (...) {
+    std::fputs("error: an unknown exception\n", stderr);
   }
+  return 1;
 }
