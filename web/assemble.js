@@ -50,6 +50,9 @@ function commit() {
   }
 }
 
+// Every instance of a program adds its own process listeners under node: 13 here, once each.
+process.setMaxListeners(0);
+
 (async () => {
   const programsDir = path.join(outDir, "programs");
   fs.mkdirSync(programsDir, { recursive: true });

@@ -250,7 +250,8 @@ Lesson::Lesson(int argc, char** argv, int number)
       ->capture_default_str();
   app.add_flag("--describe", impl_->describe,
                "print the lesson and its flags as JSON (what the course page makes its form from), and exit");
-  impl_->flags.push_back({{"flag", "--seed"}, {"type", "seed"}, {"default", seed_}, {"help", "seed of the random numbers"}});
+  impl_->flags.push_back(
+      {{"flag", "--seed"}, {"type", "seed"}, {"default", seed_}, {"help", "seed of the random numbers"}});
 }
 
 Lesson::~Lesson() {
@@ -313,8 +314,11 @@ void Lesson::start() {
     std::exit(impl_->app.exit(e));  // --help prints and exits 0; a bad flag says why and exits non-zero
   }
   if (impl_->describe) {  // the number flags: --out, --color and --data are the page's own business
-    nlohmann::json lesson = {{"number", entry_.number}, {"program", entry_.program}, {"title", entry_.title},
-                             {"sections", entry_.sections}, {"flags", impl_->flags}};
+    nlohmann::json lesson = {{"number", entry_.number},
+                             {"program", entry_.program},
+                             {"title", entry_.title},
+                             {"sections", entry_.sections},
+                             {"flags", impl_->flags}};
     fmt::print("{}\n", lesson.dump());
     std::exit(0);
   }

@@ -1,7 +1,9 @@
 // A trained translation model in one safetensors file (translation_model.hpp).
 #include "translation_model.hpp"
 
+#include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 namespace qkv::lesson {
@@ -36,9 +38,11 @@ struct MetadataReader {
   }
   float probability(const std::string& key) const {  // in [0, 1)
     const std::string& s = text(key);
-    float value = 0;
-    const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (s.empty() || error != std::errc() || end != s.data() + s.size() || !(value >= 0 && value < 1))
+    // std::strtof: libc++ (emscripten's, macOS's) has no std::from_chars for float.
+    char* end = nullptr;
+    const float value = std::strtof(s.c_str(), &end);
+    const bool whole = !s.empty() && !std::isspace(static_cast<unsigned char>(s[0])) && end == s.c_str() + s.size();
+    if (!whole || !(value >= 0 && value < 1))
       fail("{}: metadata '{}' is \"{}\", not a number in [0, 1)", where, key, s);
     return value;
   }

@@ -137,9 +137,9 @@ function lessonSection(lesson) {
   }
   const button = $("button", { type: "submit" }, "Run");
   form.append(button);
-  const status = $("p", { class: "status" }, "Not run yet in this page.");
+  const status = $("p", { class: "status run-status" }, "Not run yet in this page.");
   const terminal = $("pre", { class: "terminal" });
-  const pictures = $("div", { class: "pictures" });
+  const pictures = $("div", { class: "pictures run-pictures" });
   const section = $("section", { class: "lesson", id: `lesson-${number}`, "data-program": lesson.program },
                     $("h2", {}, `Lesson ${number} · ${lesson.title}`),
                     $("p", { class: "sections", lang: "zh" }, `Sections of the notes: ${lesson.sections}`));
@@ -164,7 +164,7 @@ function lessonSection(lesson) {
     button.disabled = true;
     terminal.textContent = "";
     pictures.textContent = "";
-    status.className = "status";
+    status.className = "status run-status";
     status.textContent = `Running ${lesson.program} ${args.join(" ")}…`;
     const shown = new Map();
     try {
@@ -189,13 +189,13 @@ function lessonSection(lesson) {
         }
         section.dispatchEvent(new CustomEvent("results", { detail: results }));
       }
-      status.className = run.status === 0 ? "status finished" : "status failed";
+      status.className = `status run-status ${run.status === 0 ? "finished" : "failed"}`;
       status.textContent = run.status === 0
         ? `Finished in ${run.seconds.toFixed(2)} s (in this page: scalar kernels, one thread).`
         : `Failed (exit status ${run.status}) after ${run.seconds.toFixed(2)} s: the terminal says why.`;
       section.dataset.runs = String(Number(section.dataset.runs || 0) + 1);
     } catch (error) {
-      status.className = "status failed";
+      status.className = "status run-status failed";
       status.textContent = `Could not run ${lesson.program}: ${error.message}`;
     }
     button.disabled = false;
@@ -316,8 +316,10 @@ function panelElement(spec) {
         note.className = "status";
         note.textContent = `Computed in ${ms.toFixed(0)} ms.`;
         values.textContent = "";
-        for (const [key, value] of Object.entries(answer.values || {}))
-          values.append($("tr", {}, $("td", {}, key), $("td", {}, formatValue(value))));
+        for (const [key, value] of Object.entries(answer.values || {})) {
+          const count = Array.isArray(value) ? value.flat(Infinity).length : 1;
+          if (count <= 16) values.append($("tr", {}, $("td", {}, key), $("td", {}, formatValue(value))));
+        }
         pictures.textContent = "";
         for (const [name, svg] of Object.entries(answer.svg || {})) pictures.append(figure(name, svg));
         if (controls.query && !controls.query.control.value && answer.request && answer.request.query)
@@ -364,8 +366,9 @@ function translateBox(lesson) {
   const pictures = $("div", { class: "pictures" });
   const element = $("div", { class: "panel", "data-panel": `translate-${lesson.number}` },
                     $("h3", {}, `Live: translate with lesson ${String(lesson.number).padStart(2, "0")}'s model`),
-                    $("p", {}, `The model lesson ${lesson.number} trained natively (${model.trained}), run here: ` +
-                               "greedy decoding, and where the decoder looked. Words it never saw are read as <unk>."),
+                    $("p", {}, `The model ${model.trained} trained natively and saved (model.safetensors), ` +
+                               "embedded in this page and run here: greedy decoding, and where the decoder looked. " +
+                               "Words it never saw are read as <unk>."),
                     form, result, note, pictures);
   form.onsubmit = async (event) => {
     event.preventDefault();
@@ -416,3 +419,4 @@ for (const lesson of course.lessons) {
   main.append(lessonSection(lesson));
 }
 followHover();
+window.qkvReady = true;  // (the browser test waits for it)

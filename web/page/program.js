@@ -53,7 +53,12 @@ async function runProgram(factory, args, on) {
   let status = 0;
   module = await factory({
     preRun: [(m) => m.FS.init(null, (byte) => { stdout(byte); if (byte === 10) lookForPictures(false); }, stderr)],
-    quit: (code) => { status = code; },
+    // exit(code): keep the code, and throw what emscripten would (an ExitStatus), which
+    // unwinds the program; a quit that returned would go on running after exit().
+    quit: (code, toThrow) => {
+      status = code;
+      throw toThrow;
+    },
   });
   const started = Date.now();
   try {

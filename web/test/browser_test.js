@@ -104,6 +104,7 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
 
   const url = "file://" + path.resolve(options.page);
   await page.goto(url, { waitUntil: "load" });
+  await page.waitForFunction(() => window.qkvReady === true, { timeout: 30000 });
   const build = await page.$eval("#build", (e) => e.textContent);
   check(/scalar kernels/.test(build) && /one thread/.test(build) && /qkv [0-9a-f]{7}/.test(build),
         `the page says which build it is: "${build.slice(0, 90)}…"`);
@@ -119,8 +120,8 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
                                { timeout: 600000, polling: 200 }, section, runs);
     return page.evaluate((s, p) => ({
       results: window.qkvResults[p],
-      status: document.querySelector(`${s} .status`).textContent,
-      pictures: document.querySelectorAll(`${s} .pictures figure`).length,
+      status: document.querySelector(`${s} .run-status`).textContent,
+      pictures: document.querySelectorAll(`${s} .run-pictures figure`).length,
       terminal: document.querySelector(`${s} pre.terminal`).textContent,
     }), section, program);
   }
@@ -128,7 +129,8 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
   for (const program of ["04_scoring_functions", "07_self_attention", "09_multi_head_attention"]) {
     const run = await runLesson(program, { "--seed": "0" });
     const native = readNative(program);
-    check(/^Finished in/.test(run.status) && run.terminal.includes(native.program),
+    const header = `Lesson ${String(native.lesson).padStart(2, "0")} · `;
+    check(/^Finished in/.test(run.status) && run.terminal.startsWith(header),
           `${program} ran in the page: "${run.status}"`);
     const svgs = native.pictures.filter((p) => p.file.endsWith(".svg")).length;
     check(run.pictures === svgs, `${program}: ${run.pictures} pictures shown, the native run drew ${svgs}`);
@@ -144,6 +146,7 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
     return page.$eval(selector, (p) => ({
       draws: Number(p.dataset.draws || 0),
       svg: [...p.querySelectorAll(".pictures svg")].map((s) => s.outerHTML).join(""),
+      values: p.querySelector("table.values") ? p.querySelector("table.values").textContent : "",
       note: p.querySelector(".status").textContent,
       error: p.querySelector(".status.error") ? p.querySelector(".status.error").textContent : null,
     }));
@@ -174,8 +177,9 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
     await waitDraws(selector, before.draws + 1);
     const after = await panelState(selector);
     const ms = /in (\d+) ms/.exec(after.note);
-    check(!after.error && after.svg.length > 0 && after.svg !== before.svg,
+    check(!after.error && after.svg.length > 0 && (after.svg !== before.svg || after.values !== before.values),
           `lesson ${change.lesson}'s ${change.panel} panel redrew after ${change.knob} = ${change.value}` +
+          (after.svg === before.svg ? " (its numbers)" : "") +
           (ms ? ` (${ms[1]} ms)` : "") + (after.error ? `: ${after.error}` : ""));
   }
   // A knob out of range gets the panel's error, not a broken page.
@@ -231,14 +235,37 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
   }
 
   // ---- screenshots ---------------------------------------------------------------------------
+  // Of a fresh page: lesson 04 run, each panel at a setting that shows its point.
   if (options.screenshots) {
     fs.mkdirSync(options.screenshots, { recursive: true });
-    await page.$eval("#lesson-04", (s) => s.scrollIntoView());
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => window.qkvReady === true, { timeout: 30000 });
+    await runLesson("04_scoring_functions");
+    const settings = [
+      ["02", "kernel", "w", "3"], ["04", "scoring", "valid_len", "3"], ["09", "heads", "num_heads", "4"],
+      ["10", "positional", "shift", "5"],
+    ];
+    for (const [lesson, panel, knob, value] of settings) {
+      const selector = `#lesson-${lesson} .panel[data-panel="${panel}"]`;
+      await page.$eval(selector, (p) => p.scrollIntoView());
+      await waitDraws(selector, 1);
+      const draws = (await panelState(selector)).draws;
+      await page.$eval(`${selector} [name="${knob}"]`, (control, v) => {
+        control.value = v;
+        control.dispatchEvent(new Event("input", { bubbles: true }));
+      }, value);
+      await waitDraws(selector, draws + 1);
+    }
+    const translate = `#lesson-08 .panel[data-panel="translate-8"]`;
+    await page.$eval(`${translate} input[name="sentence"]`, (input) => (input.value = "i'm home ."));
+    await page.click(`${translate} button`);
+    await waitDraws(translate, 1);
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(options.screenshots, "page.png") });
     for (const [name, selector] of [
       ["panel-kernel.png", "#lesson-02 .panel"], ["panel-scoring.png", "#lesson-04 .panel"],
       ["panel-heads.png", "#lesson-09 .panel"], ["panel-positional.png", "#lesson-10 .panel"],
-      ["panel-translate.png", "#lesson-08 .panel"], ["lesson-04-run.png", "#lesson-04"],
+      ["panel-translate.png", translate], ["lesson-04-run.png", "#lesson-04"],
     ]) {
       const element = await page.$(selector);
       await element.screenshot({ path: path.join(options.screenshots, name) });
