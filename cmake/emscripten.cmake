@@ -36,6 +36,11 @@ target_include_directories(nlohmann_json::nlohmann_json INTERFACE ${QKV_WEB_HEAD
 add_library(CLI11::CLI11 INTERFACE IMPORTED)
 target_include_directories(CLI11::CLI11 INTERFACE ${QKV_WEB_HEADERS})
 
+# WebAssembly's 128-bit SIMD (every browser since 2021, node 16.4): the
+# compiler vectorises the scalar kernels' plain loops where no sum has to be
+# reordered (gemm_rows's rows of running sums, the elementwise maps).
+add_compile_options(-msimd128)
+
 # qkv reports bad input by throwing qkv::Error, and the lessons catch it to
 # print it: emscripten leaves catching out unless asked.
 add_compile_options(-fexceptions)

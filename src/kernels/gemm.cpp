@@ -66,6 +66,36 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
   }
 }
 
+// Row i of C is a row of N running sums: for k in order, sums += op(A)[i, k] ·
+// op(B)[k, :]. Each C[i, j] is then gemm_reference's float: a sum that starts
+// at 0 and adds the same products in the same order (multiply-adds are not
+// fused in qkv's builds), then goes into C. The inner loop walks a row of
+// op(B), contiguous (a transposed B is copied into rows first), which a
+// compiler can vectorise without reordering any sum.
+void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+               int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  std::vector<float> b_rows;  // op(B) (K, N), when B is stored transposed
+  if (trans_b) {
+    b_rows.resize(static_cast<size_t>(K * N));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) b_rows[static_cast<size_t>(k * N + j)] = B[j * ldb + k];
+    B = b_rows.data();
+    ldb = N;
+  }
+  std::vector<float> sums(static_cast<size_t>(N));
+  for (int64_t i = 0; i < M; ++i) {
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float a = trans_a ? A[k * lda + i] : A[i * lda + k];
+      const float* b = B + k * ldb;
+      for (int64_t j = 0; j < N; ++j) sums[static_cast<size_t>(j)] += a * b[j];
+    }
+    float* c = C + i * ldc;
+    for (int64_t j = 0; j < N; ++j)
+      c[j] = accumulate ? c[j] + sums[static_cast<size_t>(j)] : sums[static_cast<size_t>(j)];
+  }
+}
+
 // ---- the SIMD GEMM (none in the scalar build: kernels/scalar.cpp) ----------------
 #ifndef QKV_SCALAR_KERNELS
 

@@ -1,7 +1,8 @@
 // The scalar build (CMake option QKV_SCALAR_KERNELS, for targets xsimd cannot
 // compile to, such as WebAssembly): every kernel is its reference twin, the
 // plain loop that defines it and that the tests hold the SIMD kernel equal
-// to. The SIMD kernels' files leave their SIMD code out of this build
+// to (GEMM: gemm_rows, the reference's floats read along rows). The SIMD
+// kernels' files leave their SIMD code out of this build
 // (#ifndef QKV_SCALAR_KERNELS), and nothing includes xsimd.
 //
 // Left out on purpose: threads. A twin is one loop on the calling thread.
@@ -31,16 +32,16 @@ void axpy(int64_t n, float alpha, const float* x, float* y) { axpy_reference(n, 
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  gemm_reference(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+  gemm_rows(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
-// One gemm_reference per matrix of the batch.
+// One gemm_rows per matrix of the batch.
 void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, const float* A,
                   const int64_t* a_offsets, int64_t lda, const float* B, const int64_t* b_offsets, int64_t ldb,
                   float* C, int64_t c_stride, int64_t ldc, bool accumulate) {
   for (int64_t i = 0; i < batch; ++i)
-    gemm_reference(trans_a, trans_b, M, N, K, A + a_offsets[i], lda, B + b_offsets[i], ldb, C + i * c_stride, ldc,
-                   accumulate);
+    gemm_rows(trans_a, trans_b, M, N, K, A + a_offsets[i], lda, B + b_offsets[i], ldb, C + i * c_stride, ldc,
+              accumulate);
 }
 
 // ---- gru.hpp ---------------------------------------------------------------------

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -297,4 +299,31 @@ TEST_CASE("kernels/gemm_batched: empty sizes") {
   gemm_batched(false, false, 1, 0, 2, 3, nothing, at, 3, nothing, at, 2, D, 2, 2, false);
   CHECK(D[0] == 7);
   CHECK(D[1] == 7);
+}
+
+// gemm_rows is the scalar build's gemm: the reference's sums in a row-wise
+// order, so the same floats exactly (each C[i, j] sums the same products in
+// the same k order from 0).
+TEST_CASE("kernels/gemm_rows: gemm_reference's floats bit for bit") {
+  uint32_t seed = 7;
+  for (bool trans_a : {false, true})
+    for (bool trans_b : {false, true})
+      for (bool accumulate : {false, true})
+        for (const std::array<int64_t, 3>& size :
+             {std::array<int64_t, 3>{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {8, 1, 40}, {2, 64, 3}}) {
+          const int64_t M = size[0], N = size[1], K = size[2];
+          CAPTURE(trans_a);
+          CAPTURE(trans_b);
+          CAPTURE(accumulate);
+          CAPTURE(M);
+          CAPTURE(N);
+          CAPTURE(K);
+          const int64_t lda = (trans_a ? M : K) + 2, ldb = (trans_b ? K : N) + 3, ldc = N + 1;
+          const std::vector<float> A = random_vector(static_cast<size_t>((trans_a ? K : M) * lda), ++seed);
+          const std::vector<float> B = random_vector(static_cast<size_t>((trans_b ? N : K) * ldb), ++seed);
+          std::vector<float> expected = random_vector(static_cast<size_t>(M * ldc), ++seed), got = expected;
+          gemm_reference(trans_a, trans_b, M, N, K, A.data(), lda, B.data(), ldb, expected.data(), ldc, accumulate);
+          gemm_rows(trans_a, trans_b, M, N, K, A.data(), lda, B.data(), ldb, got.data(), ldc, accumulate);
+          CHECK(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)) == 0);
+        }
 }

@@ -5,6 +5,8 @@
 // was wrong (the flag, the file), and never leave results.json behind.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "run_lesson.hpp"
 
 using qkv::lesson_test::read_text;
@@ -55,6 +57,9 @@ TEST_CASE("lesson flags/bad values are refused with the flag's name, before the 
       {"03_parametric_pooling", "--lr ''", "--lr: '' is not a number"},
       {"03_parametric_pooling", "--lr 0.1x", "--lr: '0.1x' is not a number"},
       {"03_parametric_pooling", "--lr 1e39", "--lr: 1e39 is out of a float's range"},
+      {"03_parametric_pooling", "--lr 1e-50", "--lr: 1e-50 is out of a float's range"},
+      {"03_parametric_pooling", "--lr ' 0.5'", "--lr: ' 0.5' is not a number"},
+      {"03_parametric_pooling", "--lr +0.5", "--lr: '+0.5' is not a number"},
       {"08_seq2seq_attention", "--lr -inf", "--lr: -inf is not a finite number"},
       {"08_seq2seq_attention", "--data ''", "--data: an empty path"},
       {"11_transformer", "--num-steps 99999999999999999999",
@@ -175,4 +180,30 @@ TEST_CASE("lesson flags/training stops at the first loss that is not finite") {
     CHECK_FALSE(fs::exists(dir.path / "out" / "results.json"));
     CHECK(read_text(dir.path / "out" / "unfinished.txt").find("error: training stopped at ") != std::string::npos);
   }
+}
+
+TEST_CASE("lesson flags/--describe lists the lesson and every number flag --help lists, with its default") {
+  TempDir dir("lesson_flags_describe");
+  const qkv::lesson_test::Run described = run_into(dir, "03_parametric_pooling", "--describe");
+  const qkv::lesson_test::Run help = run_program("03_parametric_pooling", "--help", dir.path);
+  CAPTURE(described.output);
+  REQUIRE(described.status == 0);
+  CHECK_FALSE(fs::exists(dir.path / "out"));  // it runs nothing
+  const nlohmann::json lesson = nlohmann::json::parse(described.output);
+  CHECK(lesson["number"] == 3);
+  CHECK(lesson["program"] == "03_parametric_pooling");
+  CHECK(lesson["title"] == "parametric attention pooling");
+  // --help is CLI11's own listing: "--epochs INT=5", "--lr FLOAT=0.5", "--seed UINT=0".
+  std::vector<std::string> flags;
+  for (const nlohmann::json& flag : lesson["flags"]) {
+    const std::string name = flag["flag"], type = flag["type"];
+    flags.push_back(name);
+    const std::string shown = type == "seed" ? "UINT" : type == "int" ? "INT" : "FLOAT";
+    const std::string value = type == "float" ? fmt::format("{}", flag["default"].get<float>())
+                                              : std::to_string(flag["default"].get<int64_t>());
+    CAPTURE(name);
+    CHECK(help.output.find(fmt::format("{} {}={}", name, shown, value)) != std::string::npos);
+    CHECK(help.output.find(flag["help"].get<std::string>()) != std::string::npos);
+  }
+  CHECK(flags == std::vector<std::string>{"--seed", "--n-train", "--epochs", "--lr"});
 }

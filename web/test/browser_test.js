@@ -82,6 +82,7 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
+    protocolTimeout: 0,  // a training lesson runs minutes in the page: each wait has its own timeout
     // As root (CI, containers) Chromium refuses to start without --no-sandbox.
     args: [...(process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu"],
   });
