@@ -84,7 +84,9 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
     headless: true,
     protocolTimeout: 0,  // a training lesson runs minutes in the page: each wait has its own timeout
     // As root (CI, containers) Chromium refuses to start without --no-sandbox.
-    args: [...(process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu"],
+    // A container's /dev/shm is often 64 MB, too small for Chromium's shared memory: it uses /tmp then.
+    args: [...(process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu",
+           "--disable-dev-shm-usage"],
   });
   const page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 900 });
