@@ -66,12 +66,15 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
   }
 }
 
-// Row i of C is a row of N running sums: for k in order, sums += op(A)[i, k] ·
-// op(B)[k, :]. Each C[i, j] is then gemm_reference's float: a sum that starts
-// at 0 and adds the same products in the same order (multiply-adds are not
-// fused in qkv's builds), then goes into C. The inner loop walks a row of
-// op(B), contiguous (a transposed B is copied into rows first), which a
-// compiler can vectorise without reordering any sum.
+// Every C[i, j] is gemm_reference's float: a sum that starts at 0 and adds
+// op(A)[i, k] · op(B)[k, j] for k in order (multiply-adds are not fused in
+// qkv's builds), then goes into C. Only the order of the loops differs, so
+// that memory is read along rows and a compiler can vectorise without
+// reordering any sum. A tile of 4 rows × 8 columns of C keeps its 32 sums in
+// registers while k runs: each k reads 8 floats of a row of op(B) and the 4
+// rows' values of op(A), packed side by side for the tile's rows first. The
+// edges that fill no tile keep a row of running sums instead. A transposed B
+// is first copied into rows.
 void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   std::vector<float> b_rows;  // op(B) (K, N), when B is stored transposed
@@ -82,18 +85,45 @@ void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
     B = b_rows.data();
     ldb = N;
   }
+  auto a_at = [&](int64_t i, int64_t k) { return trans_a ? A[k * lda + i] : A[i * lda + k]; };
+  auto store = [&](int64_t i, int64_t j, float sum) {
+    float& c = C[i * ldc + j];
+    c = accumulate ? c + sum : sum;
+  };
+  // Row i, columns [j0, N): a row of running sums.
   std::vector<float> sums(static_cast<size_t>(N));
-  for (int64_t i = 0; i < M; ++i) {
-    std::fill(sums.begin(), sums.end(), 0.0f);
+  auto row = [&](int64_t i, int64_t j0) {
+    std::fill(sums.begin() + j0, sums.end(), 0.0f);
     for (int64_t k = 0; k < K; ++k) {
-      const float a = trans_a ? A[k * lda + i] : A[i * lda + k];
+      const float a = a_at(i, k);
       const float* b = B + k * ldb;
-      for (int64_t j = 0; j < N; ++j) sums[static_cast<size_t>(j)] += a * b[j];
+      for (int64_t j = j0; j < N; ++j) sums[static_cast<size_t>(j)] += a * b[j];
     }
-    float* c = C + i * ldc;
-    for (int64_t j = 0; j < N; ++j)
-      c[j] = accumulate ? c[j] + sums[static_cast<size_t>(j)] : sums[static_cast<size_t>(j)];
+    for (int64_t j = j0; j < N; ++j) store(i, j, sums[static_cast<size_t>(j)]);
+  };
+  constexpr int R = 4, W = 8;
+  std::vector<float> a_panel(static_cast<size_t>(K * R));  // a_panel[k·R + r] = op(A)[i + r, k]
+  int64_t i = 0;
+  for (; i + R <= M; i += R) {
+    for (int64_t k = 0; k < K; ++k)
+      for (int r = 0; r < R; ++r) a_panel[static_cast<size_t>(k * R + r)] = a_at(i + r, k);
+    int64_t j = 0;
+    for (; j + W <= N; j += W) {
+      float tile[R][W] = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const float* a = a_panel.data() + k * R;
+        float b[W];
+        for (int w = 0; w < W; ++w) b[w] = B[k * ldb + j + w];
+        for (int r = 0; r < R; ++r)
+          for (int w = 0; w < W; ++w) tile[r][w] += a[r] * b[w];
+      }
+      for (int r = 0; r < R; ++r)
+        for (int w = 0; w < W; ++w) store(i + r, j + w, tile[r][w]);
+    }
+    if (j < N)
+      for (int r = 0; r < R; ++r) row(i + r, j);
   }
+  for (; i < M; ++i) row(i, 0);
 }
 
 // ---- the SIMD GEMM (none in the scalar build: kernels/scalar.cpp) ----------------

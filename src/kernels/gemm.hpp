@@ -36,8 +36,9 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
 
 // gemm_reference's floats, bit for bit, with the loops turned so that memory
-// is read along rows: the scalar build's gemm (kernels/scalar.cpp), many
-// times faster than the triple loop, whose inner loop strides down B.
+// is read along rows, in tiles of C: the scalar build's gemm
+// (kernels/scalar.cpp), many times faster than the triple loop, whose inner
+// loop strides down B.
 void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                int64_t ldb, float* C, int64_t ldc, bool accumulate);
 

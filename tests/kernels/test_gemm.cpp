@@ -302,15 +302,21 @@ TEST_CASE("kernels/gemm_batched: empty sizes") {
 }
 
 // gemm_rows is the scalar build's gemm: the reference's sums in a row-wise
-// order, so the same floats exactly (each C[i, j] sums the same products in
-// the same k order from 0).
+// order, in 4 × 8 tiles with rows of running sums at the edges, so the same
+// floats exactly (each C[i, j] sums the same products in the same k order
+// from 0). The sizes make whole tiles, edges of rows and of columns, and none.
 TEST_CASE("kernels/gemm_rows: gemm_reference's floats bit for bit") {
   uint32_t seed = 7;
   for (bool trans_a : {false, true})
     for (bool trans_b : {false, true})
       for (bool accumulate : {false, true})
-        for (const std::array<int64_t, 3>& size :
-             {std::array<int64_t, 3>{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {8, 1, 40}, {2, 64, 3}}) {
+        for (const std::array<int64_t, 3>& size : {std::array<int64_t, 3>{1, 1, 1},
+                                                   {3, 5, 7},
+                                                   {17, 33, 9},
+                                                   {8, 1, 40},
+                                                   {2, 64, 3},
+                                                   {4, 8, 5},
+                                                   {9, 21, 11}}) {
           const int64_t M = size[0], N = size[1], K = size[2];
           CAPTURE(trans_a);
           CAPTURE(trans_b);
