@@ -78,8 +78,18 @@ function compareResults(page, native) {
 const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.native, program, "results.json"), "utf8"));
 
 // ---- the page ----------------------------------------------------------------------------
+// Chromium 156 headless here sometimes exits mid-run (about one run in four, at any
+// step, with no crash report). The test then ends killed by its own SIGKILL (status
+// 137), which ./qkv.sh web-test runs again; a failed check is status 1 and is not.
+// (process.exit would run puppeteer's exit handler, which waits on the dead browser.)
+let browser = null;
+function chromiumGone() {
+  console.error("browser_test.js: Chromium exited during the test (not a failed check)");
+  process.kill(process.pid, "SIGKILL");
+}
+
 (async () => {
-  const browser = await puppeteer.launch({
+  browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
     protocolTimeout: 0,  // a training lesson runs minutes in the page: each wait has its own timeout
@@ -88,6 +98,10 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
     // No network: every http(s) request goes to a proxy at a closed port, and fails.
     args: [...(process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu",
            "--disable-dev-shm-usage", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"],
+  });
+  let finished = false;
+  browser.on("disconnected", () => {
+    if (!finished) chromiumGone();
   });
   const page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 900 });
@@ -291,10 +305,12 @@ const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.nat
 
   check(network.length === 0, `no request left the computer${network.length ? `: ${network.slice(0, 3).join(", ")}` : ""}`);
   check(consoleErrors.length === 0, `no error in the browser's console${consoleErrors.length ? `: ${consoleErrors.slice(0, 3).join(" | ")}` : ""}`);
+  finished = true;
   await browser.close();
   console.log(failures.length ? `\n${failures.length} check(s) failed` : "\nevery check passed");
   process.exit(failures.length ? 1 : 0);
 })().catch((error) => {
+  if (browser && !browser.connected) chromiumGone();  // an error because Chromium went away
   console.error(`browser_test.js: ${error.stack || error}`);
   process.exit(1);
 });
