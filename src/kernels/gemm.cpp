@@ -86,8 +86,9 @@ void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
     ldb = N;
   }
   auto a_at = [&](int64_t i, int64_t k) { return trans_a ? A[k * lda + i] : A[i * lda + k]; };
+  float* const out = C;  // written through store
   auto store = [&](int64_t i, int64_t j, float sum) {
-    float& c = C[i * ldc + j];
+    float& c = out[i * ldc + j];
     c = accumulate ? c + sum : sum;
   };
   // Row i, columns [j0, N): a row of running sums.
