@@ -102,27 +102,27 @@ void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
     }
     for (int64_t j = j0; j < N; ++j) store(i, j, sums[static_cast<size_t>(j)]);
   };
-  constexpr int R = 4, W = 8;
-  std::vector<float> a_panel(static_cast<size_t>(K * R));  // a_panel[k·R + r] = op(A)[i + r, k]
+  constexpr int TR = 4, TW = 8;                             // the tile: TR rows × TW columns of C
+  std::vector<float> a_panel(static_cast<size_t>(K * TR));  // a_panel[k·TR + r] = op(A)[i + r, k]
   int64_t i = 0;
-  for (; i + R <= M; i += R) {
+  for (; i + TR <= M; i += TR) {
     for (int64_t k = 0; k < K; ++k)
-      for (int r = 0; r < R; ++r) a_panel[static_cast<size_t>(k * R + r)] = a_at(i + r, k);
+      for (int r = 0; r < TR; ++r) a_panel[static_cast<size_t>(k * TR + r)] = a_at(i + r, k);
     int64_t j = 0;
-    for (; j + W <= N; j += W) {
-      float tile[R][W] = {};
+    for (; j + TW <= N; j += TW) {
+      float tile[TR][TW] = {};
       for (int64_t k = 0; k < K; ++k) {
-        const float* a = a_panel.data() + k * R;
-        float b[W];
-        for (int w = 0; w < W; ++w) b[w] = B[k * ldb + j + w];
-        for (int r = 0; r < R; ++r)
-          for (int w = 0; w < W; ++w) tile[r][w] += a[r] * b[w];
+        const float* a = a_panel.data() + k * TR;
+        float b[TW];
+        for (int w = 0; w < TW; ++w) b[w] = B[k * ldb + j + w];
+        for (int r = 0; r < TR; ++r)
+          for (int w = 0; w < TW; ++w) tile[r][w] += a[r] * b[w];
       }
-      for (int r = 0; r < R; ++r)
-        for (int w = 0; w < W; ++w) store(i + r, j + w, tile[r][w]);
+      for (int r = 0; r < TR; ++r)
+        for (int w = 0; w < TW; ++w) store(i + r, j + w, tile[r][w]);
     }
     if (j < N)
-      for (int r = 0; r < R; ++r) row(i + r, j);
+      for (int r = 0; r < TR; ++r) row(i + r, j);
   }
   for (; i < M; ++i) row(i, 0);
 }

@@ -95,7 +95,9 @@ TEST_CASE("lesson support/translation model: a saved model loads to the same num
     // Every weight, bit for bit.
     const StateDict before = saved.model->state_dict(), after = loaded.model->state_dict();
     REQUIRE(before.size() == after.size());
-    for (const auto& [name, t] : before) {
+    for (const auto& entry : before) {
+      const std::string& name = entry.first;  // not a structured binding: INFO captures it in a lambda (clang 14)
+      const Tensor& t = entry.second;
       INFO(name);
       REQUIRE(after.count(name) == 1);
       CHECK(after.at(name).to_vector() == t.to_vector());

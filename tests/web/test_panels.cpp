@@ -259,7 +259,8 @@ TEST_CASE("web/heads: lesson 09's weights at 5 heads, and every head from its sa
 // ---- positional --------------------------------------------------------------------
 
 TEST_CASE("web/positional: P from the formula, and R(δ)·P[i] = P[i+δ] for every δ") {
-  for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{60, 32}, {64, 64}, {1000, 4}, {7, 2}}) {
+  for (const auto& size : std::vector<std::pair<int64_t, int64_t>>{{60, 32}, {64, 64}, {1000, 4}, {7, 2}}) {
+    const int64_t n = size.first, d = size.second;  // not a structured binding: CAPTURE takes it into a lambda (clang 14)
     CAPTURE(n);
     CAPTURE(d);
     for (int64_t shift = 0; shift < n; shift += (n > 100 ? 97 : 1)) {
@@ -371,7 +372,8 @@ TEST_CASE("web/run_panel: every bad request is an {\"error\"} naming the field a
       {R"({"panel": "positional", "shift": 60})", "positional: shift must be 0 to positions - 1 = 59, got 60"},
       {R"({"panel": "positional", "shift": -1})", "got -1"},
   };
-  for (const auto& [request, fragment] : rows) {
+  for (const auto& row : rows) {
+    const std::string &request = row.first, &fragment = row.second;  // CAPTURE takes request into a lambda (clang 14)
     CAPTURE(request);
     json answer;
     REQUIRE_NOTHROW(answer = json::parse(web::run_panel(request)));
