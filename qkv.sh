@@ -295,15 +295,7 @@ case "${1:-}" in
       build/release/lessons/$lesson >/dev/null
     done
     (cd web/test && npm ci --no-audit --no-fund --loglevel=error)
-    # Status 137: Chromium itself exited mid-run (it does, now and then, headless here) and the
-    # test killed itself: again, five runs at most. A failed check (status 1) is not run again.
-    for attempt in 1 2 3 4 5; do
-      status=0
-      node web/test/browser_test.js --page out/web/index.html --native out/lessons "${@:2}" || status=$?
-      [ "$status" -eq 137 ] && [ "$attempt" -lt 5 ] || break
-      echo "qkv: Chromium exited during the browser test; running it again"
-    done
-    exit "$status"
+    node web/test/browser_test.js --page out/web/index.html --native out/lessons "${@:2}"
     ;;
   *)
     sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'

@@ -78,20 +78,27 @@ function compareResults(page, native) {
 const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.native, program, "results.json"), "utf8"));
 
 // ---- the page ----------------------------------------------------------------------------
-// Chromium 156 headless here sometimes exits mid-run (about one run in four, at any
-// step, with no crash report). The test then ends killed by its own SIGKILL (status
-// 137), which ./qkv.sh web-test runs again; a failed check is status 1 and is not.
-// (process.exit would run puppeteer's exit handler, which waits on the dead browser.)
-let browser = null;
+// If Chromium goes away mid-test, the test says so and ends with status 3. A signal
+// (a timeout's SIGTERM, ^C) kills Chromium and says that instead, status 1: left to
+// puppeteer, it would close Chromium and read as the first.
+let browser = null, finished = false;
 function chromiumGone() {
-  console.error("browser_test.js: Chromium exited during the test (not a failed check)");
-  process.kill(process.pid, "SIGKILL");
+  console.error("browser_test.js: Chromium exited during the test");
+  process.exit(3);
 }
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
+  process.on(signal, () => {
+    finished = true;
+    console.error(`browser_test.js: stopped by ${signal}`);
+    if (browser && browser.process()) browser.process().kill("SIGKILL");
+    process.exit(1);
+  });
 
 (async () => {
   browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
+    handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,  // the handlers above
     protocolTimeout: 0,  // a training lesson runs minutes in the page: each wait has its own timeout
     // As root (CI, containers) Chromium refuses to start without --no-sandbox.
     // A container's /dev/shm is often 64 MB, too small for Chromium's shared memory: it uses /tmp then.
@@ -99,7 +106,6 @@ function chromiumGone() {
     args: [...(process.getuid && process.getuid() === 0 ? ["--no-sandbox"] : []), "--disable-gpu",
            "--disable-dev-shm-usage", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"],
   });
-  let finished = false;
   browser.on("disconnected", () => {
     if (!finished) chromiumGone();
   });
@@ -124,13 +130,18 @@ function chromiumGone() {
   check(/scalar kernels/.test(build) && /one thread/.test(build) && /qkv [0-9a-f]{7}/.test(build),
         `the page says which build it is: "${build.slice(0, 90)}…"`);
 
+  // Presses a button through the DOM, not with the mouse at its coordinates: a panel that
+  // comes into view draws (IntersectionObserver) and moves what is below it, which could
+  // move a button between puppeteer computing where it is and clicking there.
+  const press = (selector) => page.$eval(selector, (button) => button.click());
+
   // Runs lesson `program` in the page with `flags` ({"--seed": "0"}); returns its results.json and time.
   async function runLesson(program, flags = {}) {
     const section = `section[data-program="${program}"]`;
     const runs = await page.$eval(section, (s) => Number(s.dataset.runs || 0));
     for (const [flag, value] of Object.entries(flags))
       await page.$eval(`${section} form.flags input[name="${flag}"]`, (input, v) => (input.value = v), value);
-    await page.click(`${section} form.flags button`);
+    await press(`${section} form.flags button`);
     await page.waitForFunction((s, n) => Number(document.querySelector(s).dataset.runs || 0) > n,
                                { timeout: 600000, polling: 200 }, section, runs);
     return page.evaluate((s, p) => ({
@@ -148,7 +159,8 @@ function chromiumGone() {
     check(/^Finished in/.test(run.status) && run.terminal.startsWith(header),
           `${program} ran in the page: "${run.status}"`);
     const svgs = native.pictures.filter((p) => p.file.endsWith(".svg")).length;
-    check(run.pictures === svgs, `${program}: ${run.pictures} pictures shown, the native run drew ${svgs}`);
+    const pictures = (n) => `${n} picture${n === 1 ? "" : "s"}`;
+    check(run.pictures === svgs, `${program}: ${pictures(run.pictures)} shown, the native run drew ${svgs}`);
     const c = compareResults(run.results, native);
     check(c.problems.length === 0 && native.seed === 0 && run.results.seed === 0,
           `${program} at seed 0: ${c.count} values as native's, the largest difference ${c.worst.toExponential(1)}` +
@@ -231,7 +243,7 @@ function chromiumGone() {
       const expected = native[`d2l_${k}_translation`];
       const draws = (await panelState(selector)).draws;
       await page.$eval(`${selector} input[name="sentence"]`, (input, s) => (input.value = s), sentence);
-      await page.click(`${selector} button`);
+      await press(`${selector} button`);
       await waitDraws(selector, draws + 1);
       const shown = await page.$eval(`${selector} .translation`, (p) => p.dataset.translation);
       const picture = await page.$$eval(`${selector} .pictures svg rect.cell`, (cells) => cells.length);
@@ -243,7 +255,7 @@ function chromiumGone() {
     const selector = `#lesson-08 .panel[data-panel="translate-8"]`;
     const draws = (await panelState(selector)).draws;
     await page.$eval(`${selector} input[name="sentence"]`, (input) => (input.value = "go zorblax ."));
-    await page.click(`${selector} button`);
+    await press(`${selector} button`);
     await waitDraws(selector, draws + 1);
     const shown = await page.$eval(`${selector} .translation`, (p) => p.textContent);
     check(shown.startsWith("go <unk> ."), `a word outside the vocabulary is read as <unk>: "${shown}"`);
@@ -273,7 +285,7 @@ function chromiumGone() {
     }
     const translate = `#lesson-08 .panel[data-panel="translate-8"]`;
     await page.$eval(`${translate} input[name="sentence"]`, (input) => (input.value = "i'm home ."));
-    await page.click(`${translate} button`);
+    await press(`${translate} button`);
     await waitDraws(translate, 1);
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(options.screenshots, "page.png") });
