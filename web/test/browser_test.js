@@ -17,7 +17,7 @@
 //        [--screenshots docs/web]   the page and each live panel, as PNG
 //        [--time-all BUILD/lessons] every lesson timed in the page and natively (a Markdown table)
 //
-// Exits 1 with the list of what failed. ./qkv.sh web-test runs it.
+// Exits 1 with the list of what failed, 3 if Chromium went away. ./qkv.sh web-test runs it.
 "use strict";
 const fs = require("fs");
 const path = require("path");
