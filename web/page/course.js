@@ -241,14 +241,16 @@ const livePanels = [
   },
 ];
 
-let panelsCall = null;  // qkv_panel(request) of the one instance of programs/panels.js
+// qkv_panel(request) of the one instance of programs/panels.js, once it is loaded: one
+// promise, which every panel's first draw waits on (they start together).
+let panelsCall = null;
 async function callPanel(request) {
-  if (!panelsCall) {
-    await loadProgram("panels");
-    const instance = await programs.panels()({});
-    panelsCall = instance.cwrap("qkv_panel", "string", ["string"]);
-  }
-  return JSON.parse(panelsCall(JSON.stringify(request)));
+  if (!panelsCall)
+    panelsCall = loadProgram("panels")
+                     .then(() => programs.panels()({}))
+                     .then((instance) => instance.cwrap("qkv_panel", "string", ["string"]));
+  const call = await panelsCall;
+  return JSON.parse(call(JSON.stringify(request)));
 }
 
 function formatValue(value) {
@@ -344,13 +346,9 @@ function panelElement(spec) {
     control.value = String(value);
     control.dispatchEvent(new Event("input"));
   };
-  const observer = new IntersectionObserver((entries) => {  // drawn first when it comes into view
-    if (entries.some((e) => e.isIntersecting)) {
-      observer.disconnect();
-      redraw();
-    }
-  });
-  observer.observe(element);
+  // Drawn first as soon as the page is built, not when it comes into view: a first draw
+  // makes the panel taller, which would move a Run button the learner is about to press.
+  setTimeout(redraw);
   return element;
 }
 

@@ -130,9 +130,9 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
   check(/scalar kernels/.test(build) && /one thread/.test(build) && /qkv [0-9a-f]{7}/.test(build),
         `the page says which build it is: "${build.slice(0, 90)}…"`);
 
-  // Presses a button through the DOM, not with the mouse at its coordinates: a panel that
-  // comes into view draws (IntersectionObserver) and moves what is below it, which could
-  // move a button between puppeteer computing where it is and clicking there.
+  // Presses a button through the DOM, not with the mouse at its coordinates: whatever
+  // moves the page (a panel drawing above it, a picture appearing) between puppeteer
+  // computing where the button is and clicking there would make the click miss.
   const press = (selector) => page.$eval(selector, (button) => button.click());
 
   // Runs lesson `program` in the page with `flags` ({"--seed": "0"}); returns its results.json and time.
@@ -168,7 +168,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
   }
 
   // ---- the live panels ---------------------------------------------------------------------
-  // Each panel: drawn once it is in view, then a knob moved and drawn again, differently.
+  // Each panel: drawn once the page is built, then a knob moved and drawn again, differently.
   async function panelState(selector) {
     return page.$eval(selector, (p) => ({
       draws: Number(p.dataset.draws || 0),
