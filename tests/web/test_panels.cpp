@@ -260,8 +260,8 @@ TEST_CASE("web/heads: lesson 09's weights at 5 heads, and every head from its sa
 
 TEST_CASE("web/positional: P from the formula, and R(δ)·P[i] = P[i+δ] for every δ") {
   for (const auto& size : std::vector<std::pair<int64_t, int64_t>>{{60, 32}, {64, 64}, {1000, 4}, {7, 2}}) {
-    const int64_t n = size.first,
-                  d = size.second;  // not a structured binding: CAPTURE takes it into a lambda (clang 14)
+    // Not a structured binding: CAPTURE takes n and d into a lambda, which clang 14 refuses.
+    const int64_t n = size.first, d = size.second;
     CAPTURE(n);
     CAPTURE(d);
     for (int64_t shift = 0; shift < n; shift += (n > 100 ? 97 : 1)) {

@@ -405,8 +405,7 @@ function buildLine() {
   const b = course.build;
   return `This page runs qkv ${b.commit} (built ${b.date}) compiled to WebAssembly by emscripten ${b.emscripten}: ` +
          "scalar kernels (plain loops, no hand-written SIMD), one thread. The native build is several times " +
-         "faster; " +
-         "the numbers are the same to within float rounding (docs/web.md).";
+         "faster; the numbers are the same to within float rounding (docs/web.md).";
 }
 
 document.getElementById("build").textContent = buildLine();
