@@ -5,5 +5,7 @@
 #include <qkv/viz/color.hpp>
 #include <qkv/viz/graph.hpp>
 #include <qkv/viz/heatmap.hpp>
+#include <qkv/viz/model_summary.hpp>
+#include <qkv/viz/model_trace.hpp>
 #include <qkv/viz/plot.hpp>
 #include <qkv/viz/xml.hpp>

@@ -69,6 +69,7 @@ AdditiveAttention::AdditiveAttention(int64_t key_size, int64_t query_size, int64
 
 Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                   const IntTensor& valid_lens) {
+  TraceScope trace(*this, {queries, keys, values, valid_lens});
   check_inputs("AdditiveAttention", queries, keys, values, valid_lens);
   check_last_dim("AdditiveAttention", "queries", queries, W_q->in_features, "query_size");
   check_last_dim("AdditiveAttention", "keys", keys, W_k->in_features, "key_size");
@@ -79,7 +80,7 @@ Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, con
   Tensor scores = (*w_v)(features).squeeze(-1);                // (B, Q, K, 1) -> (B, Q, K)
   Tensor weights = masked_softmax(scores, valid_lens);         // (B, Q, K), rows sum to 1
   store_weights(weights_mutex_, attention_weights, weights);
-  return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
+  return trace.output(bmm((*dropout)(weights), values));  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }
 
 // --- scaled dot-product attention -------------------------------------------------
@@ -90,6 +91,7 @@ DotProductAttention::DotProductAttention(float dropout, Generator& gen) {
 
 Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                     const IntTensor& valid_lens) {
+  TraceScope trace(*this, {queries, keys, values, valid_lens});
   check_inputs("DotProductAttention", queries, keys, values, valid_lens);
   // queries and keys must have one size d: bmm checks it (its inner sizes) and names both shapes.
   const float d = static_cast<float>(queries.size(-1));
@@ -97,7 +99,7 @@ Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, c
   Tensor scores = bmm(queries, keys, {.transpose_b = true}) / std::sqrt(d);  // (B, Q, d) x (B, K, d)ᵀ -> (B, Q, K)
   Tensor weights = masked_softmax(scores, valid_lens);                       // (B, Q, K), rows sum to 1
   store_weights(weights_mutex_, attention_weights, weights);
-  return bmm((*dropout)(weights), values);  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
+  return trace.output(bmm((*dropout)(weights), values));  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)
 }
 
 // --- multi-head attention ---------------------------------------------------------
@@ -146,6 +148,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t num_hiddens, int64_t num_heads, f
 
 Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                    const IntTensor& valid_lens) {
+  TraceScope trace(*this, {queries, keys, values, valid_lens});
   check_inputs("MultiHeadAttention", queries, keys, values, valid_lens);
   check_last_dim("MultiHeadAttention", "queries", queries, query_size, "query_size");
   check_last_dim("MultiHeadAttention", "keys", keys, key_size, "key_size");
@@ -158,7 +161,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   // (B) -> (B·h), (B, Q) -> (B·h, Q)
   IntTensor lens = valid_lens.defined() ? repeat_interleave(valid_lens, num_heads, 0) : IntTensor();
   Tensor out = (*attention)(q, k, v, lens);         // (B·h, Q, H/h): all heads in one bmm
-  return (*W_o)(transpose_output(out, num_heads));  // (B, Q, H) -> (B, Q, H)
+  return trace.output((*W_o)(transpose_output(out, num_heads)));  // (B, Q, H) -> (B, Q, H)
 }
 
 const Tensor& MultiHeadAttention::attention_weights() const {

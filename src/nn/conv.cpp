@@ -38,8 +38,9 @@ Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, i
 
 // (N, in_channels, L) -> (N, out_channels, L_out)
 Tensor Conv1d::forward(const Tensor& x) const {
+  TraceScope trace(*this, {x});
   if (!x.defined()) fail("Conv1d: x is an undefined tensor");
-  return conv1d(x, weight, bias, stride, padding, dilation);  // (B, C_in, L) -> (B, C_out, L_out)
+  return trace.output(conv1d(x, weight, bias, stride, padding, dilation));  // (B, C_in, L) -> (B, C_out, L_out)
 }
 
 // As PyTorch prints it: stride always, padding, dilation and bias only when not the default.

@@ -17,9 +17,10 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& g
 }
 
 Tensor Embedding::forward(const IntTensor& ids) const {
+  TraceScope trace(*this, {ids});
   if (!ids.defined()) fail("Embedding: ids is an undefined IntTensor");
   // The op checks every id against the weight's rows (num_embeddings) and names the id.
-  return embedding(ids, weight);  // (…) -> (…, D)
+  return trace.output(embedding(ids, weight));  // (…) -> (…, D)
 }
 
 std::string Embedding::extra_repr() const { return fmt::format("{}, {}", num_embeddings, embedding_dim); }

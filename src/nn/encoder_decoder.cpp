@@ -24,12 +24,13 @@ EncoderDecoder::EncoderDecoder(std::shared_ptr<Encoder> encoder, std::shared_ptr
 // Teacher forcing (d2l 10.7.4): the decoder reads the true target shifted by
 // one (bos, y_1, …, y_{S-1}) and predicts y_1 … y_S, all S steps in one call.
 Tensor EncoderDecoder::forward(const IntTensor& enc_X, const IntTensor& dec_X, const IntTensor& enc_valid_lens) {
+  TraceScope trace(*this, {enc_X, dec_X, enc_valid_lens});
   if (enc_X.dim() != 2 || dec_X.dim() != 2 || enc_X.size(0) != dec_X.size(0))
     fail("EncoderDecoder: enc_X {} and dec_X {} must be (batch, steps) with the same batch", enc_X.shape(),
          dec_X.shape());
   EncoderOutput enc = encoder->forward(enc_X, enc_valid_lens);  // (B, T) -> (B, T, H)
   DecoderState state = decoder->init_state(enc, enc_valid_lens);
-  return decoder->forward(dec_X, state);  // (B, S) -> (B, S, V)
+  return trace.output(decoder->forward(dec_X, state));  // (B, S) -> (B, S, V)
 }
 
 namespace {

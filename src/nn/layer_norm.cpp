@@ -25,8 +25,9 @@ LayerNorm::LayerNorm(Shape normalized_shape, float eps, bool elementwise_affine)
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
+  TraceScope trace(*this, {x});
   // The op checks that x ends in normalized_shape, and names both.
-  return layer_norm(x, normalized_shape, weight, bias, eps);  // (…, *normalized_shape) -> same
+  return trace.output(layer_norm(x, normalized_shape, weight, bias, eps));  // (…, *normalized_shape) -> same
 }
 
 std::string LayerNorm::extra_repr() const {

@@ -27,7 +27,10 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& 
   register_parameter("bias", this->bias, b);
 }
 
-Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }  // (…, in) -> (…, out)
+Tensor Linear::forward(const Tensor& x) const {
+  TraceScope trace(*this, {x});
+  return trace.output(linear(x, weight, bias));  // (…, in) -> (…, out)
+}
 
 std::string Linear::extra_repr() const {
   return fmt::format("in_features={}, out_features={}, bias={}", in_features, out_features,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 #include <memory>
 
 namespace qkv::nn {
@@ -218,6 +219,182 @@ void ModuleList::wrong_type(size_t i, const std::type_info& requested) const {
                                                   std::free);
   fail("ModuleList::at: module {} is a {}, not a {}", i, (*this)[i]->type_name(),
        status == 0 && readable ? readable.get() : requested.name());
+}
+
+}  // namespace qkv::nn
+
+// --- tracing ------------------------------------------------------------------------
+namespace qkv::nn {
+namespace detail {
+
+// One trace under way: the record, the open calls (innermost last), and
+// where each module of the model sits, to name it and to place a module
+// whose forward opens no scope between its traced parent and child.
+class Tracer {
+ public:
+  explicit Tracer(const Module& model) : model_(&model) {
+    index(model, "", nullptr);
+    viz::ModuleCall root{"", model.type_name(), model.extra_repr(), -1, 0, {}, {}, model.num_parameters(), false};
+    trace_.calls.push_back(std::move(root));
+    modules_.push_back(&model);
+    open_.push_back({0, false});
+  }
+
+  int open(const Module& module, std::initializer_list<TraceArg> inputs) {
+    // The model's own forward: its scope fills calls[0].
+    if (&module == model_ && open_.size() == 1 && !trace_.calls[0].traced) {
+      trace_.calls[0].traced = true;
+      trace_.calls[0].inputs = tensors(inputs);
+      open_.push_back({0, false});
+      return 0;
+    }
+    leave_stand_ins(module);
+    // Submodules of the model that ran no scope of their own, between the
+    // innermost open call and this module: opened as stand-ins.
+    std::vector<const Module*> missing;
+    for (const Module* up = parent_of(&module); up && !is_open(up); up = parent_of(up)) missing.push_back(up);
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) push(**it, {}, false);
+    return push(module, tensors(inputs), true);
+  }
+
+  void close(int call) {
+    while (open_.back().call != call && open_.back().stand_in) pop();
+    pop();
+  }
+
+  void outputs(int call, std::initializer_list<TraceArg> ys) { trace_.calls[static_cast<size_t>(call)].outputs = tensors(ys); }
+
+  viz::ModelTrace finish() {
+    while (open_.size() > 1) pop();  // stand-ins still open under the model
+    viz::ModuleCall& root = trace_.calls[0];
+    if (!root.traced) fill_from_children(0);
+    return std::move(trace_);
+  }
+
+ private:
+  struct Open {
+    int call;
+    bool stand_in;  // opened for a module without a scope of its own; closed by what encloses it
+  };
+  struct Place {
+    std::string name;
+    const Module* parent;
+  };
+
+  void index(const Module& m, const std::string& name, const Module* parent) {
+    if (places_.count(&m)) return;  // a module registered twice is named where it is first reached
+    places_[&m] = {name, parent};
+    for (const auto& [child_name, child] : m.named_children())
+      index(*child, name.empty() ? child_name : name + "." + child_name, &m);
+  }
+  const Module* parent_of(const Module* m) const {
+    auto it = places_.find(m);
+    return it == places_.end() ? nullptr : it->second.parent;
+  }
+  bool is_open(const Module* m) const {
+    return std::any_of(open_.begin(), open_.end(), [&](const Open& o) { return modules_[static_cast<size_t>(o.call)] == m; });
+  }
+  // Close the stand-ins that do not enclose `module`.
+  void leave_stand_ins(const Module& module) {
+    while (open_.back().stand_in) {
+      const Module* stand_in = modules_[static_cast<size_t>(open_.back().call)];
+      bool encloses = false;
+      for (const Module* up = parent_of(&module); up; up = parent_of(up)) encloses = encloses || up == stand_in;
+      if (encloses) return;
+      pop();
+    }
+  }
+
+  int push(const Module& module, std::vector<viz::TracedTensor> inputs, bool traced) {
+    const int parent = open_.back().call;
+    auto place = places_.find(&module);
+    viz::ModuleCall call{place == places_.end() ? module.type_name() : place->second.name,
+                         module.type_name(),
+                         module.extra_repr(),
+                         parent,
+                         trace_.calls[static_cast<size_t>(parent)].depth + 1,
+                         std::move(inputs),
+                         {},
+                         module.num_parameters(),
+                         traced};
+    trace_.calls.push_back(std::move(call));
+    modules_.push_back(&module);
+    const int index = static_cast<int>(trace_.calls.size()) - 1;
+    open_.push_back({index, !traced});
+    return index;
+  }
+  void pop() {
+    const int call = open_.back().call;
+    if (open_.back().stand_in) fill_from_children(call);
+    open_.pop_back();
+  }
+  // A module that opened no scope: the inputs of its first traced call and
+  // the outputs of its last.
+  void fill_from_children(int call) {
+    viz::ModuleCall& c = trace_.calls[static_cast<size_t>(call)];
+    bool first = true;
+    for (size_t i = static_cast<size_t>(call) + 1; i < trace_.calls.size(); ++i) {
+      const viz::ModuleCall& child = trace_.calls[i];
+      if (child.parent != call) continue;
+      if (first) c.inputs = child.inputs;
+      first = false;
+      c.outputs = child.outputs;
+    }
+  }
+
+  // Each tensor object gets one id for the whole trace; the trace keeps it
+  // alive, so that no later tensor can reuse its address.
+  int id_of(const void* address, std::shared_ptr<const void> keep) {
+    auto [it, added] = ids_.try_emplace(address, static_cast<int>(ids_.size()));
+    if (added) alive_.push_back(std::move(keep));
+    return it->second;
+  }
+  std::vector<viz::TracedTensor> tensors(std::initializer_list<TraceArg> args) {
+    std::vector<viz::TracedTensor> out;
+    for (const TraceArg& a : args) {
+      if (a.tensor && a.tensor->defined())
+        out.push_back({id_of(a.tensor->impl().get(), a.tensor->impl()), a.tensor->shape(), false});
+      else if (a.ints && a.ints->defined())
+        out.push_back({id_of(a.ints->storage().get(), a.ints->storage()), a.ints->shape(), true});
+    }
+    return out;
+  }
+
+  const Module* model_;
+  viz::ModelTrace trace_;
+  std::vector<const Module*> modules_;  // the module of each call
+  std::vector<Open> open_;
+  std::unordered_map<const Module*, Place> places_;
+  std::unordered_map<const void*, int> ids_;
+  std::vector<std::shared_ptr<const void>> alive_;
+};
+
+}  // namespace detail
+
+void TraceScope::open(const Module& module, std::initializer_list<TraceArg> inputs) {
+  call_ = detail::active_tracer->open(module, inputs);
+}
+void TraceScope::close() {
+  // A scope opened before the trace ended is closed after: nothing to record.
+  if (detail::active_tracer) detail::active_tracer->close(call_);
+}
+void TraceScope::record_outputs(std::initializer_list<TraceArg> ys) {
+  if (detail::active_tracer) detail::active_tracer->outputs(call_, ys);
+}
+
+viz::ModelTrace trace(const Module& model, const std::function<void()>& forward) {
+  if (detail::active_tracer) fail("nn::trace: a trace of this thread is already running; traces do not nest");
+  if (!forward) fail("nn::trace: no forward to run for {}", model.type_name());
+  detail::Tracer tracer(model);
+  detail::active_tracer = &tracer;
+  try {
+    forward();
+  } catch (...) {
+    detail::active_tracer = nullptr;
+    throw;
+  }
+  detail::active_tracer = nullptr;
+  return tracer.finish();
 }
 
 }  // namespace qkv::nn

@@ -216,7 +216,9 @@ RNN::RNN(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
     : RNNBase("RNN", 1, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 RNNOutput RNN::forward(const Tensor& x, const Tensor& h0) const {
+  TraceScope trace(*this, {x, h0});
   Output r = run(x, h0, Tensor(), false, rnn_tanh_cell);
+  trace.outputs({r.output, r.h_n});
   return {r.output, r.h_n};
 }
 
@@ -225,7 +227,9 @@ GRU::GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
     : RNNBase("GRU", 3, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 RNNOutput GRU::forward(const Tensor& x, const Tensor& h0) const {
+  TraceScope trace(*this, {x, h0});
   Output r = run(x, h0, Tensor(), false, gru_cell);
+  trace.outputs({r.output, r.h_n});
   return {r.output, r.h_n};
 }
 
@@ -234,7 +238,9 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bia
     : RNNBase("LSTM", 4, input_size, hidden_size, num_layers, bias, batch_first, dropout, gen) {}
 
 LSTMOutput LSTM::forward(const Tensor& x, const Tensor& h0, const Tensor& c0) const {
+  TraceScope trace(*this, {x, h0, c0});
   Output r = run(x, h0, c0, true, lstm_cell);
+  trace.outputs({r.output, r.h_n, r.c_n});
   return {r.output, r.h_n, r.c_n};
 }
 

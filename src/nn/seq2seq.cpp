@@ -45,10 +45,13 @@ Seq2SeqEncoder::Seq2SeqEncoder(int64_t vocab_size, int64_t embed_size, int64_t n
 }
 
 EncoderOutput Seq2SeqEncoder::forward(const IntTensor& X, const IntTensor& /*valid_lens*/) {
+  TraceScope trace(*this, {X});
   if (X.dim() != 2) fail("Seq2SeqEncoder: X {} must be (batch, steps) token ids", X.shape());
   Tensor emb = permute(embedding->forward(X), {1, 0, 2});  // (B, T) -> (B, T, E) -> (T, B, E)
   auto [output, h_n] = rnn->forward(emb);                  // (T, B, H), (L, B, H); h0 = zeros
-  return {permute(output, {1, 0, 2}), h_n};                // outputs (B, T, H), state (L, B, H)
+  EncoderOutput enc{permute(output, {1, 0, 2}), h_n};      // outputs (B, T, H), state (L, B, H)
+  trace.outputs({enc.outputs, enc.state});
+  return enc;
 }
 
 // --- the decoder ------------------------------------------------------------------
@@ -83,6 +86,7 @@ DecoderState Seq2SeqAttentionDecoder::init_state(const EncoderOutput& enc, const
 }
 
 Tensor Seq2SeqAttentionDecoder::forward(const IntTensor& X, DecoderState& state) {
+  TraceScope trace(*this, {X});
   check_fits_state(X, state, rnn->num_layers, rnn->hidden_size);
   const int64_t B = X.size(0), S = X.size(1), H = rnn->hidden_size, L = rnn->num_layers;
   Tensor emb = embedding->forward(X);  // (B, S) -> (B, S, E)
@@ -102,7 +106,7 @@ Tensor Seq2SeqAttentionDecoder::forward(const IntTensor& X, DecoderState& state)
   }
   state.hidden = hidden;
   attention_weights_ = cat(weights, 1);    // S × (B, 1, T) -> (B, S, T)
-  return dense->forward(cat(outputs, 1));  // S × (B, 1, H) -> (B, S, H) -> (B, S, V)
+  return trace.output(dense->forward(cat(outputs, 1)));  // S × (B, 1, H) -> (B, S, H) -> (B, S, V)
 }
 
 std::vector<Tensor> Seq2SeqAttentionDecoder::attention_weights() const {

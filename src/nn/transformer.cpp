@@ -41,6 +41,7 @@ PositionalEncoding::PositionalEncoding(int64_t num_hiddens, float dropout, int64
 }
 
 Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
+  TraceScope trace(*this, {X});
   if (!X.defined()) fail("PositionalEncoding: X is an undefined tensor");
   if (X.dim() != 3 || X.size(2) != num_hiddens)
     fail("PositionalEncoding: X {}: expected (B, T, {})", X.shape(), num_hiddens);
@@ -53,7 +54,7 @@ Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
     if (offset > max_len) fail("PositionalEncoding: offset {} is past max_len {}", offset, max_len);
     fail("PositionalEncoding: positions {} to {} do not fit max_len {}", offset, offset + T - 1, max_len);
   }
-  return (*dropout)(X + P.narrow(1, offset, T));  // (B, T, H) + (1, T, H) -> (B, T, H)
+  return trace.output((*dropout)(X + P.narrow(1, offset, T)));  // (B, T, H) + (1, T, H) -> (B, T, H)
 }
 
 // --- position-wise FFN and add & norm ---------------------------------------------
@@ -68,10 +69,11 @@ PositionWiseFFN::PositionWiseFFN(int64_t ffn_num_input, int64_t ffn_num_hiddens,
 }
 
 Tensor PositionWiseFFN::forward(const Tensor& X) const {
+  TraceScope trace(*this, {X});
   if (!X.defined()) fail("PositionWiseFFN: X is an undefined tensor");
   if (X.dim() == 0 || X.size(-1) != dense1->in_features)
     fail("PositionWiseFFN: X {}: expected last dim {} (ffn_num_input)", X.shape(), dense1->in_features);
-  return (*dense2)(relu((*dense1)(X)));  // (B, T, D) -> (B, T, F) -> (B, T, Dout)
+  return trace.output((*dense2)(relu((*dense1)(X))));  // (B, T, D) -> (B, T, F) -> (B, T, Dout)
 }
 
 AddNorm::AddNorm(Shape norm_shape, float dropout, Generator& gen) {
@@ -80,8 +82,9 @@ AddNorm::AddNorm(Shape norm_shape, float dropout, Generator& gen) {
 }
 
 Tensor AddNorm::forward(const Tensor& X, const Tensor& Y) const {
+  TraceScope trace(*this, {X, Y});
   if (X.shape() != Y.shape()) fail("AddNorm: X {} and Y {}: expected the same shape", X.shape(), Y.shape());
-  return (*ln)((*dropout)(Y) + X);  // (…, H)
+  return trace.output((*ln)((*dropout)(Y) + X));  // (…, H)
 }
 
 // --- the encoder --------------------------------------------------------------------
@@ -96,11 +99,12 @@ TransformerEncoderBlock::TransformerEncoderBlock(int64_t num_hiddens, int64_t ff
 }
 
 Tensor TransformerEncoderBlock::forward(const Tensor& X, const IntTensor& valid_lens) {
+  TraceScope trace(*this, {X, valid_lens});
   if (!X.defined()) fail("TransformerEncoderBlock: X is an undefined tensor");
   if (X.dim() != 3 || X.size(2) != attention->num_hiddens)
     fail("TransformerEncoderBlock: X {}: expected (B, T, {})", X.shape(), attention->num_hiddens);
   Tensor Y = (*addnorm1)(X, (*attention)(X, X, X, valid_lens));  // (B, T, H)
-  return (*addnorm2)(Y, (*ffn)(Y));                              // (B, T, H)
+  return trace.output((*addnorm2)(Y, (*ffn)(Y)));                // (B, T, H)
 }
 
 TransformerEncoder::TransformerEncoder(int64_t vocab_size, int64_t num_hiddens, int64_t ffn_num_hiddens,
@@ -123,11 +127,12 @@ TransformerEncoder::TransformerEncoder(int64_t vocab_size, int64_t num_hiddens, 
 }
 
 EncoderOutput TransformerEncoder::forward(const IntTensor& X, const IntTensor& valid_lens) {
+  TraceScope trace(*this, {X, valid_lens});
   if (X.dim() != 2) fail("TransformerEncoder: X {}: expected token ids (B, T)", X.shape());
   const float scale = std::sqrt(static_cast<float>(num_hiddens));
   Tensor Y = (*pos_encoding)((*embedding)(X)*scale);  // (B, T) -> (B, T, H), + P
   for (size_t i = 0; i < blks->size(); ++i) Y = (*blks->at<TransformerEncoderBlock>(i))(Y, valid_lens);  // (B, T, H)
-  return {Y, Tensor()};
+  return {trace.output(Y), Tensor()};
 }
 
 namespace {
@@ -179,7 +184,10 @@ TransformerDecoderBlock::TransformerDecoderBlock(int64_t num_hiddens, int64_t ff
   addnorm3 = register_module("addnorm3", std::make_shared<AddNorm>(Shape{num_hiddens}, dropout, gen));
 }
 
+// The state's encoder outputs are not listed as an input: the trace then
+// shows them reaching the cross-attention straight from the encoder.
 Tensor TransformerDecoderBlock::forward(const Tensor& X, DecoderState& state) {
+  TraceScope trace(*this, {X});
   if (i < 0 || i >= static_cast<int64_t>(state.cache.size()))
     fail("TransformerDecoderBlock {}: state.cache has {} entries; make the state with TransformerDecoder::init_state",
          i, state.cache.size());
@@ -195,7 +203,7 @@ Tensor TransformerDecoderBlock::forward(const Tensor& X, DecoderState& state) {
   Tensor Y = (*addnorm1)(X, (*attention1)(X, key_values, key_values, dec_valid_lens));  // (B, S, H)
   const Tensor& enc = state.enc_outputs;                                                // (B, T, H)
   Tensor Z = (*addnorm2)(Y, (*attention2)(Y, enc, enc, state.enc_valid_lens));          // (B, S, H)
-  return (*addnorm3)(Z, (*ffn)(Z));                                                     // (B, S, H)
+  return trace.output((*addnorm3)(Z, (*ffn)(Z)));                                       // (B, S, H)
 }
 
 TransformerDecoder::TransformerDecoder(int64_t vocab_size, int64_t num_hiddens, int64_t ffn_num_hiddens,
@@ -231,6 +239,7 @@ DecoderState TransformerDecoder::init_state(const EncoderOutput& enc, const IntT
 }
 
 Tensor TransformerDecoder::forward(const IntTensor& X, DecoderState& state) {
+  TraceScope trace(*this, {X});
   if (X.dim() != 2) fail("TransformerDecoder: X {}: expected token ids (B, S)", X.shape());
   if (static_cast<int64_t>(state.cache.size()) != num_blks)
     fail("TransformerDecoder: state.cache has {} entries, expected {} (one per block): make the state with init_state",
@@ -240,7 +249,7 @@ Tensor TransformerDecoder::forward(const IntTensor& X, DecoderState& state) {
   const float scale = std::sqrt(static_cast<float>(num_hiddens));
   Tensor Y = (*pos_encoding)((*embedding)(X)*scale, offset);  // (B, S) -> (B, S, H), + P[offset …]
   for (size_t i = 0; i < blks->size(); ++i) Y = (*blks->at<TransformerDecoderBlock>(i))(Y, state);  // (B, S, H)
-  return (*dense)(Y);  // (B, S, H) -> (B, S, V)
+  return trace.output((*dense)(Y));  // (B, S, H) -> (B, S, V)
 }
 
 std::vector<Tensor> TransformerDecoder::attention_weights() const {

@@ -43,10 +43,17 @@
 // Each layer has its own forward(…) with its own arguments (there is no
 // virtual forward: a Linear takes one tensor, attention takes four), so the
 // only virtual functions are for printing.
+//
+// Tracing (the end of this file): a layer's forward opens a TraceScope, so
+// that nn::trace can record which module ran inside which, with its shapes,
+// for viz::model_summary and viz::model_svg to draw the model from itself.
 #pragma once
 #include <qkv/core/state_dict.hpp>
 #include <qkv/core/tensor.hpp>
+#include <qkv/viz/model_trace.hpp>
 
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <typeinfo>
@@ -170,5 +177,81 @@ class ModuleList : public Module {
  private:
   [[noreturn]] void wrong_type(size_t i, const std::type_info& requested) const;
 };
+
+// --- tracing: the model drawn from one of its own forwards ------------------------
+//
+// Every layer's forward starts with a TraceScope naming the layer and its
+// inputs, and hands its result through output():
+//
+//   Tensor Linear::forward(const Tensor& x) const {
+//     TraceScope trace(*this, {x});
+//     …
+//     return trace.output(y);
+//   }
+//
+// That is PyTorch's module __call__ hook, written out, since qkv's layers
+// have no common forward to hook. A learner's own layer does the same to
+// appear in the picture with its own shapes; without it, it still appears
+// (see viz::ModuleCall::traced).
+//
+// nn::trace(model, forward) runs `forward` (a call of the model) with
+// tracing on and returns what ran:
+//
+//   viz::ModelTrace t = nn::trace(model, [&] { model.forward(X, Y, lens); });
+//   fmt::print("{}", viz::model_summary(t));
+//
+// Off (no trace running), a TraceScope is one read of a thread_local pointer
+// and a branch: nothing is allocated or recorded. A trace records the forward
+// of the thread that runs nn::trace and nothing of other threads, whose
+// layers see no trace; one thread runs one trace at a time (nn::trace inside
+// `forward` is a qkv::Error).
+
+namespace detail {
+class Tracer;
+inline thread_local Tracer* active_tracer = nullptr;  // the trace this thread is running, if any
+}  // namespace detail
+
+// An input or output of a traced call: a Tensor or an IntTensor, kept by
+// address (the scope lives inside the forward, while its arguments do).
+struct TraceArg {
+  TraceArg(const Tensor& t) : tensor(&t) {}  // NOLINT(google-explicit-constructor): {x, y} lists read as PyTorch's
+  TraceArg(const IntTensor& t) : ints(&t) {}  // NOLINT(google-explicit-constructor)
+  const Tensor* tensor = nullptr;
+  const IntTensor* ints = nullptr;
+};
+
+class TraceScope {
+ public:
+  // Undefined inputs (an optional valid_lens not given) are left out.
+  TraceScope(const Module& module, std::initializer_list<TraceArg> inputs) {
+    if (detail::active_tracer) open(module, inputs);
+  }
+  ~TraceScope() {
+    if (call_ >= 0) close();
+  }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+  // Record `y` as what the call returned, and return it.
+  Tensor output(Tensor y) {
+    if (call_ >= 0) record_outputs({y});
+    return y;
+  }
+  // The same for a forward that returns several tensors (an RNN's output and h_n).
+  void outputs(std::initializer_list<TraceArg> ys) {
+    if (call_ >= 0) record_outputs(ys);
+  }
+
+ private:
+  void open(const Module& module, std::initializer_list<TraceArg> inputs);
+  void close();
+  void record_outputs(std::initializer_list<TraceArg> ys);
+  int call_ = -1;  // this call's index in the trace; -1 when nothing is traced
+};
+
+// Run `forward` with tracing on for this thread and return every module call
+// it made. `model` is the root: names are dotted from it, and calls[0] is
+// the model itself (traced or not).
+viz::ModelTrace trace(const Module& model, const std::function<void()>& forward);
 
 }  // namespace qkv::nn
