@@ -124,6 +124,8 @@ int main(int argc, char** argv) {
   lesson.heatmap("attention_weights.svg", weights,
                  {.title = "Attn: rule 1's weights over the 32 value rows", .xlabel = "value rows", .ylabel = "query"});
   lesson.print("output[0, 0, :8] = {}\n", slice(reshape(output, {64}), 0, 0, 8));
+  lesson.draw_model("model.svg", attn, [&] { attn.forward(Q, K, V); },
+                    {.title = "The notes' Attn, drawn from one call on Q (1,1,32), K (1,1,32), V (1,32,64)"});
 
   lesson.result("output_shape", output.shape());
   lesson.result("weights_shape", weights.shape());

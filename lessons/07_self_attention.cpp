@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   Tensor row_sums = model.probs.sum(-1);  // (B, T, T) -> (B, T): each 1
   lesson.print("row sums {}\n", row_sums);
   lesson.print("Out {}\n", out.shape());
+  lesson.draw_model("model.svg", model, [&] { model.forward(sents); },
+                    {.title = "SelfAttention(vec_size=10), drawn from one call on sents (2, 4, 10)"});
 
   lesson.section("Without projections: Q = K = V = X");
   Tensor free_scores = sents.matmul(sents.transpose(1, 2));  // (B, T, D) x (B, D, T) -> (B, T, T)

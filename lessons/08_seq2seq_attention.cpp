@@ -102,6 +102,8 @@ void decoder_state(lesson::Lesson& lesson, nn::EncoderDecoder& model, nn::Seq2Se
                    nn::Seq2SeqAttentionDecoder& decoder, const data::NMTData& nmt, int64_t layers, int64_t hidden) {
   lesson.section("带有注意力机制的seq2seq模型: the decoder's state");
   lesson.print("{}\n", model.repr());
+  lesson::draw_translation_model(lesson, model, nmt, "model.svg",
+                                 {.title = "seq2seq with Bahdanau attention, drawn from one forward", .depth = 2});
   // Four pairs of different lengths, as a batch: (4, T).
   const int64_t n_train = nmt.src_array.size(0), T = nmt.src_array.size(1);
   std::vector<int64_t> ids, lens;

@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   Tensor out = attention(queries, keys, keys, valid_lens);
   lesson.print("queries {}, keys = values {}, valid_lens [{}, {}] -> output {}\n", queries.shape(), keys.shape(),
                lens[0], lens[1], out.shape());
+  lesson.draw_model("model.svg", attention, [&] { attention(queries, keys, keys, valid_lens); },
+                    {.title = fmt::format("MultiHeadAttention with {} heads, drawn from one call", h)});
 
   lesson.section("transpose_qkv and transpose_output: the heads in the batch dim");
   Tensor projected = attention.W_q->forward(queries);  // (B, Q, H): every head's W_q,i at once, side by side

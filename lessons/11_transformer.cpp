@@ -531,6 +531,11 @@ int main(int argc, char** argv) {
   nn::EncoderDecoder model(encoder, decoder);
   init_embeddings(model, z.num_hiddens, gen);
   the_parts(lesson, model, *encoder, *decoder, nmt, z);
+  lesson::draw_translation_model(
+      lesson, model, nmt, "model.svg",
+      {.title = fmt::format("The Transformer: {} blocks, {} heads, H = {}, drawn from one forward", z.num_blks,
+                            z.num_heads, z.num_hiddens)},
+      /*summary_depth=*/4);
 
   layer_norm_vs_batch_norm(lesson);
   std::vector<double> losses = training(lesson, model, nmt, z, gen);

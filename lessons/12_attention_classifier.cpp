@@ -429,6 +429,8 @@ Curves train_all(lesson::Lesson& lesson, AveragePooling& average, AttentionClass
                  AttentionClassifier& attention, const Split& train_split, const Training& t) {
   lesson.section("Training with AdamW and cross-entropy, and two models to compare");
   lesson.print("{}\n", attention.repr());
+  lesson.draw_model("model.svg", attention, [&] { attention(train_split.array.array, train_split.array.valid_len); },
+                    {.title = "The attention classifier (attn + P), drawn from one forward on the training sentences"});
   lesson.print(
       "This is attn + P. Beside it, the same head on lesson 01's average pooling, `average` (every valid\n"
       "word weighs 1/length: masked_softmax of equal scores), and `attn`, the attention model without P\n"

@@ -69,9 +69,10 @@ class SwishMLP : public nn::Module {
     out = register_module("out", std::make_shared<nn::Linear>(hidden, classes, true, gen));
   }
   Tensor forward(const Tensor& x) {
-    Tensor h = swish((*fc1)(x));  // (N, 2) -> (N, W)
-    h = swish((*fc2)(h));         // (N, W) -> (N, W)
-    return (*out)(h);             // (N, W) -> (N, C)
+    nn::TraceScope trace(*this, {x});  // shows this layer, with its own shapes, in nn::trace's picture
+    Tensor h = swish((*fc1)(x));       // (N, 2) -> (N, W)
+    h = swish((*fc2)(h));              // (N, W) -> (N, W)
+    return trace.output((*out)(h));    // (N, W) -> (N, C)
   }
   Tensor operator()(const Tensor& x) { return forward(x); }
   std::string type_name() const override { return "SwishMLP"; }
@@ -192,6 +193,8 @@ int main(int argc, char** argv) {
                test.x.shape(), test.y.shape());
   SwishMLP model(hidden, 2, gen);
   lesson.print("{}\n", model.repr());
+  lesson.draw_model("model.svg", model, [&] { model.forward(train.x); },
+                    {.title = "Your own layer, SwishMLP, drawn from one call on the training points"});
 
   lesson.section("Training with Adam");
   optim::Adam adam(model.parameters(), lr);

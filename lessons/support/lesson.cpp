@@ -374,6 +374,22 @@ std::filesystem::path Lesson::picture(const std::string& file, const std::string
   return out_ / file;
 }
 
+void Lesson::draw_model(const std::string& file, nn::Module& model, const std::function<void()>& forward,
+                        const viz::ModelPictureOptions& opt, int summary_depth) {
+  const bool training = model.is_training();
+  model.eval();  // no dropout: nothing is drawn from the generator
+  viz::ModelTrace trace;
+  {
+    NoGradGuard no_grad;
+    trace = nn::trace(model, forward);
+  }
+  model.train(training);
+  print("{} drawn from one forward of it ({}):\n{}", model.type_name(), file,
+        viz::model_summary(trace, summary_depth));
+  viz::save_model_svg(picture(file, opt.title), trace, opt);
+  result(std::filesystem::path(file).stem().string() + "_parameters", trace.calls[0].parameters);
+}
+
 void Lesson::heatmap(const std::string& file, const Tensor& m, const viz::HeatmapOptions& opt) {
   print("{}\n", viz::heatmap_text(m, opt, text_options()));
   viz::save_heatmap_svg(picture(file, opt.title), m, opt);

@@ -44,6 +44,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -160,6 +161,13 @@ class Lesson {
   // A grid of heatmaps, m (rows, cols, H, W): one SVG, and each cell in the terminal.
   void heatmap_grid(const std::string& file, const Tensor& m, const viz::GridOptions& opt);
   void line_plot(const std::string& file, const std::vector<viz::Series>& series, const viz::PlotOptions& opt);
+  // The model drawn from itself: `forward` (a call of `model` on the
+  // lesson's inputs) runs once under nn::trace, in evaluation mode and
+  // without a graph (the mode is restored), so drawing changes no number of
+  // the run. Prints viz::model_summary (rows down to `summary_depth`), saves
+  // viz::model_svg as `file`, and records <file's stem>_parameters.
+  void draw_model(const std::string& file, nn::Module& model, const std::function<void()>& forward,
+                  const viz::ModelPictureOptions& opt, int summary_depth = 100);
   // The autograd graph that made `root`: <stem>.dot, and <stem>.svg when Graphviz's
   // `dot` is on the PATH (otherwise the lesson says how to render the DOT file).
   void graph(const std::string& stem, const Tensor& root, const std::string& shows);

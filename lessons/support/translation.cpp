@@ -158,4 +158,23 @@ BleuScores bleu(nn::EncoderDecoder& model, const data::NMTData& nmt, const std::
   return scores;
 }
 
+void draw_translation_model(Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt,
+                            const std::string& file, const viz::ModelPictureOptions& opt, int summary_depth,
+                            int64_t pairs) {
+  const int64_t B = std::min(pairs, nmt.src_array.size(0)), T = nmt.src_array.size(1), S = nmt.tgt_array.size(1);
+  const int64_t bos = nmt.tgt_vocab["<bos>"];
+  const int64_t* src = nmt.src_array.data();
+  const int64_t* tgt = nmt.tgt_array.data();
+  std::vector<int64_t> x(src, src + B * T), dec(static_cast<size_t>(B * S)), lens;
+  for (int64_t b = 0; b < B; ++b) {
+    dec[static_cast<size_t>(b * S)] = bos;  // [bos, y_1, …, y_{S-1}]: teacher forcing, as in training
+    for (int64_t s = 1; s < S; ++s) dec[static_cast<size_t>(b * S + s)] = tgt[b * S + s - 1];
+    lens.push_back(nmt.src_valid_len.at({b}));
+  }
+  IntTensor X = int_tensor(std::move(x), {B, T});          // (B, T)
+  IntTensor dec_X = int_tensor(std::move(dec), {B, S});    // (B, S)
+  IntTensor X_len = int_tensor(std::move(lens), {B});      // (B)
+  lesson.draw_model(file, model, [&] { model.forward(X, dec_X, X_len); }, opt, summary_depth);
+}
+
 }  // namespace qkv::lesson

@@ -40,6 +40,13 @@ struct TranslationPair {
 // naming the file: a lesson calls this before it trains.
 std::vector<TranslationPair> load_test_pairs(const std::filesystem::path& data_dir);
 
+// The model drawn from one teacher-forced forward on the first `pairs`
+// training pairs (X, dec_X = [bos, Y[:, :-1]], X_len), with Lesson::draw_model:
+// the summary in the transcript and `file` among the pictures.
+void draw_translation_model(Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt,
+                            const std::string& file, const viz::ModelPictureOptions& opt, int summary_depth = 100,
+                            int64_t pairs = 4);
+
 struct TrainOptions {
   int64_t epochs = 30;
   float lr = 0.005f;        // Adam's learning rate

@@ -75,30 +75,32 @@ class Picture {
 
   std::string svg() {
     const double title_h = opt_.title.empty() ? 0 : 28;
-    const double legend_h = 34;
     const Rect& root = size_[0];
-    const double width = root.w + 2 * MARGIN;
+    // As wide as the model, its title, and a legend of a few lines.
+    const double width = std::max({root.w + 2 * MARGIN, detail::text_extent(opt_.title, 16) + 2 * MARGIN, 560.0});
+    const std::vector<std::string> legend = detail::wrap_text(
+        "Boxes: the modules that ran (type; name · parameters); a dashed frame: a module whose forward opens no "
+        "TraceScope. Arrows: the order they ran in, with the shapes that flowed. Lines on the side: a tensor read "
+        "again further on (a residual path), or coming from another branch. Dropout is left out.",
+        width - 2 * MARGIN, 10.5);
+    const double legend_h = 14 * static_cast<double>(legend.size()) + 6;
     const double height = MARGIN + title_h + root.h + ARROW + legend_h + MARGIN;
     std::string s = detail::svg_begin(width, height);
     s += "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
          "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#444\"/></marker></defs>\n";
-    if (!opt_.title.empty())
-      s += detail::svg_text(width / 2, MARGIN + 16, opt_.title, {.size = 16, .cls = "title"});
-    place(0, MARGIN, MARGIN + title_h, s);
+    if (!opt_.title.empty()) s += detail::svg_text(width / 2, MARGIN + 16, opt_.title, {.size = 16, .cls = "title"});
+    place(0, (width - root.w) / 2, MARGIN + title_h, s);
     // The model's output, below its frame.
     const Rect& r = rect_[0];
     const int last = last_column();
-    const double ox = last >= 0 ? rect_[static_cast<size_t>(last)].cx() : r.cx();
+    const double ox = last >= 0 ? rect_[static_cast<size_t>(last)].cx() : r.x + PAD + (r.w - 2 * PAD - gutter(0)) / 2;
     s += flow(ox, r.bottom(), r.bottom() + ARROW, 0, -1, tree_.call_of(0).outputs);
     for (const Side& side : sides_) s += draw(side);
-    s += detail::svg_text(MARGIN, height - MARGIN - 14,
-                          "Boxes: the modules that ran (type; name · parameters). Arrows: the order they ran in, "
-                          "with the shapes that flowed.",
-                          {.anchor = "start", .size = 10.5, .cls = "legend"});
-    s += detail::svg_text(MARGIN, height - MARGIN,
-                          "Lines on the side: a tensor read again further on (a residual path), or coming from "
-                          "another branch. Dropout is left out.",
-                          {.anchor = "start", .size = 10.5, .cls = "legend"});
+    double ly = r.bottom() + ARROW + 20;
+    for (const std::string& line : legend) {
+      s += detail::svg_text(MARGIN, ly, line, {.anchor = "start", .size = 10.5, .cls = "legend"});
+      ly += 14;
+    }
     return s + detail::svg_end();
   }
 
@@ -321,9 +323,9 @@ class Picture {
       const double sy = from.bottom() - 12;
       const double gx = from.right() + 20 + LANE * static_cast<double>(cross_used_++);
       path = fmt::format("M {:.1f} {:.1f} H {:.1f} V {:.1f} H {:.1f}", from.right(), sy, gx, ty, to.x - 1);
-      // Near its target, where no two of these lines share a stretch.
-      lx = gx + 4;
-      ly = ty < sy ? ty + 36 : ty - 36;
+      // Above its last stretch, into the target: no two of these lines share one.
+      lx = (gx + to.x) / 2;
+      ly = ty - 4;
       kind = "cross";
     }
     std::string s = fmt::format("<g class=\"{}\" data-from=\"{}\" data-to=\"{}\" data-shape=\"{}\">\n", kind,
@@ -331,7 +333,10 @@ class Picture {
                                 xml_escape(side.shape));
     s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\" marker-end=\"url(#arrow)\"/>\n", path,
                      kind == "skip" ? "#2a7ab0" : "#b05a2a");
-    s += detail::svg_text(lx, ly, side.shape, {.size = 10, .rotate = 90, .cls = "shape"});
+    if (kind == "skip")
+      s += detail::svg_text(lx, ly, side.shape, {.size = 10, .rotate = 90, .cls = "shape"});
+    else
+      s += detail::svg_text(lx, ly, side.shape, {.size = 10, .cls = "shape"});
     return s + "</g>\n";
   }
 

@@ -1,0 +1,247 @@
+// viz::model_summary and viz::model_svg: a model drawn from one traced
+// forward. The SVG is parsed back as XML (pugixml). What the pictures must
+// hold comes from the model itself (its modules by name, each one's
+// num_parameters()) and from the layers' definitions (d2l's shapes), not
+// from an earlier run of the pictures.
+#include <doctest/doctest.h>
+
+#include <qkv/qkv.hpp>
+
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "viz/viz_test_util.hpp"
+
+using namespace qkv;
+
+namespace {
+
+// Every module of `m` by dotted name ("" for m itself), walked through
+// named_children: the model's own account, independent of any trace.
+void modules_of(const nn::Module& m, const std::string& name, std::map<std::string, const nn::Module*>& out) {
+  out[name] = &m;
+  for (const auto& [child_name, child] : m.named_children())
+    modules_of(*child, name.empty() ? child_name : name + "." + child_name, out);
+}
+
+std::string shape_text(const Shape& s) { return fmt::format("{}", s); }
+
+struct Transformer {
+  std::shared_ptr<nn::EncoderDecoder> model;
+  viz::ModelTrace trace;
+};
+// d2l 11.7's Transformer, small: H hidden, h heads, `blocks` blocks per side, B = 2, T = 6 source, S = 5 target steps.
+Transformer transformer(int64_t H, int64_t h, int64_t blocks) {
+  auto enc = std::make_shared<nn::TransformerEncoder>(20, H, 2 * H, h, blocks, 0.1f);
+  auto dec = std::make_shared<nn::TransformerDecoder>(22, H, 2 * H, h, blocks, 0.1f);
+  auto model = std::make_shared<nn::EncoderDecoder>(enc, dec);
+  IntTensor X = int_tensor(std::vector<int64_t>(12, 3), {2, 6});
+  IntTensor Y = int_tensor(std::vector<int64_t>(10, 4), {2, 5});
+  IntTensor lens = int_tensor({6, 4});
+  model->eval();
+  viz::ModelTrace t = nn::trace(*model, [&] { model->forward(X, Y, lens); });
+  return {model, t};
+}
+
+pugi::xml_document parse(const std::string& svg) {
+  pugi::xml_document doc;
+  pugi::xml_parse_result ok = doc.load_string(svg.c_str());
+  REQUIRE_MESSAGE(ok, ok.description());
+  REQUIRE(std::string(doc.document_element().name()) == "svg");
+  return doc;
+}
+
+std::map<std::string, pugi::xml_node> modules_drawn(const pugi::xml_document& doc) {
+  std::map<std::string, pugi::xml_node> out;
+  for (pugi::xml_node g : test::with_class(doc, "module")) out[g.attribute("data-name").value()] = g;
+  return out;
+}
+
+// The rows of a summary between its header rule and its closing rule, split
+// at runs of two or more spaces.
+std::vector<std::vector<std::string>> summary_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  int rules = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.find_first_not_of('=') == std::string::npos) {
+      ++rules;
+      continue;
+    }
+    if (rules != 2) continue;  // after the header's two rules, before the closing one
+    std::vector<std::string> cells;
+    std::regex gap("  +");
+    for (std::sregex_token_iterator it(line.begin(), line.end(), gap, -1), end; it != end; ++it)
+      if (!it->str().empty()) cells.push_back(it->str());
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("model_summary: torchinfo's rows, with the shapes and counts of the layers' definitions") {
+  const int64_t H = 4, h = 2, Q = 3, K = 5;
+  nn::MultiHeadAttention mha(H, h, 0.0f, /*bias=*/false);
+  Tensor queries = randn({1, Q, H}), keys = randn({1, K, H});
+  viz::ModelTrace t = nn::trace(mha, [&] { mha(queries, keys, keys); });
+  std::vector<std::vector<std::string>> rows = summary_rows(viz::model_summary(t));
+  // layer, output shape, parameters: a bias-free Linear(H, H) holds H·H numbers.
+  const std::string linear = std::to_string(H * H);
+  const std::vector<std::vector<std::string>> expected = {
+      {"MultiHeadAttention", "(1, 3, 4)", std::to_string(4 * H * H)},
+      {"├─W_q: Linear", "(1, 3, 4)", linear},
+      {"├─W_k: Linear", "(1, 5, 4)", linear},
+      {"├─W_v: Linear", "(1, 5, 4)", linear},
+      {"├─attention: DotProductAttention", "(2, 3, 2)", "0"},  // the heads in the batch: (B·h, Q, H/h)
+      {"│  └─dropout: Dropout", "(2, 3, 5)", "0"},              // the weights (B·h, Q, K)
+      {"└─W_o: Linear", "(1, 3, 4)", linear},
+  };
+  REQUIRE(rows.size() == expected.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(rows[i].size() >= 4);
+    CHECK(rows[i][0] == expected[i][0]);
+    CHECK(rows[i][rows[i].size() - 2] == expected[i][1]);
+    CHECK(rows[i].back() == expected[i][2]);
+  }
+  // depth 1: the model and what ran directly inside it.
+  CHECK(summary_rows(viz::model_summary(t, 1)).size() == 5);
+  const std::string text = viz::model_summary(t);
+  CHECK(text.find("Total params: 64\n") != std::string::npos);
+}
+
+TEST_CASE("model_summary: a module called at every decoding step is one row marked × S") {
+  const int64_t S = 3;
+  auto encoder = std::make_shared<nn::Seq2SeqEncoder>(10, 4, 6, 1, 0.0f);
+  auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(10, 4, 6, 1, 0.0f);
+  nn::EncoderDecoder model(encoder, decoder);
+  viz::ModelTrace t = nn::trace(model, [&] {
+    model.forward(int_tensor({1, 2, 3, 1, 2, 3}, {2, 3}), int_tensor({1, 2, 3, 4, 5, 6}, {2, S}), int_tensor({3, 2}));
+  });
+  bool found = false;
+  for (const auto& row : summary_rows(viz::model_summary(t)))
+    if (row[0] == "├─attention: AdditiveAttention") {
+      found = true;
+      CHECK(row.back() == "× 3");
+    }
+  CHECK(found);
+}
+
+TEST_CASE("model_svg: every block named, its parameters the module's own count, the traced shapes on the arrows") {
+  const int64_t H = 8, h = 2, blocks = 2;
+  Transformer tr = transformer(H, h, blocks);
+  std::map<std::string, const nn::Module*> modules;
+  modules_of(*tr.model, "", modules);
+  pugi::xml_document doc = parse(viz::model_svg(tr.trace, {.title = "Transformer", .depth = 10}));
+  std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
+
+  SUBCASE("every module but Dropout is drawn, block 1 of each side as one box") {
+    for (const auto& [name, m] : modules) {
+      CAPTURE(name);
+      const bool in_later_block = name.find("blks.1.") != std::string::npos;
+      if (m->type_name() == "Dropout" || in_later_block) {
+        CHECK(drawn.count(name) == 0);
+        continue;
+      }
+      REQUIRE(drawn.count(name) == 1);
+      CHECK(std::string(drawn[name].attribute("data-type").value()) == m->type_name());
+      CHECK(drawn[name].attribute("data-params").as_llong() == m->num_parameters());
+    }
+    for (const char* part : {"Embedding", "PositionalEncoding", "MultiHeadAttention", "AddNorm", "PositionWiseFFN",
+                             "TransformerEncoderBlock", "TransformerDecoderBlock"})
+      CHECK(test::has_text(doc, part));
+  }
+  SUBCASE("the arrows carry the shapes the trace recorded") {
+    std::map<std::string, const viz::ModuleCall*> calls;
+    for (const viz::ModuleCall& c : tr.trace.calls) calls.emplace(c.name, &c);  // the first call of each
+    int checked = 0;
+    for (pugi::xml_node flow : test::with_class(doc, "flow")) {
+      const std::string from = flow.attribute("data-from").value();
+      if (from == "input" || from.empty()) continue;
+      const viz::ModuleCall& c = *calls.at(from);
+      std::string floats;
+      for (const viz::TracedTensor& o : c.outputs)
+        if (!o.integer) floats += (floats.empty() ? "" : " ") + shape_text(o.shape);
+      CHECK(std::string(flow.attribute("data-shape").value()) == floats);
+      CHECK(test::has_text(doc, floats));
+      ++checked;
+    }
+    CHECK(checked > 10);
+    // And against d2l's shapes: (B, T, H) out of the encoder's embedding, (B·h, T, H/h) out of a head.
+    auto shape_from = [&](const std::string& name) {
+      for (pugi::xml_node flow : test::with_class(doc, "flow"))
+        if (flow.attribute("data-from").value() == name) return std::string(flow.attribute("data-shape").value());
+      return std::string("none");
+    };
+    CHECK(shape_from("encoder.embedding") == "(2, 6, 8)");
+    CHECK(shape_from("encoder.blks.0.attention.attention") == "(4, 6, 4)");
+    CHECK(shape_from("decoder.blks.0.ffn") == "(2, 5, 8)");
+  }
+  SUBCASE("residual paths and the encoder's output into the cross-attention") {
+    auto side = [&](const char* cls, const std::string& from, const std::string& to) {
+      for (pugi::xml_node g : test::with_class(doc, cls))
+        if (g.attribute("data-from").value() == from && g.attribute("data-to").value() == to)
+          return std::string(g.attribute("data-shape").value());
+      return std::string("none");
+    };
+    CHECK(side("skip", "input", "encoder.blks.0.addnorm1") == "(2, 6, 8)");
+    CHECK(side("skip", "encoder.blks.0.addnorm1", "encoder.blks.0.addnorm2") == "(2, 6, 8)");
+    CHECK(side("skip", "decoder.blks.0.addnorm2", "decoder.blks.0.addnorm3") == "(2, 5, 8)");
+    CHECK(side("cross", "encoder", "decoder.blks.0.attention2") == "(2, 6, 8)");
+    CHECK(side("cross", "encoder", "decoder.blks.1") == "(2, 6, 8)");
+  }
+}
+
+TEST_CASE("model_svg: a flag changes the picture") {
+  SUBCASE("blocks: one box per block") {
+    for (int64_t blocks : {1, 3}) {
+      CAPTURE(blocks);
+      pugi::xml_document doc = parse(viz::model_svg(transformer(8, 2, blocks).trace));
+      int encoder_blocks = 0;
+      for (const auto& [name, g] : modules_drawn(doc))
+        encoder_blocks += std::string(g.attribute("data-type").value()) == "TransformerEncoderBlock";
+      CHECK(encoder_blocks == blocks);
+      CHECK(test::has_text(doc, fmt::format("blks: {} × TransformerEncoderBlock · {} parameters", blocks,
+                                            transformer(8, 2, blocks).model->encoder->num_parameters() -
+                                                20 * 8)));  // the encoder less its embedding (V·H)
+    }
+  }
+  SUBCASE("heads: the shape of a head's output") {
+    for (int64_t h : {1, 4}) {
+      CAPTURE(h);
+      pugi::xml_document doc = parse(viz::model_svg(transformer(8, h, 1).trace, {.depth = 10}));
+      bool found = false;  // the heads as a batch: (B·h, T, H/h) with B = 2, T = 6, H = 8
+      for (pugi::xml_node flow : test::with_class(doc, "flow"))
+        if (std::string(flow.attribute("data-from").value()) == "encoder.blks.0.attention.attention") {
+          found = true;
+          CHECK(std::string(flow.attribute("data-shape").value()) == fmt::format("({}, 6, {})", 2 * h, 8 / h));
+        }
+      CHECK(found);
+    }
+  }
+  SUBCASE("hidden size: the parameter counts") {
+    const Transformer small = transformer(8, 2, 1), large = transformer(16, 2, 1);
+    CHECK(viz::model_svg(small.trace) != viz::model_svg(large.trace));
+    pugi::xml_document doc = parse(viz::model_svg(large.trace));
+    CHECK(modules_drawn(doc).at("encoder.embedding").attribute("data-params").as_llong() == 20 * 16);
+  }
+}
+
+TEST_CASE("model_svg and model_summary: errors") {
+  viz::ModelTrace empty;
+  CHECK_THROWS_WITH_AS(viz::model_svg(empty), doctest::Contains("model_svg: the trace has no calls"), Error);
+  CHECK_THROWS_WITH_AS(viz::model_summary(empty), doctest::Contains("model_summary: the trace has no calls"), Error);
+  nn::Linear lin(2, 2);
+  viz::ModelTrace t = nn::trace(lin, [&] { lin(randn({1, 2})); });
+  CHECK_THROWS_WITH_AS(viz::model_svg(t, {.depth = 0}), doctest::Contains("model_svg: depth 0 must be at least 1"),
+                       Error);
+  CHECK_THROWS_WITH_AS(viz::model_summary(t, -1), doctest::Contains("model_summary: depth -1"), Error);
+  viz::ModelTrace bad = t;
+  bad.calls.push_back({"x", "Linear", "", 5, 1, {}, {}, 0, true});
+  CHECK_THROWS_WITH_AS(viz::model_summary(bad), doctest::Contains("call 1 (Linear) has parent 5"), Error);
+}
