@@ -384,8 +384,7 @@ void Lesson::draw_model(const std::string& file, nn::Module& model, const std::f
     trace = nn::trace(model, forward);
   }
   model.train(training);
-  print("{} drawn from one forward of it ({}):\n{}", model.type_name(), file,
-        viz::model_summary(trace, summary_depth));
+  print("{} drawn from one forward of it ({}):\n{}", model.type_name(), file, viz::model_summary(trace, summary_depth));
   viz::save_model_svg(picture(file, opt.title), trace, opt);
   result(std::filesystem::path(file).stem().string() + "_parameters", trace.calls[0].parameters);
 }

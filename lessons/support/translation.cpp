@@ -171,10 +171,11 @@ void draw_translation_model(Lesson& lesson, nn::EncoderDecoder& model, const dat
     for (int64_t s = 1; s < S; ++s) dec[static_cast<size_t>(b * S + s)] = tgt[b * S + s - 1];
     lens.push_back(nmt.src_valid_len.at({b}));
   }
-  IntTensor X = int_tensor(std::move(x), {B, T});          // (B, T)
-  IntTensor dec_X = int_tensor(std::move(dec), {B, S});    // (B, S)
-  IntTensor X_len = int_tensor(std::move(lens), {B});      // (B)
-  lesson.draw_model(file, model, [&] { model.forward(X, dec_X, X_len); }, opt, summary_depth);
+  IntTensor X = int_tensor(std::move(x), {B, T});        // (B, T)
+  IntTensor dec_X = int_tensor(std::move(dec), {B, S});  // (B, S)
+  IntTensor X_len = int_tensor(std::move(lens), {B});    // (B)
+  lesson.draw_model(
+      file, model, [&] { model.forward(X, dec_X, X_len); }, opt, summary_depth);
 }
 
 }  // namespace qkv::lesson

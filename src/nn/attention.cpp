@@ -160,7 +160,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   // example b, as transpose_qkv lays the heads out) is row b repeated.
   // (B) -> (B·h), (B, Q) -> (B·h, Q)
   IntTensor lens = valid_lens.defined() ? repeat_interleave(valid_lens, num_heads, 0) : IntTensor();
-  Tensor out = (*attention)(q, k, v, lens);         // (B·h, Q, H/h): all heads in one bmm
+  Tensor out = (*attention)(q, k, v, lens);                       // (B·h, Q, H/h): all heads in one bmm
   return trace.output((*W_o)(transpose_output(out, num_heads)));  // (B, Q, H) -> (B, Q, H)
 }
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_map>
 #include <memory>
+#include <unordered_map>
 
 namespace qkv::nn {
 
@@ -262,7 +262,9 @@ class Tracer {
     pop();
   }
 
-  void outputs(int call, std::initializer_list<TraceArg> ys) { trace_.calls[static_cast<size_t>(call)].outputs = tensors(ys); }
+  void outputs(int call, std::initializer_list<TraceArg> ys) {
+    trace_.calls[static_cast<size_t>(call)].outputs = tensors(ys);
+  }
 
   viz::ModelTrace finish() {
     while (open_.size() > 1) pop();  // stand-ins still open under the model
@@ -282,7 +284,7 @@ class Tracer {
   };
 
   void index(const Module& m, const std::string& name, const Module* parent) {
-    if (places_.count(&m)) return;  // a module registered twice is named where it is first reached
+    if (places_.contains(&m)) return;  // a module registered twice is named where it is first reached
     places_[&m] = {name, parent};
     for (const auto& [child_name, child] : m.named_children())
       index(*child, name.empty() ? child_name : name + "." + child_name, &m);
@@ -292,7 +294,8 @@ class Tracer {
     return it == places_.end() ? nullptr : it->second.parent;
   }
   bool is_open(const Module* m) const {
-    return std::any_of(open_.begin(), open_.end(), [&](const Open& o) { return modules_[static_cast<size_t>(o.call)] == m; });
+    return std::any_of(open_.begin(), open_.end(),
+                       [&](const Open& o) { return modules_[static_cast<size_t>(o.call)] == m; });
   }
   // Close the stand-ins that do not enclose `module`.
   void leave_stand_ins(const Module& module) {

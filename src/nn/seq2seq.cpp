@@ -105,7 +105,7 @@ Tensor Seq2SeqAttentionDecoder::forward(const IntTensor& X, DecoderState& state)
     weights.push_back(attention->attention_weights);  // (B, 1, T)
   }
   state.hidden = hidden;
-  attention_weights_ = cat(weights, 1);    // S × (B, 1, T) -> (B, S, T)
+  attention_weights_ = cat(weights, 1);                  // S × (B, 1, T) -> (B, S, T)
   return trace.output(dense->forward(cat(outputs, 1)));  // S × (B, 1, H) -> (B, S, H) -> (B, S, V)
 }
 

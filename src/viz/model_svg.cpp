@@ -19,12 +19,12 @@
 namespace qkv::viz {
 namespace {
 
-constexpr double BOX_H = 42;     // a module drawn as one box
+constexpr double BOX_H = 42;  // a module drawn as one box
 constexpr double MIN_BOX_W = 170;
-constexpr double PAD = 12;       // inside a frame, around its boxes
-constexpr double HEADER = 24;    // a frame's title line
-constexpr double ARROW = 34;     // the gap an arrow crosses between two boxes
-constexpr double LANE = 16;      // one side line's lane in a frame's gutter or between columns
+constexpr double PAD = 12;     // inside a frame, around its boxes
+constexpr double HEADER = 24;  // a frame's title line
+constexpr double ARROW = 34;   // the gap an arrow crosses between two boxes
+constexpr double LANE = 16;    // one side line's lane in a frame's gutter or between columns
 constexpr double MARGIN = 20;
 
 // A fill for each kind of block, as d2l colours its figure's blocks.
@@ -48,10 +48,10 @@ struct Rect {
 
 // A line that is not an arrow between two boxes in a row.
 struct Side {
-  int from = -1;        // a node; or, with from_input, the frame whose input is read again
+  int from = -1;  // a node; or, with from_input, the frame whose input is read again
   bool from_input = false;
   int to = -1;
-  int frame = -1;       // the frame whose gutter it runs in (a skip); -1: between columns (from another branch)
+  int frame = -1;  // the frame whose gutter it runs in (a skip); -1: between columns (from another branch)
   std::string shape;
 };
 
@@ -67,8 +67,9 @@ class Picture {
     rect_.assign(n, {});
     lanes_.assign(n, 0);
     decide(0, true, false);
-    columns_ = open_[0] && visible_[0].size() >= 2 &&
-               std::all_of(visible_[0].begin(), visible_[0].end(), [&](int c) { return open_[static_cast<size_t>(c)]; });
+    columns_ = open_[0] && visible_[0].size() >= 2 && std::all_of(visible_[0].begin(), visible_[0].end(), [&](int c) {
+                 return open_[static_cast<size_t>(c)];
+               });
     find_sides();
     measure(0);
   }
@@ -116,10 +117,10 @@ class Picture {
     const auto& kids = visible_[static_cast<size_t>(n)];
     open_[static_cast<size_t>(n)] = shown && !forced_box && !kids.empty() && call(n).depth < opt_.depth;
     // A list of blocks of one type: the first opened, the others one box each.
-    const bool same_blocks = call(n).type == "ModuleList" && kids.size() >= 2 &&
-                             std::all_of(kids.begin(), kids.end(), [&](int c) { return call(c).type == call(kids[0]).type; });
-    for (size_t i = 0; i < kids.size(); ++i)
-      decide(kids[i], open_[static_cast<size_t>(n)], same_blocks && i > 0);
+    const bool same_blocks =
+        call(n).type == "ModuleList" && kids.size() >= 2 &&
+        std::all_of(kids.begin(), kids.end(), [&](int c) { return call(c).type == call(kids[0]).type; });
+    for (size_t i = 0; i < kids.size(); ++i) decide(kids[i], open_[static_cast<size_t>(n)], same_blocks && i > 0);
   }
 
   // The nearest drawn node at or above n.
@@ -175,8 +176,10 @@ class Picture {
   void add(Side side) {
     for (const Side& s : sides_)
       if (s.from == side.from && s.from_input == side.from_input && s.to == side.to) return;
-    if (side.frame >= 0) ++lanes_[static_cast<size_t>(side.frame)];
-    else ++cross_lanes_;
+    if (side.frame >= 0)
+      ++lanes_[static_cast<size_t>(side.frame)];
+    else
+      ++cross_lanes_;
     sides_.push_back(std::move(side));
   }
 
@@ -184,8 +187,7 @@ class Picture {
     const ModuleCall& c = call(n);
     const auto& kids = visible_[static_cast<size_t>(n)];
     std::string type = c.type;
-    if (c.type == "ModuleList" && !kids.empty())
-      type = fmt::format("{} × {}", kids.size(), call(kids[0]).type);
+    if (c.type == "ModuleList" && !kids.empty()) type = fmt::format("{} × {}", kids.size(), call(kids[0]).type);
     std::string s = n == 0 ? type : detail::short_name(c.name) + ": " + type;
     s += " · " + detail::count_text(c.parameters) + " parameters";
     if (node(n).count > 1) s += fmt::format(" · × {} calls", node(n).count);
@@ -200,14 +202,17 @@ class Picture {
     return (n == 0 ? std::string("model") : detail::short_name(c.name)) + " · " + detail::count_text(c.parameters) +
            " params";
   }
-  double gutter(int n) const { return lanes_[static_cast<size_t>(n)] > 0 ? 8 + LANE * lanes_[static_cast<size_t>(n)] : 0; }
+  double gutter(int n) const {
+    return lanes_[static_cast<size_t>(n)] > 0 ? 8 + LANE * lanes_[static_cast<size_t>(n)] : 0;
+  }
   double column_gap() const { return 60 + LANE * cross_lanes_; }
 
   void measure(int n) {
     Rect& r = size_[static_cast<size_t>(n)];
     const auto& kids = visible_[static_cast<size_t>(n)];
     if (!open_[static_cast<size_t>(n)]) {
-      r.w = std::max(MIN_BOX_W, 24 + std::max(detail::text_extent(box_line1(n), 12.5), detail::text_extent(box_line2(n), 10.5)));
+      r.w = std::max(MIN_BOX_W,
+                     24 + std::max(detail::text_extent(box_line1(n), 12.5), detail::text_extent(box_line2(n), 10.5)));
       r.h = BOX_H;
       return;
     }
@@ -235,12 +240,13 @@ class Picture {
     r.x = x;
     r.y = y;
     const ModuleCall& c = call(n);
-    s += fmt::format("<g class=\"module\" data-name=\"{}\" data-type=\"{}\" data-params=\"{}\" data-depth=\"{}\" "
-                     "data-calls=\"{}\">\n",
-                     xml_escape(c.name), xml_escape(c.type), c.parameters, c.depth, node(n).count);
-    s += fmt::format("<title>{}</title>\n", xml_escape(fmt::format("{}{} in {} out {}", c.name.empty() ? "" : c.name + ": ",
-                                                                  c.type, detail::shapes_text(c.inputs),
-                                                                  detail::shapes_text(c.outputs))));
+    s += fmt::format(
+        "<g class=\"module\" data-name=\"{}\" data-type=\"{}\" data-params=\"{}\" data-depth=\"{}\" "
+        "data-calls=\"{}\">\n",
+        xml_escape(c.name), xml_escape(c.type), c.parameters, c.depth, node(n).count);
+    s += fmt::format("<title>{}</title>\n",
+                     xml_escape(fmt::format("{}{} in {} out {}", c.name.empty() ? "" : c.name + ": ", c.type,
+                                            detail::shapes_text(c.inputs), detail::shapes_text(c.outputs))));
     const auto& kids = visible_[static_cast<size_t>(n)];
     if (!open_[static_cast<size_t>(n)]) {
       s += fmt::format(
@@ -295,7 +301,8 @@ class Picture {
     std::string s = fmt::format("<g class=\"flow\" data-from=\"{}\" data-to=\"{}\" data-shape=\"{}\">\n",
                                 name(from, "input"), name(to, "output"), xml_escape(label));
     s += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\" marker-end=\"url(#arrow)\"/>\n",
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#444\" "
+        "marker-end=\"url(#arrow)\"/>\n",
         x, y0, y1 - 1);
     s += detail::svg_text(x + 6, (y0 + y1) / 2 + 4, label, {.anchor = "start", .size = 10.5, .cls = "shape"});
     return s + "</g>\n";
@@ -329,10 +336,10 @@ class Picture {
       kind = "cross";
     }
     std::string s = fmt::format("<g class=\"{}\" data-from=\"{}\" data-to=\"{}\" data-shape=\"{}\">\n", kind,
-                                side.from_input ? "input" : xml_escape(call(side.from).name), xml_escape(call(side.to).name),
-                                xml_escape(side.shape));
-    s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\" marker-end=\"url(#arrow)\"/>\n", path,
-                     kind == "skip" ? "#2a7ab0" : "#b05a2a");
+                                side.from_input ? "input" : xml_escape(call(side.from).name),
+                                xml_escape(call(side.to).name), xml_escape(side.shape));
+    s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\" marker-end=\"url(#arrow)\"/>\n",
+                     path, kind == "skip" ? "#2a7ab0" : "#b05a2a");
     if (kind == "skip")
       s += detail::svg_text(lx, ly, side.shape, {.size = 10, .rotate = 90, .cls = "shape"});
     else

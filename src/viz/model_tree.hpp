@@ -11,17 +11,19 @@
 namespace qkv::viz::detail {
 
 struct ModelNode {
-  int call = 0;                // the module's first call (its shapes are the ones shown)
-  int count = 1;               // how many calls were merged into this node
-  int parent = -1;             // an index into ModelTree::nodes; -1 for the model
-  std::vector<int> children;   // indices into ModelTree::nodes, in the order they first ran
-  std::vector<int> calls{};    // every call merged here
+  int call = 0;               // the module's first call (its shapes are the ones shown)
+  int count = 1;              // how many calls were merged into this node
+  int parent = -1;            // an index into ModelTree::nodes; -1 for the model
+  std::vector<int> children;  // indices into ModelTree::nodes, in the order they first ran
+  std::vector<int> calls{};   // every call merged here
 };
 
 struct ModelTree {
   std::vector<ModelNode> nodes;  // nodes[0] is the model
   const ModelTrace* trace = nullptr;
-  const ModuleCall& call_of(int node) const { return trace->calls[static_cast<size_t>(nodes[static_cast<size_t>(node)].call)]; }
+  const ModuleCall& call_of(int node) const {
+    return trace->calls[static_cast<size_t>(nodes[static_cast<size_t>(node)].call)];
+  }
 };
 
 // An Error naming `op` for a trace with no calls or a call whose parent is

@@ -109,8 +109,8 @@ TEST_CASE("trace: a Transformer encoder, nested as it runs, with d2l's shapes") 
     const viz::ModuleCall& block = find(t, "blks.0");
     const viz::ModuleCall& addnorm = find(t, "blks.0.addnorm1");
     const viz::ModuleCall& attention = find(t, "blks.0.attention");
-    CHECK(addnorm.inputs[0].id == block.inputs[0].id);        // X
-    CHECK(addnorm.inputs[1].id == attention.outputs[0].id);   // the sublayer's output
+    CHECK(addnorm.inputs[0].id == block.inputs[0].id);       // X
+    CHECK(addnorm.inputs[1].id == attention.outputs[0].id);  // the sublayer's output
     CHECK(find(t, "blks.1").inputs[0].id == block.outputs[0].id);
   }
   SUBCASE("the list of blocks has no forward of its own: it stands where it sits") {
@@ -166,8 +166,7 @@ TEST_CASE("trace: a decoder's attention at every step is one module called S tim
 
 TEST_CASE("trace: errors, and the trace ends with its forward") {
   nn::Linear lin(2, 2);
-  CHECK_THROWS_WITH_AS(nn::trace(lin, [&] { nn::trace(lin, [] {}); }), doctest::Contains("traces do not nest"),
-                       Error);
+  CHECK_THROWS_WITH_AS(nn::trace(lin, [&] { nn::trace(lin, [] {}); }), doctest::Contains("traces do not nest"), Error);
   CHECK_THROWS_WITH_AS(nn::trace(lin, nullptr), doctest::Contains("nn::trace: no forward to run for Linear"), Error);
   // A forward that throws ends the trace; the next one starts clean.
   CHECK_THROWS_AS(nn::trace(lin, [&] { lin(randn({2, 3})); }), Error);

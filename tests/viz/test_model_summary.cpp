@@ -98,7 +98,7 @@ TEST_CASE("model_summary: torchinfo's rows, with the shapes and counts of the la
       {"├─W_k: Linear", "(1, 5, 4)", linear},
       {"├─W_v: Linear", "(1, 5, 4)", linear},
       {"├─attention: DotProductAttention", "(2, 3, 2)", "0"},  // the heads in the batch: (B·h, Q, H/h)
-      {"│  └─dropout: Dropout", "(2, 3, 5)", "0"},              // the weights (B·h, Q, K)
+      {"│  └─dropout: Dropout", "(2, 3, 5)", "0"},             // the weights (B·h, Q, K)
       {"└─W_o: Linear", "(1, 3, 4)", linear},
   };
   REQUIRE(rows.size() == expected.size());
@@ -244,4 +244,23 @@ TEST_CASE("model_svg and model_summary: errors") {
   viz::ModelTrace bad = t;
   bad.calls.push_back({"x", "Linear", "", 5, 1, {}, {}, 0, true});
   CHECK_THROWS_WITH_AS(viz::model_summary(bad), doctest::Contains("call 1 (Linear) has parent 5"), Error);
+}
+
+TEST_CASE("docs/viz: a model drawn from itself") {
+  test::TempDir scratch("model_viz");
+  std::filesystem::path dir = scratch.path;
+  // --- as in docs/viz.md ---
+  nn::TransformerEncoder encoder(/*vocab_size=*/200, /*num_hiddens=*/32, /*ffn_num_hiddens=*/64, /*num_heads=*/4,
+                                 /*num_blks=*/2, /*dropout=*/0.1f);
+  IntTensor X = int_tensor(std::vector<int64_t>(20, 1), {2, 10});  // (B, T) token ids
+  IntTensor valid_lens = int_tensor({10, 6});                      // (B)
+  viz::ModelTrace trace = nn::trace(encoder, [&] { encoder(X, valid_lens); });
+  fmt::print("{}", viz::model_summary(trace, /*depth=*/3));
+  viz::save_model_svg(dir / "encoder.svg", trace, {.title = "TransformerEncoder"});
+  // --- end ---
+  pugi::xml_document doc = test::load_svg(dir / "encoder.svg");
+  CHECK(test::has_text(doc, "TransformerEncoder"));
+  // The row docs/viz.md shows for the first block: 4·32² attention weights without bias, FFN 32·64 + 64 + 64·32 + 32,
+  // two LayerNorms of 2·32.
+  CHECK(trace.calls[0].parameters == 200 * 32 + 2 * (4 * 32 * 32 + (32 * 64 + 64 + 64 * 32 + 32) + 2 * 2 * 32));
 }

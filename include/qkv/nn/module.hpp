@@ -214,7 +214,7 @@ inline thread_local Tracer* active_tracer = nullptr;  // the trace this thread i
 // An input or output of a traced call: a Tensor or an IntTensor, kept by
 // address (the scope lives inside the forward, while its arguments do).
 struct TraceArg {
-  TraceArg(const Tensor& t) : tensor(&t) {}  // NOLINT(google-explicit-constructor): {x, y} lists read as PyTorch's
+  TraceArg(const Tensor& t) : tensor(&t) {}   // NOLINT(google-explicit-constructor): {x, y} lists read as PyTorch's
   TraceArg(const IntTensor& t) : ints(&t) {}  // NOLINT(google-explicit-constructor)
   const Tensor* tensor = nullptr;
   const IntTensor* ints = nullptr;
