@@ -405,6 +405,38 @@ AttentionGrids attention_grids(nn::EncoderDecoder& model, const nn::TransformerE
   return {cat(enc_blocks, 0), cat(dec_blocks, 0)};
 }
 
+// The trained decoder's masked self-attention, every block and head: its own translation fed back
+// in one teacher-forced call, [<bos>, y_1, …, y_k]. The mask is causal, so row s is what step s saw
+// when it was decoded one token at a time; the weights above the diagonal are 0.
+void decoder_self_attention_per_head(lesson::Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt,
+                                     const lesson::Translation& t, const std::vector<std::string>& block_titles,
+                                     const std::vector<std::string>& head_titles) {
+  auto decoder = std::dynamic_pointer_cast<nn::TransformerDecoder>(model.decoder);
+  if (!decoder) fail("11_transformer: the model's decoder is not a TransformerDecoder");
+  std::vector<std::string> inputs = {"<bos>"};
+  inputs.insert(inputs.end(), t.tokens.begin(), t.tokens.end());
+  const std::vector<int64_t> src = nmt.src_vocab[t.source];
+  const auto L = static_cast<int64_t>(src.size()), S = static_cast<int64_t>(inputs.size());
+  const bool training = model.is_training();
+  model.eval();
+  NoGradGuard no_grad;
+  model.forward(int_tensor(src, {1, L}), int_tensor(nmt.tgt_vocab[inputs], {1, S}), int_tensor({L}));
+  model.train(training);
+  Tensor grid = cat(decoder->self_attention_weights(), 0);  // blocks × (1, h, S, S) -> (blocks, h, S, S)
+  lesson.print("decoder masked self-attention {} (blocks, heads, steps, steps so far)\n", grid.shape());
+  lesson.heatmap_grid("decoder_self_attention.svg", grid,
+                      {.title = fmt::format("Decoder masked self-attention on its own output \"{}\"", t.text()),
+                       .row_titles = block_titles,
+                       .col_titles = head_titles,
+                       .cell = {.xlabel = "earlier steps",
+                                .ylabel = "step",
+                                .row_labels = inputs,
+                                .col_labels = inputs,
+                                .vmin = 0,
+                                .vmax = 1}});
+  lesson.result("decoder_self_attention", grid);
+}
+
 void attention_per_head(lesson::Lesson& lesson, nn::EncoderDecoder& model, const nn::TransformerEncoder& encoder,
                         const data::NMTData& nmt, const Sizes& z) {
   lesson.section("Attention per block and per head: encoder self-attention, decoder attention on the source");
@@ -441,6 +473,7 @@ void attention_per_head(lesson::Lesson& lesson, nn::EncoderDecoder& model, const
                                 .col_labels = t.source,
                                 .vmin = 0,
                                 .vmax = 1}});
+  decoder_self_attention_per_head(lesson, model, nmt, t, block_titles, head_titles);
   lesson.print(
       "Each head has its own pattern: in the encoder, heads that look at the word itself, at its\n"
       "neighbours or at <eos>; in the decoder, heads that follow the source word being translated.\n");

@@ -200,8 +200,9 @@ class ModuleList : public Module {
 //   viz::ModelTrace t = nn::trace(model, [&] { model.forward(X, Y, lens); });
 //   fmt::print("{}", viz::model_summary(t));
 //
-// Off (no trace running), a TraceScope is one read of a thread_local pointer
-// and a branch: nothing is allocated or recorded. A trace records the forward
+// Off (no trace running), a TraceScope costs a list of its inputs' addresses
+// on the stack, one read of a thread_local pointer and a branch: nothing is
+// allocated or recorded. A trace records the forward
 // of the thread that runs nn::trace and nothing of other threads, whose
 // layers see no trace; one thread runs one trace at a time (nn::trace inside
 // `forward` is a qkv::Error).
