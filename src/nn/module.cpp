@@ -253,7 +253,8 @@ class Tracer {
     // innermost open call and this module: opened as stand-ins.
     std::vector<const Module*> missing;
     for (const Module* up = parent_of(&module); up && !is_open(up); up = parent_of(up)) missing.push_back(up);
-    for (auto it = missing.rbegin(); it != missing.rend(); ++it) push(**it, {}, false);
+    std::reverse(missing.begin(), missing.end());  // outermost first
+    for (const Module* m : missing) push(*m, {}, false);
     return push(module, tensors(inputs), true);
   }
 
