@@ -178,7 +178,9 @@ TEST_CASE("model_svg: every block named, its parameters the module's own count, 
   std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
 
   SUBCASE("every module but Dropout is drawn, block 1 of each side as one box") {
-    for (const auto& [name, m] : modules) {
+    for (const auto& entry : modules) {
+      const std::string& name = entry.first;  // named, not bound: CAPTURE's lambda reads it (clang 14)
+      const nn::Module* m = entry.second;
       CAPTURE(name);
       const bool in_later_block = name.find("blks.1.") != std::string::npos;
       if (m->type_name() == "Dropout" || in_later_block) {
