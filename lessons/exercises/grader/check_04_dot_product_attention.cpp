@@ -107,8 +107,8 @@ int main(int argc, char** argv) {
     // Each case named by what it is the first to show. K = d: the keys not
     // transposed still have a shape (and give numbers that can be named),
     // and d ≠ d² shows a scale of d.
-    grade_case(g, "the keys transposed: as many keys as features", randn({2, 3, 4}, gen), randn({2, 4, 4}, gen),
-               randn({2, 4, 3}, gen), int_tensor({2, 4}));
+    grade_case(g, "K = d: the keys transposed, the mask, the softmax's dim", randn({2, 3, 4}, gen),
+               randn({2, 4, 4}, gen), randn({2, 4, 3}, gen), int_tensor({2, 4}));
     // K ≠ d: the first case where √K and √d differ.
     grade_case(g, "the scale √d: more keys than features", randn({2, 2, 3}, gen).mul(2.0f), randn({2, 7, 3}, gen),
                randn({2, 7, 2}, gen), int_tensor({5, 7}));

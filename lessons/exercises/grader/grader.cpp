@@ -638,14 +638,14 @@ Traced Grader::trace(const std::vector<Tensor>& inputs, const std::function<Tens
   return t;
 }
 
-namespace {
-
 // Backward against central differences for L = Σ w ⊙ f(x), w fixed and random:
 // what the child returns, and how the grader reads it.
 struct Differences {
   Traced traced;                             // f at the inputs, its graph, and backward's dL/dx
   std::vector<std::vector<double>> numeric;  // per input, (L(x + eps) - L(x - eps)) / 2eps for its first elements
 };
+namespace {
+
 constexpr float kEps = 1e-2f;
 constexpr int64_t kProbed = 64;  // elements probed per input
 
@@ -656,10 +656,9 @@ bool agrees(double analytic, double numeric) {
 }  // namespace
 
 // The learner's f and its backward, and the finite differences, in one child.
-static Differences differences(Grader& g, const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                               const std::vector<Tensor>& inputs,
-                               const std::function<std::string(const std::function<std::string()>&)>& run) {
-  const std::string bytes = run([&] {
+Differences Grader::differences(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                const std::vector<Tensor>& inputs) {
+  const std::string bytes = in_child([&] {
     std::vector<Tensor> xs;
     for (const Tensor& x : inputs) xs.push_back(x.detach().clone().requires_grad_());
     Writer w;
@@ -697,7 +696,6 @@ static Differences differences(Grader& g, const std::function<Tensor(const std::
     }
     return w.bytes();
   });
-  (void)g;
   Reader r(bytes);
   Differences d;
   std::vector<Graph> graphs;
@@ -719,7 +717,9 @@ static Differences differences(Grader& g, const std::function<Tensor(const std::
 
 // The table of backward against finite differences, from the first element
 // that disagrees, for the first input with one; "" if all agree.
-static std::string difference_table(const Differences& d, const std::vector<Tensor>& inputs) {
+namespace {
+
+std::string difference_table(const Differences& d, const std::vector<Tensor>& inputs) {
   for (size_t n = 0; n < inputs.size() && n < d.numeric.size(); ++n) {
     const Tensor& grad = d.traced.grads[n];
     const std::vector<float> x = inputs[n].to_vector();
@@ -743,12 +743,13 @@ static std::string difference_table(const Differences& d, const std::vector<Tens
   return "";
 }
 
+}  // namespace
+
 void Grader::check_gradients(const std::string& what, const std::function<Tensor(const std::vector<Tensor>&)>& f,
                              const std::vector<Tensor>& inputs) {
   ++checks_;
   print(fmt::format("  gradients: {}", what));
-  Differences d =
-      differences(*this, f, inputs, [&](const std::function<std::string()>& body) { return in_child(body); });
+  Differences d = differences(f, inputs);
   obeys_rules({d.traced.graph});
   if (!d.traced.has_graph) {
     print(
@@ -767,8 +768,7 @@ void Grader::check_gradients(const std::string& what, const std::function<Tensor
 
 void Grader::gradient_table(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                             const std::vector<Tensor>& inputs) {
-  Differences d =
-      differences(*this, f, inputs, [&](const std::function<std::string()>& body) { return in_child(body); });
+  Differences d = differences(f, inputs);
   if (d.traced.has_graph) print(difference_table(d, inputs));
 }
 

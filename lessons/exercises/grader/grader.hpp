@@ -180,6 +180,8 @@ struct StopGrading {
   Status status;
 };
 
+struct Differences;  // grader.cpp: backward against finite differences
+
 class Grader {
  public:
   Grader(int number, int argc, char** argv);
@@ -274,6 +276,8 @@ class Grader {
   void unchanged(const Inputs& inputs, Reader& r);
   void obeys_rules(const std::vector<Graph>& graphs);
   void check_calls();  // the learner's compiled file against the forbidden functions
+  Differences differences(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                          const std::vector<Tensor>& inputs);
   [[noreturn]] void fail(const std::string& headline);
   void pictures(const Step& step, const Tensor& got, const Tensor& want, const std::vector<int64_t>& index);
 

@@ -1,7 +1,7 @@
 // A wrong solution of exercise 04, kept for the tests: valid_lens never used
 // (the compiler warns of the unused parameter: ./qkv.sh exercise shows it).
 // grader says: the mask ignored
-// grader says: FAILED at case 1 (the keys transposed: as many keys as features)
+// grader says: FAILED at case 1 (K = d: the keys transposed, the mask, the softmax's dim)
 #include <cmath>
 
 #include "04_dot_product_attention.hpp"
