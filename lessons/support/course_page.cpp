@@ -286,7 +286,8 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
     }
     add("</section>\n");
   }
-  add("{}", exercise_state_script(sources, out));
+  // The script only where the page lists exercises: a page without them stays script-free.
+  if (page.find("data-exercise=") != std::string::npos) add("{}", exercise_state_script(sources, out));
   add("</body>\n</html>\n");
 
   std::error_code ec;

@@ -209,7 +209,7 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, const ChildL
     }
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limits.seconds);
-  bool result_open = true, output_open = true, timed_out = false, flooded = false, reaped = false;
+  bool result_open = true, output_open = true, timed_out = false, flooded = false;
   int status = 0;
   for (;;) {
     const auto left =
@@ -232,18 +232,18 @@ ChildOutcome run_in_child(const std::function<std::string()>& body, const ChildL
       flooded = true;
       break;
     }
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      reaped = true;
+    // Ended? (Not reaped yet: while the child is a zombie its pid, and so its
+    // process group's id, cannot be reused, so the kill below reaches only its group.)
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
       drain(result[0], [&](const char* d, size_t k) { reply.append(d, k); });
       drain(output[0], keep_output);
       break;
     }
   }
-  kill(-pid, SIGKILL);  // the child and anything it started
-  if (!reaped) {
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+  kill(-pid, SIGKILL);  // the child, if still running, and anything it started
+  kill(pid, SIGKILL);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   close(result[0]);
   close(output[0]);
