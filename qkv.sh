@@ -10,7 +10,7 @@
 #   ./qkv.sh tidy       clang-tidy (.clang-tidy's checks) over src/, or the files/folders given; exit 1 on a finding
 #   ./qkv.sh coverage   list public functions with no bad-input row in tests/hardening/; exit 1 if any
 #   ./qkv.sh deps       name this system and the packages qkv needs on it, and how to install them
-#   ./qkv.sh exercise   the exercises and their state; exercise N grades yours (N --hint, N --solution, --reset N)
+#   ./qkv.sh exercise   the exercises and their state; exercise N grades yours (N --hint, N --solution, N --reset)
 #   ./qkv.sh web        the live course page, qkv compiled to WebAssembly (emscripten), in out/web/
 #   ./qkv.sh web-test   the browser test of out/web/ (headless Chromium; --screenshots DIR, --time-all)
 #
@@ -228,29 +228,41 @@ case "${1:-}" in
   exercise)
     # ./qkv.sh exercise                 every exercise and its state (out/exercises/progress.json)
     # ./qkv.sh exercise N [flags]       builds lessons/exercises/NN_name.cpp alone and grades it
-    # ./qkv.sh exercise N --hint        the next hint; N --solution the reference solution
-    # ./qkv.sh exercise --reset N       the blank back (your version kept in out/exercises/NN/)
+    #                                   (flags: --seed S replays a grading's random cases, --seconds S)
+    # ./qkv.sh exercise N --hint        the next hint (--hint N too: the order does not matter)
+    # ./qkv.sh exercise N --solution    says it is a spoiler; N --solution --yes prints it
+    # ./qkv.sh exercise N --reset       the blank back (your version kept in out/exercises/NN/kept/, numbered)
     # The first call builds libqkv and the grader (minutes); after that only your file is compiled.
     install_missing
     tool=build/release/lessons/exercises/exercises
     [ -f build/release/libqkv.a ] || echo "qkv: the first exercise builds libqkv and the grader once (a few minutes)"
     cmake --preset release >/dev/null
     cmake --build --preset release -j "$(cores)" --target qkv_exercises_tool >/dev/null
+    # The exercise's number, the action (--hint, --solution, --reset) and the
+    # other flags, in any order; a grader flag's value is not the number.
+    n="" action="" rest=()
     args=("${@:2}")
-    if [ ${#args[@]} -eq 0 ]; then
+    for ((i = 0; i < ${#args[@]}; i++)); do
+      a="${args[$i]}"
+      case "$a" in
+        --hint | --solution | --reset) action="${a#--}" ;;
+        --seed | --seconds | --out | --color | --root)
+          rest+=("$a")
+          if [ $((i + 1)) -lt ${#args[@]} ]; then
+            i=$((i + 1))
+            rest+=("${args[$i]}")
+          fi
+          ;;
+        *) if [ -z "$n" ] && [[ "$a" != -* ]]; then n="$a"; else rest+=("$a"); fi ;;
+      esac
+    done
+    if [ -n "$action" ]; then
+      exec "$tool" "$action" ${n:+"$n"} ${rest[@]+"${rest[@]}"}
+    elif [ -z "$n" ] && [ ${#rest[@]} -eq 0 ]; then
       exec "$tool"
-    elif [ "${args[0]}" = "--reset" ]; then
-      exec "$tool" reset "${args[@]:1}"
-    elif [ ${#args[@]} -ge 2 ] && [ "${args[1]}" = "--reset" ]; then
-      exec "$tool" reset "${args[0]}" "${args[@]:2}"
-    elif [ ${#args[@]} -ge 2 ] && [ "${args[1]}" = "--hint" ]; then
-      exec "$tool" hint "${args[0]}" "${args[@]:2}"
-    elif [ ${#args[@]} -ge 2 ] && [ "${args[1]}" = "--solution" ]; then
-      exec "$tool" solution "${args[0]}" "${args[@]:2}"
     fi
-    n="${args[0]}"
     if ! [[ "$n" =~ ^[0-9]+$ ]] || ! compgen -G "lessons/exercises/blanks/$(printf %02d "$((10#$n))")_*.cpp" >/dev/null; then
-      "$tool" solution "$n" >/dev/null || true  # says which numbers there are
+      "$tool" hint "${n:-?}" >/dev/null || true  # says which numbers there are
       exit 2
     fi
     nn=$(printf %02d "$((10#$n))")
@@ -262,8 +274,13 @@ case "${1:-}" in
       echo "qkv: lessons/exercises/${nn}_*.cpp does not compile (above); fix it and run ./qkv.sh exercise $n again" >&2
       exit 1
     fi
+    # The compiler's warnings about the learner's file (an unused parameter is often the mistake).
+    if grep -q "exercises/${nn}_[A-Za-z0-9_]*\.cpp:[0-9]*:[0-9]*: warning" "$log"; then
+      echo "qkv: the compiler warns about your file (a warning often points at the mistake):"
+      grep -A3 "exercises/${nn}_[A-Za-z0-9_]*\.cpp:[0-9]*:[0-9]*: warning" "$log" | grep -v -e '^\[ *[0-9]*%\]' -e '^gmake' -e '^make'
+    fi
     echo "qkv: built exercise_$nn in $(($(date +%s) - start)) s"
-    build/release/lessons/exercises/exercise_"$nn" "${args[@]:1}"
+    build/release/lessons/exercises/exercise_"$nn" ${rest[@]+"${rest[@]}"}
     ;;
   web)
     # The live course page (docs/web.md). Lessons 08 and 11 train natively first, if their

@@ -3,9 +3,11 @@
 //
 //   exercises                 every exercise, its lesson and its state (progress.json)
 //   exercises hint N          the next of exercise N's hints, one more each time
-//   exercises solution N      prints exercise N's reference solution
-//   exercises reset N         puts the blank back in lessons/exercises/NN_name.cpp
-//                             (the learner's version is kept in <out>/NN/)
+//   exercises solution N      says the solution is a spoiler and how to see it:
+//   exercises solution N --yes   prints exercise N's reference solution
+//   exercises reset N         puts the blank back in lessons/exercises/NN_name.cpp; the
+//                             learner's version is kept, each reset in a new numbered copy
+//                             (<out>/NN/kept/NN_name.1.cpp, .2.cpp, …), never overwritten
 //   --root DIR                the source tree (default: the one this was built from)
 //   --out DIR                 where progress.json lives (default: <root>/out/exercises)
 //
@@ -34,8 +36,8 @@ using namespace qkv::exercises;
 namespace {
 
 constexpr const char* usage =
-    "usage: exercises [hint N | solution N | reset N] [--root DIR] [--out DIR]\n"
-    "  (./qkv.sh exercise runs it: ./qkv.sh exercise, ./qkv.sh exercise N --hint, --solution, --reset N)\n";
+    "usage: exercises [hint N | solution N [--yes] | reset N] [--root DIR] [--out DIR]\n"
+    "  (./qkv.sh exercise runs it: ./qkv.sh exercise, ./qkv.sh exercise N --hint, N --solution, N --reset)\n";
 
 struct Paths {
   fs::path root, out;
@@ -103,7 +105,7 @@ void list(const Paths& paths) {
   }
   fmt::print(
       "\n{} of {} passed. Your files: lessons/exercises/NN_name.cpp. Grade one: ./qkv.sh exercise N;\n"
-      "a hint: ./qkv.sh exercise N --hint; the solution: --solution; start again: ./qkv.sh exercise --reset N\n",
+      "a hint: ./qkv.sh exercise N --hint; the solution (a spoiler): N --solution; start again: N --reset\n",
       passed, shipped);
 }
 
@@ -125,8 +127,18 @@ void hint(const ExerciseEntry& e, const Paths& paths) {
   write_progress(paths.out, progress);
 }
 
-void solution(const ExerciseEntry& e, const Paths& paths) {
-  fmt::print("// {}\n{}", paths.solution(e).string(), read_text(paths.solution(e)));
+// The solution is a spoiler: shown only when asked for a second time, with --yes.
+void solution(const ExerciseEntry& e, const Paths& paths, bool yes) {
+  if (!yes) {
+    fmt::print(
+        "Exercise {}: the reference solution is a spoiler: it shows the whole answer, and the exercise teaches\n"
+        "most when you find it yourself. ./qkv.sh exercise {} --hint gives the next hint instead.\n"
+        "To see the solution: ./qkv.sh exercise {} --solution --yes\n",
+        e.number, e.number, e.number);
+    return;
+  }
+  fmt::print("// SPOILER: the reference solution of exercise {}, {}\n{}", e.number, paths.solution(e).string(),
+             read_text(paths.solution(e)));
 }
 
 void reset(const ExerciseEntry& e, const Paths& paths) {
@@ -137,12 +149,19 @@ void reset(const ExerciseEntry& e, const Paths& paths) {
     if (yours == blank) {
       fmt::print("Exercise {}: {} is already the blank.\n", e.number, mine.string());
     } else {
-      const fs::path keep = paths.out / fmt::format("{:02d}", e.number) / (std::string(e.program) + ".cpp.yours");
+      // A new numbered copy each time: an earlier copy is never overwritten.
+      const fs::path folder = paths.out / fmt::format("{:02d}", e.number) / "kept";
       std::error_code ec;
-      fs::create_directories(keep.parent_path(), ec);
-      fs::copy_file(mine, keep, fs::copy_options::overwrite_existing, ec);
-      if (ec)
-        throw Failure{fmt::format("cannot keep your version in {}: {}; nothing reset", keep.string(), ec.message())};
+      fs::create_directories(folder, ec);
+      fs::path keep;
+      for (int n = 1;; ++n) {
+        keep = folder / fmt::format("{}.{}.cpp", e.program, n);
+        if (!fs::exists(keep, ec)) break;
+      }
+      fs::copy_file(mine, keep, fs::copy_options::none, ec);
+      if (ec || read_text(keep) != yours)
+        throw Failure{fmt::format("cannot keep your version in {}: {}; nothing reset", keep.string(),
+                                  ec ? ec.message() : "the copy differs")};
       fmt::print("Exercise {}: your version is kept in {}\n", e.number, keep.string());
     }
   }
@@ -163,12 +182,15 @@ void reset(const ExerciseEntry& e, const Paths& paths) {
 int main(int argc, char** argv) {
   std::vector<std::string> words;
   Paths paths{QKV_SOURCE_DIR, {}};
+  bool yes = false;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg == "--root" || arg == "--out") {
         if (i + 1 >= argc) throw Failure{fmt::format("{} needs a folder", arg)};
         (arg == "--root" ? paths.root : paths.out) = argv[++i];
+      } else if (arg == "--yes") {
+        yes = true;
       } else if (arg == "-h" || arg == "--help") {
         fmt::print("{}", usage);
         return 0;
@@ -189,7 +211,7 @@ int main(int argc, char** argv) {
     if (words.size() != 2) throw Failure{fmt::format("{} takes one exercise number", command)};
     const ExerciseEntry e = exercise(words[1], paths);
     if (command == "hint") hint(e, paths);
-    if (command == "solution") solution(e, paths);
+    if (command == "solution") solution(e, paths, yes);
     if (command == "reset") reset(e, paths);
   } catch (const Failure& f) {
     fmt::print(stderr, "exercises: {}\n{}", f.message, usage);

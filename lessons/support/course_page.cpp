@@ -16,6 +16,7 @@
 
 #include "catalog.hpp"
 #include "exercises/catalog.hpp"
+#include "exercises/grader/progress.hpp"
 
 namespace qkv::lesson {
 
@@ -115,12 +116,17 @@ pre.error { background: #fdecee; border-color: #f0b8c0; color: #8a0018; }
 )";
 
 // The exercises of lesson `lesson` (lessons/exercises/), each linked to the
-// learner's file and given its state from <sources>/../out/exercises/progress.json,
+// learner's file and given its state from <sources>/../out/exercises/progress.json
+// (read_progress, exercises/grader/progress.hpp, the one reader of that file),
 // where the grader writes it: "exercise 4 · scaled dot-product attention with a mask: passed".
+// Each state is a span the page's script updates from progress.js when it is opened.
 std::string exercises_of(int lesson, const fs::path& sources, const fs::path& out) {
-  nlohmann::json progress;
-  std::ifstream in(sources.parent_path() / "out/exercises/progress.json");
-  if (in) progress = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  exercises::Progress progress;
+  try {
+    progress = exercises::read_progress(sources.parent_path() / "out/exercises");
+  } catch (const std::exception&) {
+    // an unreadable file: every exercise shows as not started (the grader and the tool name the file)
+  }
   std::string items;
   for (const exercises::ExerciseEntry& x : exercises::catalog) {
     const fs::path blank = sources / "exercises/blanks" / (std::string(x.program) + ".cpp");
@@ -128,18 +134,37 @@ std::string exercises_of(int lesson, const fs::path& sources, const fs::path& ou
     if (x.lesson != lesson || !fs::exists(blank, ec)) continue;
     fs::path file = sources / "exercises" / (std::string(x.program) + ".cpp");
     if (!fs::exists(file, ec)) file = blank;
-    std::string state = "not started";
-    const std::string key = std::to_string(x.number);
-    if (progress.is_object() && progress.contains("exercises") && progress["exercises"].contains(key))
-      state = progress["exercises"][key].value("state", state);
+    auto it = progress.find(x.number);
+    const std::string state = it != progress.end() ? it->second.state : "not started";
     const std::string link = fs::relative(file, out, ec).generic_string();
-    items += fmt::format("{}<a href=\"{}\">exercise {} · {}</a>: <span class=\"exercise-{}\">{}</span>",
-                         items.empty() ? "" : "; ", viz::xml_escape(ec ? file.generic_string() : link), x.number,
-                         viz::xml_escape(x.title), state == "passed" ? "passed" : "open", viz::xml_escape(state));
+    items +=
+        fmt::format("{}<a href=\"{}\">exercise {} · {}</a>: <span class=\"exercise-{}\" data-exercise=\"{}\">{}</span>",
+                    items.empty() ? "" : "; ", viz::xml_escape(ec ? file.generic_string() : link), x.number,
+                    viz::xml_escape(x.title), state == "passed" ? "passed" : "open", x.number, viz::xml_escape(state));
   }
   return items;
 }
 
+// The script that shows the exercises' states as the grader last wrote them
+// (progress.js, written with progress.json), so a grading shows on the page
+// without rebuilding it; a page opened from file:// may load a script beside it.
+std::string exercise_state_script(const fs::path& sources, const fs::path& out) {
+  std::error_code ec;
+  const fs::path script = fs::relative(sources.parent_path() / "out/exercises/progress.js", out, ec);
+  if (ec) return "";
+  return fmt::format(
+      "<script src=\"{}\"></script>\n<script>//<![CDATA[\n"
+      "(function () {{\n"
+      "  var states = window.qkvExerciseStates;\n"
+      "  if (!states) return;\n"
+      "  document.querySelectorAll('span[data-exercise]').forEach(function (span) {{\n"
+      "    var state = states[span.getAttribute('data-exercise')] || 'not started';\n"
+      "    span.textContent = state;\n"
+      "    span.className = state === 'passed' ? 'exercise-passed' : 'exercise-open';\n"
+      "  }});\n"
+      "}})();\n//]]></script>\n",
+      viz::xml_escape(script.generic_string()));
+}
 }  // namespace
 
 fs::path write_course_page(const fs::path& out, const fs::path& sources, const std::vector<LessonOutcome>& run) {
@@ -261,6 +286,8 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
     }
     add("</section>\n");
   }
+  // The script only where the page lists exercises: a page without them stays script-free.
+  if (page.find("data-exercise=") != std::string::npos) add("{}", exercise_state_script(sources, out));
   add("</body>\n</html>\n");
 
   std::error_code ec;

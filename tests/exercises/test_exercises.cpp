@@ -2,10 +2,15 @@
 // each into a fresh folder, judged by exit status, output and files left.
 //
 //   every shipped blank (lessons/exercises/blanks/) grades as "not written yet", status 3;
-//   every reference solution (lessons/exercises/solutions/) passes, status 0;
-//   every wrong solution (tests/exercises/wrong/NN_what.cpp, at least three per
-//   exercise) fails, status 1, and the output says each of its `// grader says:` lines;
-//   the `exercises` tool's list, hint, solution and reset on a scratch copy of the tree.
+//   every reference solution (lessons/exercises/solutions/) passes, status 0, on
+//   fresh random cases too;
+//   every wrong solution (tests/exercises/wrong/NN_what.cpp, at least four per
+//   exercise) fails, status 1, and the output says each of its `// grader says:`
+//   lines; among them the hostile ones (a throw of the grader's StopGrading,
+//   exit(0), an endless loop, a segfault, a throw of an int, an endless print,
+//   the library's own op, a table of expected values, an input changed in place);
+//   seeds, flags, and the `exercises` tool's list, hint, solution and reset on a
+//   scratch copy of the tree.
 //
 // The expected verdicts come from the mathematics of each mistake (a fixture
 // is written wrong on purpose), not from the grader's own output.
@@ -50,9 +55,19 @@ Run run(const fs::path& program, const std::string& args, const fs::path& dir) {
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128, read_text(log)};
 }
 
-// A graded program of the tests (graded/exercise_NN_<kind>) run into dir/out.
-Run grade(const std::string& program, const fs::path& dir) {
-  return run(programs / "graded" / program, fmt::format("--out '{}' --color never", (dir / "out").string()), dir);
+// A graded program of the tests (graded/exercise_NN_<kind>) run into dir/out,
+// with `flags` (a fixed seed unless they say otherwise).
+Run grade(const std::string& program, const fs::path& dir, const std::string& flags = "--seed 1") {
+  return run(programs / "graded" / program, fmt::format("--out '{}' --color never {}", (dir / "out").string(), flags),
+             dir);
+}
+
+// The lines of `text` that start with `mark`, without it.
+std::vector<std::string> marked(const std::string& text, const std::string& mark) {
+  std::vector<std::string> lines;
+  for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1))
+    lines.push_back(text.substr(at + mark.size(), text.find('\n', at) - at - mark.size()));
+  return lines;
 }
 
 // The stems of the files in `folder` ending .cpp, sorted: "04_dot_product_attention", …
@@ -150,16 +165,18 @@ TEST_CASE("exercises/wrong: every wrong solution fails, and its mistake is named
   for (const std::string& name : stems(folder)) {
     CAPTURE(name);
     const std::string text = read_text(folder / (name + ".cpp"));
-    std::vector<std::string> says;
-    const std::string mark = "// grader says: ";
-    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1))
-      says.push_back(text.substr(at + mark.size(), text.find('\n', at) - at - mark.size()));
+    const std::vector<std::string> says = marked(text, "// grader says: ");
     REQUIRE_MESSAGE(!says.empty(), name << ".cpp has no `// grader says:` line");
     TempDir dir("exercise_wrong");
-    Run r = grade(fmt::format("exercise_{}_wrong_{}", name.substr(0, 2), name.substr(3)), dir.path);
+    Run r = grade(fmt::format("exercise_{}_wrong_{}", name.substr(0, 2), name.substr(3)), dir.path,
+                  name.find("endless_loop") != std::string::npos ? "--seed 1 --seconds 1" : "--seed 1");
     CAPTURE(r.output);
     CHECK(r.status == 1);
-    CHECK(r.output.find("FAILED at case ") != std::string::npos);
+    CHECK(r.output.find("\nFAILED ") != std::string::npos);
+    CHECK(r.output.find("PASSED") == std::string::npos);
+    // Expected values are shown for the failing case alone: none before its line.
+    const size_t failing = r.output.rfind("\ncase ");
+    CHECK(r.output.substr(0, failing).find("expected") == std::string::npos);
     for (const std::string& s : says) CHECK_MESSAGE(r.output.find(s) != std::string::npos, "missing: " << s);
     const int number = std::stoi(name.substr(0, 2));
     CHECK(progress(dir.path / "out")["exercises"][std::to_string(number)]["state"] == "failing");
@@ -176,8 +193,87 @@ TEST_CASE("exercises/wrong: every wrong solution fails, and its mistake is named
   }
   for (const std::string& blank : stems(source / "lessons/exercises/blanks")) {
     CAPTURE(blank);
-    CHECK(per_exercise[blank.substr(0, 2)] >= 3);
+    CHECK(per_exercise[blank.substr(0, 2)] >= 4);
   }
+}
+
+// The submissions of the hostile learner: each is a fixture of the test above
+// (which grades it, expects status 1 and the verdict its `grader says:` lines
+// name); this test keeps the list whole.
+TEST_CASE("exercises/hostile: every hostile submission has its fixture") {
+  const fs::path folder = source / "tests/exercises/wrong";
+  for (const char* name :
+       {"10_stop_grading", "04_exit_zero", "02_endless_loop", "09_segfault", "01_throw_int", "06_huge_print",
+        "02_library_op", "12_library_softmax", "12_plain_autograd", "08_lookup_table", "02_halved_in_place"}) {
+    CAPTURE(name);
+    CHECK(fs::exists(folder / (std::string(name) + ".cpp")));
+  }
+}
+
+TEST_CASE("exercises/hostile: the verdict names the case, and the process ends with status 1") {
+  TempDir dir("exercise_hostile");
+  SUBCASE("an endless loop: stopped after the time limit, on case 1") {
+    Run r = grade("exercise_02_wrong_endless_loop", dir.path, "--seconds 1");
+    CHECK(r.status == 1);
+    CHECK(r.output.find("your code took more than 1 s on case 1 (") != std::string::npos);
+  }
+  SUBCASE("exit(0): a failure, not a silent status 0") {
+    Run r = grade("exercise_04_wrong_exit_zero", dir.path);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("your code ended the program (exit status ") != std::string::npos);
+    CHECK(r.output.find("on case 1 (") != std::string::npos);
+    CHECK(progress(dir.path / "out")["exercises"]["4"]["state"] == "failing");
+  }
+  SUBCASE("a segfault: the signal named") {
+    Run r = grade("exercise_09_wrong_segfault", dir.path);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("your code crashed on case 1 (") != std::string::npos);
+    CHECK(r.output.find("SIGSEGV, a segmentation fault") != std::string::npos);
+  }
+  SUBCASE("the grader's own StopGrading, thrown with a pass: one more exception") {
+    Run r = grade("exercise_10_wrong_stop_grading", dir.path);
+    CHECK(r.status == 1);
+    CHECK(progress(dir.path / "out")["exercises"]["10"]["state"] == "failing");
+  }
+  SUBCASE("an endless print: cut at 40 lines, the cut said, stopped past 8 MB") {
+    Run r = grade("exercise_06_wrong_huge_print", dir.path);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("│ debug: step 39 of the scores") != std::string::npos);
+    CHECK(r.output.find("│ debug: step 40 of the scores") == std::string::npos);
+    CHECK(r.output.find("more lines) not shown") != std::string::npos);
+    CHECK(r.output.size() < 20000);
+  }
+}
+
+// Fresh random cases at every grading, the seed printed, --seed S to replay.
+TEST_CASE("exercises/seeds: each grading draws its own cases, and --seed replays them") {
+  TempDir dir("exercise_seeds");
+  auto seed_of = [](const std::string& output) {
+    const std::string head = "random cases from seed ";
+    const size_t at = output.find(head);
+    REQUIRE(at != std::string::npos);
+    return output.substr(at + head.size(), output.find(' ', at + head.size()) - at - head.size());
+  };
+  // The reference solutions pass on fresh cases (two gradings each, seeds as drawn).
+  for (const std::string& name : stems(source / "lessons/exercises/solutions")) {
+    std::set<std::string> seeds;
+    for (int i = 0; i < 2; ++i) {
+      CAPTURE(name);
+      Run r = grade(fmt::format("exercise_{}_solution", name.substr(0, 2)), dir.path, "");
+      CAPTURE(r.output);
+      CHECK(r.status == 0);
+      seeds.insert(seed_of(r.output));
+    }
+    CHECK(seeds.size() >= 2);
+  }
+  // A wrong solution: the same seed, the same grading; another seed, other numbers.
+  Run first = grade("exercise_02_wrong_fill_zero", dir.path, "--seed 5");
+  Run again = grade("exercise_02_wrong_fill_zero", dir.path, "--seed 5");
+  Run other = grade("exercise_02_wrong_fill_zero", dir.path, "--seed 6");
+  CHECK(first.output == again.output);
+  auto wrong_element = [](const std::string& output) { return output.substr(output.find("first wrong element"), 80); };
+  CHECK(wrong_element(first.output) != wrong_element(other.output));
+  CHECK(first.output.find("--seed 5 grades the same cases again") != std::string::npos);
 }
 
 TEST_CASE("exercises/grader: a bad flag is refused by name, and nothing is graded") {
@@ -188,6 +284,12 @@ TEST_CASE("exercises/grader: a bad flag is refused by name, and nothing is grade
   r = run(programs / "graded/exercise_04_solution", "--color purple", dir.path);
   CHECK(r.status == 2);
   CHECK(r.output.find("--color takes auto, always or never, not 'purple'") != std::string::npos);
+  r = run(programs / "graded/exercise_04_solution", "--seed 12x", dir.path);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--seed takes a whole number (the one a grading printed), not '12x'") != std::string::npos);
+  r = run(programs / "graded/exercise_04_solution", "--seconds 0", dir.path);
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--seconds takes a time limit per call in seconds, above 0, not '0'") != std::string::npos);
   CHECK(r.output.find("case 1") == std::string::npos);
 }
 
@@ -247,24 +349,38 @@ TEST_CASE("exercises/tool: list, hint, solution and reset on a scratch copy") {
     CHECK(r.output.find("--solution") != std::string::npos);
     CHECK(progress(out)["exercises"]["4"]["hints"] == 3);
   }
-  SUBCASE("the solution is printed as it is in solutions/") {
+  SUBCASE("the solution: a spoiler, shown only at the second step, --yes") {
+    const std::string text = read_text(root / "lessons/exercises/solutions/04_dot_product_attention.cpp");
     Run r = run(tool, "solution 4 " + flags, dir.path);
     CHECK(r.status == 0);
-    CHECK(r.output.find(read_text(root / "lessons/exercises/solutions/04_dot_product_attention.cpp")) !=
-          std::string::npos);
+    CHECK(r.output.find("spoiler") != std::string::npos);
+    CHECK(r.output.find("./qkv.sh exercise 4 --solution --yes") != std::string::npos);
+    CHECK(r.output.find(text) == std::string::npos);
+    r = run(tool, "solution 4 --yes " + flags, dir.path);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("// SPOILER: the reference solution of exercise 4") != std::string::npos);
+    CHECK(r.output.find(text) != std::string::npos);
   }
-  SUBCASE("reset puts the blank back, keeps the learner's version and forgets the progress") {
-    std::ofstream(mine) << "// my attempt\n";
+  SUBCASE("reset puts the blank back, keeps every version in a new numbered copy and forgets the progress") {
+    const fs::path kept = out / "04/kept";
+    std::ofstream(mine) << "// my first attempt\n";
     run(tool, "hint 4 " + flags, dir.path);
     Run r = run(tool, "reset 4 " + flags, dir.path);
     CHECK(r.status == 0);
     CHECK(read_text(mine) == blank);
-    CHECK(read_text(out / "04/04_dot_product_attention.cpp.yours") == "// my attempt\n");
+    CHECK(read_text(kept / "04_dot_product_attention.1.cpp") == "// my first attempt\n");
+    CHECK(r.output.find("your version is kept in " + (kept / "04_dot_product_attention.1.cpp").string()) !=
+          std::string::npos);
     CHECK_FALSE(progress(out)["exercises"].contains("4"));
-    r = run(tool, "reset 4 " + flags, dir.path);  // twice: nothing to keep
+    r = run(tool, "reset 4 " + flags, dir.path);  // the blank: nothing to keep
     CHECK(r.status == 0);
     CHECK(r.output.find("already the blank") != std::string::npos);
-    CHECK(read_text(out / "04/04_dot_product_attention.cpp.yours") == "// my attempt\n");
+    std::ofstream(mine) << "// my second attempt, which passed\n";
+    r = run(tool, "reset 4 " + flags, dir.path);  // a second version: a second copy, the first one kept
+    CHECK(r.status == 0);
+    CHECK(read_text(kept / "04_dot_product_attention.1.cpp") == "// my first attempt\n");
+    CHECK(read_text(kept / "04_dot_product_attention.2.cpp") == "// my second attempt, which passed\n");
+    CHECK(r.output.find((kept / "04_dot_product_attention.2.cpp").string()) != std::string::npos);
   }
   SUBCASE("reset makes a missing file") {
     fs::remove(mine);
@@ -326,12 +442,24 @@ TEST_CASE("exercises/course page: each lesson links its exercises with their sta
         std::string::npos);
   CHECK(page.find(R"(<a href="../../lessons/exercises/04_dot_product_attention.cpp">exercise 4 · scaled)") !=
         std::string::npos);
-  CHECK(page.find(R"(<span class="exercise-passed">passed</span>)") != std::string::npos);
-  CHECK(
-      page.find(R"(exercise 3 · the additive attention score, batched</a>: <span class="exercise-open">not started)") !=
-      std::string::npos);
-  CHECK(page.find(R"(<span class="exercise-open">failing</span>)") != std::string::npos);
+  CHECK(page.find(R"(<span class="exercise-passed" data-exercise="2">passed</span>)") != std::string::npos);
+  CHECK(page.find(R"(exercise 3 · the additive attention score, batched</a>: <span class="exercise-open" )"
+                  R"(data-exercise="3">not started)") != std::string::npos);
+  CHECK(page.find(R"(<span class="exercise-open" data-exercise="4">failing</span>)") != std::string::npos);
+  // The page loads the states the grader writes beside progress.json, so a grading shows without a rebuild.
+  CHECK(page.find(R"(<script src="../exercises/progress.js"></script>)") != std::string::npos);
   CHECK(page.find("./qkv.sh exercise N</code> grades it") != std::string::npos);  // in lesson 04's section
   // Exercise 5 (lesson 06) has no blank in this tree: not listed.
   CHECK(page.find("exercise 5 ·") == std::string::npos);
+}
+
+// A grading writes progress.js beside progress.json, the states the course page's script shows.
+TEST_CASE("exercises/course page: a grading updates the states the page loads") {
+  TempDir dir("exercise_progress_script");
+  Run r = grade("exercise_02_solution", dir.path);
+  REQUIRE(r.status == 0);
+  const std::string script = read_text(dir.path / "out/progress.js");
+  CHECK(script.find(R"(window.qkvExerciseStates = {"2":"passed"};)") != std::string::npos);
+  r = grade("exercise_04_wrong_no_scaling", dir.path);
+  CHECK(read_text(dir.path / "out/progress.js").find(R"({"2":"passed","4":"failing"})") != std::string::npos);
 }

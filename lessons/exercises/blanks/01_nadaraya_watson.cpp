@@ -12,6 +12,8 @@
 // Write nadaraya_watson below with qkv's ops (the grader checks its gradients too):
 //   queries (Q), keys (K), values (K) -> weights (Q, K), prediction (Q)
 //
+// Not allowed: qkv::nn's layers (the grader checks what your file calls).
+//
 // Grade it: ./qkv.sh exercise 1        a hint: ./qkv.sh exercise 1 --hint
 #include "01_nadaraya_watson.hpp"
 

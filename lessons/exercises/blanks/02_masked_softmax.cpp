@@ -15,6 +15,9 @@
 // Write masked_softmax below:
 //   X (B, Q, K), valid_lens (B) or (B, Q) or undefined -> weights (B, Q, K)
 //
+// Not allowed: qkv::masked_softmax, qkv::nn's layers (the grader checks what your
+// file calls and the ops that made your result).
+//
 // Grade it: ./qkv.sh exercise 2        a hint: ./qkv.sh exercise 2 --hint
 #include "02_masked_softmax.hpp"
 

@@ -17,6 +17,8 @@
 // Write additive_score below:
 //   queries (B, Q, Dq), keys (B, K, Dk), W_q (H, Dq), W_k (H, Dk), w_v (1, H) -> scores (B, Q, K)
 //
+// Not allowed: nn::AdditiveAttention (the grader checks what your file calls).
+//
 // Grade it: ./qkv.sh exercise 3        a hint: ./qkv.sh exercise 3 --hint
 #include "03_additive_score.hpp"
 

@@ -15,6 +15,9 @@
 //   queries (B, Q, d), keys (B, K, d), values (B, K, Dv), valid_lens (B) or (B, Q) or undefined
 //     -> weights (B, Q, K), output (B, Q, Dv)
 //
+// Not allowed: nn::DotProductAttention, nn::MultiHeadAttention (the grader checks
+// what your file calls).
+//
 // Grade it: ./qkv.sh exercise 4        a hint: ./qkv.sh exercise 4 --hint
 #include "04_dot_product_attention.hpp"
 

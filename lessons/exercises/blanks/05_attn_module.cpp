@@ -16,6 +16,9 @@
 // Write Attn::forward below:
 //   Q (1, 1, Dq), K (1, 1, Dk), V (1, V1, Dv) -> weights (1, V1), applied (1, 1, Dv), output (1, 1, output_size)
 //
+// Not allowed: nn::DotProductAttention, nn::AdditiveAttention (the grader checks
+// what your file calls).
+//
 // Grade it: ./qkv.sh exercise 5        a hint: ./qkv.sh exercise 5 --hint
 #include "05_attn_module.hpp"
 

@@ -15,6 +15,9 @@
 // Write SelfAttention::forward below:
 //   sents (B, T, D) -> scores (B, T, T), probs (B, T, T), output (B, T, D)
 //
+// Not allowed: nn::DotProductAttention, nn::MultiHeadAttention (the grader checks
+// what your file calls).
+//
 // Grade it: ./qkv.sh exercise 6        a hint: ./qkv.sh exercise 6 --hint
 #include "06_self_attention.hpp"
 

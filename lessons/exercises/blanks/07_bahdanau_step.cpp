@@ -16,6 +16,8 @@
 //   attention AdditiveAttention(H, H, H), hidden (L, B, H), enc_outputs (B, T, H), enc_valid_lens (B),
 //   x (B, E) -> query (B, 1, H), context (B, 1, H), rnn_input (B, 1, H + E)
 //
+// Not allowed: nn::Seq2SeqAttentionDecoder (the grader checks what your file calls).
+//
 // Grade it: ./qkv.sh exercise 7        a hint: ./qkv.sh exercise 7 --hint
 #include "07_bahdanau_step.hpp"
 

@@ -16,6 +16,8 @@
 // Write bleu below:
 //   pred_seq, label_seq (tokens separated by spaces), k -> the score in [0, 1]
 //
+// Not allowed: qkv::data::bleu (the grader checks what your file calls).
+//
 // Grade it: ./qkv.sh exercise 8        a hint: ./qkv.sh exercise 8 --hint
 #include "08_bleu.hpp"
 

@@ -16,6 +16,9 @@
 // Write both below:
 //   transpose_qkv(X (B, T, H), h) -> (B·h, T, H/h);  transpose_output(X (B·h, T, H/h), h) -> (B, T, H)
 //
+// Not allowed: nn::transpose_qkv, nn::transpose_output (the grader checks what your
+// file calls).
+//
 // Grade it: ./qkv.sh exercise 9        a hint: ./qkv.sh exercise 9 --hint
 #include "09_transpose_qkv.hpp"
 

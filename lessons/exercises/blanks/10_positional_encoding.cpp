@@ -16,6 +16,8 @@
 // Write positional_encoding below:
 //   max_len, num_hiddens (H) -> P (max_len, H)
 //
+// Not allowed: nn::PositionalEncoding (the grader checks what your file calls).
+//
 // Grade it: ./qkv.sh exercise 10       a hint: ./qkv.sh exercise 10 --hint
 #include "10_positional_encoding.hpp"
 

@@ -17,6 +17,8 @@
 // Write encoder_block below:
 //   blk, X (B, T, H), valid_lens (B) or undefined -> attended, Y, output, each (B, T, H)
 //
+// Not allowed: blk.forward (the grader checks what your file calls).
+//
 // Grade it: ./qkv.sh exercise 11       a hint: ./qkv.sh exercise 11 --hint
 #include "11_encoder_block.hpp"
 

@@ -18,6 +18,10 @@
 // Write my_softmax below, without qkv's softmax:
 //   x (…, n) -> y (…, n), each row summing to 1, with a backward
 //
+// Not allowed: qkv::softmax, log_softmax, masked_softmax (the grader checks what your
+// file calls and the ops that made your result); the output's backward must
+// be your own, one op recorded with record().
+//
 // Grade it: ./qkv.sh exercise 12       a hint: ./qkv.sh exercise 12 --hint
 #include "12_softmax_op.hpp"
 

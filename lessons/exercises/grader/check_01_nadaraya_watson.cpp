@@ -22,7 +22,7 @@ Tensor kernel_logits(const Tensor& queries, const Tensor& keys, float scale = -0
 
 void grade_case(Grader& g, const std::string& name, const Tensor& q, const Tensor& k, const Tensor& v) {
   g.begin_case(name, fmt::format("queries {}, keys {}, values {}", q.shape(), k.shape(), v.shape()));
-  NadarayaWatson got = g.call([&] { return nadaraya_watson(q, k, v); });
+  NadarayaWatson got = g.call({{"queries", q}, {"keys", k}, {"values", v}}, [&] { return nadaraya_watson(q, k, v); });
   Tensor weights = kernel_logits(q, k).softmax(-1);  // (Q, K)
   auto explain_weight = [&](const std::vector<int64_t>& i) {
     const float x = q.at({i[0]}), xi = k.at({i[1]});
@@ -60,7 +60,9 @@ void grade_case(Grader& g, const std::string& name, const Tensor& q, const Tenso
 
 int main(int argc, char** argv) {
   return grade(1, argc, argv, [](Grader& g) {
-    Generator gen(0);
+    g.forbid({{"qkv::nn::", "",
+               "exercise 1 is the Nadaraya–Watson pooling itself: write it with qkv's ops, not a layer of qkv::nn"}});
+    Generator gen(g.seed());
     // Lesson 02's shapes: 50 sorted keys in [0, 5), values y = 2 sin(x) + x^0.8 + noise, queries 0, 0.1, …, 4.9.
     std::vector<float> train_x = rand({50}, gen).mul(5.0f).to_vector(), train_y;
     std::sort(train_x.begin(), train_x.end());

@@ -36,7 +36,8 @@ void grade_case(Grader& g, const std::string& name, const Tensor& queries, const
   const Tensor W_q = layer.W_q->weight.detach(), W_k = layer.W_k->weight.detach(), w_v = layer.w_v->weight.detach();
   g.begin_case(name, fmt::format("queries {}, keys {}, W_q {}, W_k {}, w_v {}", queries.shape(), keys.shape(),
                                  W_q.shape(), W_k.shape(), w_v.shape()));
-  Tensor got = g.call([&] { return additive_score(queries, keys, W_q, W_k, w_v); });
+  Tensor got = g.call({{"queries", queries}, {"keys", keys}, {"W_q", W_q}, {"W_k", W_k}, {"w_v", w_v}},
+                      [&] { return additive_score(queries, keys, W_q, W_k, w_v); });
   auto explain = [&](const std::vector<int64_t>& i) {
     return fmt::format("query {} of example {} = {}, key {} = {}, H = {}", i[1], i[0],
                        values(at(queries, {i[0], i[1]})), i[2], values(at(keys, {i[0], i[2]})), H);
@@ -65,7 +66,9 @@ void grade_case(Grader& g, const std::string& name, const Tensor& queries, const
 
 int main(int argc, char** argv) {
   return grade(3, argc, argv, [](Grader& g) {
-    Generator gen(0);
+    g.forbid({{"qkv::nn::AdditiveAttention::", "",
+               "exercise 3 is the additive score itself: not through nn::AdditiveAttention"}});
+    Generator gen(g.seed());
     // Dq = Dk = H first: there even W not transposed has a shape, and can be named.
     grade_case(g, "Dq = Dk = H", randn({2, 3, 4}, gen), randn({2, 5, 4}, gen), 4, gen);
     // d2l 11.3.3: queries (2, 1, 20), keys (2, 10, 2), 8 hidden units.

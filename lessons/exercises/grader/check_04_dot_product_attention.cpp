@@ -1,7 +1,8 @@
 // The checks of exercise 04, scaled dot-product attention with a mask.
 //   expected:  qkv's nn::DotProductAttention (its output and attention_weights),
 //              and PyTorch's values of d2l's DotProductAttention written out
-//   cases:     d2l's example, 2-D lengths, a valid length of 1 and of the full length,
+//   cases:     the keys transposed (K = d), the scale √d (K ≠ d), d2l's example, 2-D lengths, a valid length of 1 and
+//   of the full length,
 //              d = 1, a batch of 1 with one query, no lengths, PyTorch's values and
 //              gradients, and gradcheck
 #include <cmath>
@@ -16,19 +17,20 @@ namespace {
 
 // The known-wrong variants: the same computation with one mistake in it.
 struct Variant {
-  bool transpose_keys = true, scale = true, sqrt_scale = true, mask_first = true;
+  bool transpose_keys = true, scale = true, sqrt_scale = true, mask_first = true, sqrt_keys = false, mask = true;
   int64_t softmax_dim = -1;
 };
 
 Attention variant(const Tensor& q, const Tensor& k, const Tensor& v, const IntTensor& lens, Variant how) {
   const float d = static_cast<float>(q.size(-1));
   Tensor scores = q.bmm(how.transpose_keys ? k.transpose(1, 2) : k);  // (B, Q, d) x (B, d, K)
-  if (how.scale) scores = scores / (how.sqrt_scale ? std::sqrt(d) : d);
+  const float keys = static_cast<float>(k.size(1));
+  if (how.scale) scores = scores / (how.sqrt_keys ? std::sqrt(keys) : how.sqrt_scale ? std::sqrt(d) : d);
   Tensor weights;
   if (how.softmax_dim != -1) {
     weights = scores.softmax(how.softmax_dim);
   } else if (how.mask_first) {
-    weights = qkv::masked_softmax(scores, lens);
+    weights = qkv::masked_softmax(scores, how.mask ? lens : IntTensor());
   } else {  // softmax first, then the padded weights set to 0
     IntTensor padding = qkv::masked_softmax(zeros(scores.shape()), lens).eq(0.0f);  // exp(-1e6) is exactly 0
     weights = scores.softmax(-1).masked_fill(padding, 0.0f);
@@ -45,6 +47,9 @@ std::vector<Mistake> mistakes(const Tensor& q, const Tensor& k, const Tensor& v,
   };
   std::vector<Mistake> list = {
       {"no 1/√d", "divide the scores Q Kᵀ by √d, d = queries.size(-1), before the softmax", step({.scale = false})},
+      {"divided by √K (the number of keys) instead of √d",
+       "d is the size of each query and key, queries.size(-1); K = keys.size(1) counts the keys",
+       step({.sqrt_keys = true})},
       {"divided by d instead of √d", "the scores' variance is d, so their standard deviation is √d: divide by √d",
        step({.sqrt_scale = false})},
       {"K not transposed",
@@ -53,6 +58,9 @@ std::vector<Mistake> mistakes(const Tensor& q, const Tensor& k, const Tensor& v,
       {"softmax over the wrong dimension", "each query's weights run along the keys, the last dim",
        step({.softmax_dim = 1})},
   };
+  if (lens.defined())
+    list.push_back({"the mask ignored", "pass valid_lens to masked_softmax, so the padded keys get no weight",
+                    step({.mask = false})});
   if (lens.defined())
     list.push_back({"the mask applied after the softmax",
                     "zeroing weights after the softmax leaves the valid ones summing to less than 1: masked_softmax "
@@ -65,7 +73,8 @@ void grade_case(Grader& g, const std::string& name, const Tensor& q, const Tenso
                 const IntTensor& lens) {
   g.begin_case(name, fmt::format("queries {}, keys {}, values {}, valid_lens {}", q.shape(), k.shape(), v.shape(),
                                  lens.defined() ? values(lens) : "undefined"));
-  Attention got = g.call([&] { return dot_product_attention(q, k, v, lens); });
+  Attention got =
+      g.call({{"queries", q}, {"keys", k}, {"values", v}}, [&] { return dot_product_attention(q, k, v, lens); });
   nn::DotProductAttention layer(0.0f);
   layer.eval();
   Tensor output = layer(q, k, v, lens);  // (B, Q, Dv)
@@ -90,10 +99,19 @@ void grade_case(Grader& g, const std::string& name, const Tensor& q, const Tenso
 
 int main(int argc, char** argv) {
   return grade(4, argc, argv, [](Grader& g) {
-    Generator gen(0);
-    // As many keys as features (K = d): Q K (keys not transposed) has a shape here, and can be named.
-    grade_case(g, "as many keys as features", randn({2, 3, 4}, gen), randn({2, 4, 4}, gen), randn({2, 4, 3}, gen),
-               int_tensor({2, 4}));
+    g.forbid({{"qkv::nn::DotProductAttention::", "",
+               "exercise 4 is scaled dot-product attention itself: not through nn::DotProductAttention"},
+              {"qkv::nn::MultiHeadAttention::", "",
+               "exercise 4 is scaled dot-product attention itself: not through nn::MultiHeadAttention"}});
+    Generator gen(g.seed());
+    // Each case named by what it is the first to show. K = d: the keys not
+    // transposed still have a shape (and give numbers that can be named),
+    // and d ≠ d² shows a scale of d.
+    grade_case(g, "K = d: the keys transposed, the mask, the softmax's dim", randn({2, 3, 4}, gen),
+               randn({2, 4, 4}, gen), randn({2, 4, 3}, gen), int_tensor({2, 4}));
+    // K ≠ d: the first case where √K and √d differ.
+    grade_case(g, "the scale √d: more keys than features", randn({2, 2, 3}, gen).mul(2.0f), randn({2, 7, 3}, gen),
+               randn({2, 7, 2}, gen), int_tensor({5, 7}));
     // d2l 11.3.2: a batch of 2, one query each, 10 keys of ones, values 0 … 39, valid lengths 2 and 6.
     Tensor values40 = arange(40.0f).reshape({1, 10, 4}).expand({2, 10, 4});
     grade_case(g, "d2l's example", randn({2, 1, 2}, gen), ones({2, 10, 2}), values40, int_tensor({2, 6}));

@@ -32,7 +32,7 @@ void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_
   SelfAttention m(D, gen);
   Tensor X = randn({B, T, D}, gen);
   g.begin_case(name, fmt::format("sents {} (B, T, D), SelfAttention({})", X.shape(), D));
-  SelfAttentionSteps got = g.call([&] { return m.forward(X); });
+  SelfAttentionSteps got = g.call({{"sents", X}}, [&] { return m.forward(X); });
   SelfAttentionSteps want = variant(m, X, {});
   auto mistakes = [&](Tensor SelfAttentionSteps::*step) {
     auto run = [&, step](Variant how) { return [=, &m] { return variant(m, X, how).*step; }; };
@@ -70,7 +70,11 @@ void load(SelfAttention& m, const std::vector<Tensor>& x) {  // x1 … x6: Query
 
 int main(int argc, char** argv) {
   return grade(6, argc, argv, [](Grader& g) {
-    Generator gen(0);
+    g.forbid({{"qkv::nn::DotProductAttention::", "",
+               "exercise 6 is single-head self-attention itself: not through qkv's attention layers"},
+              {"qkv::nn::MultiHeadAttention::", "",
+               "exercise 6 is single-head self-attention itself: not through qkv's attention layers"}});
+    Generator gen(g.seed());
     grade_case(g, "T = D", 2, 4, 4, gen);
     grade_case(g, "lesson 07's shapes", 2, 3, 4, gen);
     grade_case(g, "one word", 2, 1, 3, gen);

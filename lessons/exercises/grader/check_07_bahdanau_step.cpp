@@ -14,14 +14,16 @@ using namespace qkv::exercises;
 namespace {
 
 struct Variant {
-  bool last_layer = true, context_first = true, mask = true;
+  bool last_layer = true, context_first = true, mask = true, reshaped = false;
 };
 
 DecoderStep variant(nn::AdditiveAttention& attention, const Tensor& hidden, const Tensor& enc, const IntTensor& lens,
                     const Tensor& x, Variant how) {
   const int64_t L = hidden.size(0), B = hidden.size(1), H = hidden.size(2);
-  Tensor query =
-      how.last_layer ? hidden.narrow(0, L - 1, 1).reshape({B, 1, H}) : hidden.narrow(0, 0, 1).reshape({B, 1, H});
+  // (L, B, H) -> hidden[L - 1] (B, H) -> (B, 1, H); the mistake reads (L, B, H) as (B, L, H) with a reshape
+  Tensor query = how.reshaped     ? hidden.reshape({B, L, H}).narrow(1, L - 1, 1)
+                 : how.last_layer ? hidden.narrow(0, L - 1, 1).reshape({B, 1, H})
+                                  : hidden.narrow(0, 0, 1).reshape({B, 1, H});
   Tensor context = attention(query, enc, enc, how.mask ? lens : IntTensor());
   Tensor rnn_input = how.context_first ? cat({context, x.unsqueeze(1)}, 2) : cat({x.unsqueeze(1), context}, 2);
   return {query, context, rnn_input};
@@ -37,7 +39,8 @@ void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_
   g.begin_case(name, fmt::format("hidden {} (L, B, H), enc_outputs {}, enc_valid_lens {}, x {}", hidden.shape(),
                                  enc.shape(), values(lens), x.shape()));
   nn::AdditiveAttention& attention = *decoder.attention;
-  DecoderStep got = g.call([&] { return bahdanau_step(attention, hidden, enc, lens, x); });
+  DecoderStep got = g.call({{"hidden", hidden}, {"enc_outputs", enc}, {"x", x}},
+                           [&] { return bahdanau_step(attention, hidden, enc, lens, x); });
   DecoderStep want = variant(attention, hidden, enc, lens, x, {});
   auto mistakes = [&](Tensor DecoderStep::*step) {
     auto run = [&, step](Variant how) {
@@ -47,6 +50,10 @@ void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_
         {"the first layer's hidden state as the query",
          "the query is the top layer's state, hidden[L - 1]: slice(0, L - 1, L), not hidden[0]",
          run({.last_layer = false})},
+        {"a reshape where a transpose belongs",
+         "hidden is (L, B, H): reshape({B, L, H}) keeps the memory order, so its rows mix layers and examples; pick "
+         "the layer first, hidden[L - 1] (B, H), then unsqueeze(1)",
+         run({.reshaped = true})},
         {"the padded source positions attended to",
          "pass enc_valid_lens to the attention, so the padding of short sources gets no weight", run({.mask = false})},
         {"the GRU input joined in the wrong order",
@@ -54,13 +61,23 @@ void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_
          run({.context_first = false})},
     };
   };
-  auto explain = [&](const std::vector<int64_t>& i) {
-    return fmt::format("example {}, its source valid length {}", i[0], lens.at({i[0]}));
+  // The inputs of each step: the hidden state for the query, the source for the context, both parts of the join.
+  auto explain_query = [&](const std::vector<int64_t>& i) {
+    return fmt::format("hidden[{}, {}] (the top layer, example {}) = {}", L - 1, i[0], i[0],
+                       values(at(hidden, {L - 1, i[0]})));
   };
-  g.check({"query", "hidden[L - 1] as (B, 1, H)"}, got.query, want.query, explain, mistakes(&DecoderStep::query));
+  auto explain_context = [&](const std::vector<int64_t>& i) {
+    return fmt::format("example {}: its query {}, its source valid length {}", i[0], values(at(want.query, {i[0], 0})),
+                       lens.at({i[0]}));
+  };
+  auto explain_input = [&](const std::vector<int64_t>& i) {
+    return fmt::format("example {}: column {} of [context ; x], context {}, x {}", i[0], i[2],
+                       values(at(want.context, {i[0], 0})), values(at(x, {i[0]})));
+  };
+  g.check({"query", "hidden[L - 1] as (B, 1, H)"}, got.query, want.query, explain_query, mistakes(&DecoderStep::query));
   g.check({"context", "attention(query, enc_outputs, enc_outputs, enc_valid_lens), (B, 1, H)"}, got.context,
-          want.context, explain, mistakes(&DecoderStep::context));
-  g.check({"rnn_input", "[context ; x], (B, 1, H + E)"}, got.rnn_input, want.rnn_input, explain,
+          want.context, explain_context, mistakes(&DecoderStep::context));
+  g.check({"rnn_input", "[context ; x], (B, 1, H + E)"}, got.rnn_input, want.rnn_input, explain_input,
           mistakes(&DecoderStep::rnn_input));
   // The library's decoder, one step on the same token and state, against its GRU on your input.
   nn::DecoderState state{enc, lens, hidden, {}};
@@ -85,7 +102,9 @@ std::shared_ptr<nn::AdditiveAttention> attention_of(const std::vector<Tensor>& x
 
 int main(int argc, char** argv) {
   return grade(7, argc, argv, [](Grader& g) {
-    Generator gen(0);
+    g.forbid({{"qkv::nn::Seq2SeqAttentionDecoder::", "",
+               "exercise 7 is the decoder's step itself: not through nn::Seq2SeqAttentionDecoder"}});
+    Generator gen(g.seed());
     grade_case(g, "two layers", 3, 5, 4, 6, 2, int_tensor({5, 2, 3}), gen);
     grade_case(g, "one layer, a valid length of 1 and of the full length", 2, 4, 3, 5, 1, int_tensor({1, 4}), gen);
     grade_case(g, "a batch of 1, a source of length 1", 1, 1, 2, 3, 2, int_tensor({1}), gen);

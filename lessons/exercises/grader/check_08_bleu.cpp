@@ -61,7 +61,7 @@ double variant(const std::string& pred_seq, const std::string& label_seq, int64_
 void grade_case(Grader& g, const std::string& name, const std::string& pred, const std::string& label, int64_t k,
                 double want) {
   g.begin_case(name, fmt::format("pred_seq \"{}\", label_seq \"{}\", k = {}", pred, label, k));
-  double got = g.call([&] { return bleu(pred, label, k); });
+  double got = g.call({}, [&] { return bleu(pred, label, k); });
   auto mistake = [&](Variant how) { return [=] { return variant(pred, label, k, how); }; };
   g.check_scalar({"bleu", "exp(min(0, 1 - len_label/len_pred)) · Π p_n^(1/2^n)"}, got, want,
                  {{"no brevity penalty",
@@ -88,6 +88,7 @@ std::string text_of(const IntTensor& bytes) {  // a UTF-8 string stored as its b
 
 int main(int argc, char** argv) {
   return grade(8, argc, argv, [](Grader& g) {
+    g.forbid({{"qkv::data::bleu(", "", "exercise 8 is BLEU itself: write your own, not qkv::data::bleu"}});
     // The library's own BLEU gives the expected score of each case.
     // A long prediction first: it has no brevity penalty, so only a penalty upside down shows there.
     const std::vector<std::tuple<std::string, std::string, std::string, int64_t>> cases = {
@@ -101,6 +102,22 @@ int main(int argc, char** argv) {
         {"an empty prediction", "", "je vais bien .", 2},
     };
     for (const auto& [name, pred, label, k] : cases) grade_case(g, name, pred, label, k, data::bleu(pred, label, k));
+    // Random sentences from a small vocabulary, fresh at every grading: repeated
+    // words, every length from 1 to 7, k from 1 to 4.
+    Generator gen(g.seed());
+    const std::vector<std::string> words = {"le", "chat", "est", "là", "il", "calme", "."};
+    auto sentence = [&](int64_t min_length) {
+      const int64_t length = min_length + randint(0, 7 - min_length + 1, {1}, gen).at({0});
+      std::string text;
+      for (int64_t i = 0; i < length; ++i)
+        text += (i ? " " : "") + words[static_cast<size_t>(randint(0, 7, {1}, gen).at({0}))];
+      return text;
+    };
+    for (int i = 1; i <= 4; ++i) {
+      const std::string pred = sentence(1), label = sentence(1);
+      const int64_t k = 1 + randint(0, 4, {1}, gen).at({0});
+      grade_case(g, fmt::format("random sentences {}", i), pred, label, k, data::bleu(pred, label, k));
+    }
     for (const TorchCase& c : g.torch_cases("08/")) {
       grade_case(g, "Python: " + c.name, text_of(c.i("pred")), text_of(c.i("label")), c.i("k").at({0}),
                  static_cast<double>(c.f("bleu").at({0})));

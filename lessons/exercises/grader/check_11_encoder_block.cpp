@@ -2,9 +2,11 @@
 //   expected:  each step from the block's own sublayers, and the output against
 //              qkv's nn::TransformerEncoderBlock::forward; PyTorch's values and
 //              gradients (d2l's block, its parameters loaded into qkv's)
-//   cases:     lesson 11's sizes, a valid length of 1 and of the full length, one
-//              head, a batch of 1 with one position, no valid lengths, PyTorch's
-//              cases, gradcheck
+//   cases:     dropout on (training mode, its generator rewound before each run, so
+//              that add & norm's argument order shows: AddNorm(X, Y) drops out Y
+//              alone), lesson 11's sizes, a valid length of 1 and of the full
+//              length, one head, a batch of 1 with one position, no valid
+//              lengths, PyTorch's cases, gradcheck
 #include "11_encoder_block.hpp"
 #include "grader.hpp"
 
@@ -14,28 +16,51 @@ using namespace qkv::exercises;
 namespace {
 
 struct Variant {
-  bool mask = true, residual = true, ffn_reads_Y = true, second_residual_Y = true;
+  bool mask = true, residual = true, ffn_reads_Y = true, second_residual_Y = true, swapped = false,
+       second_residual = true;
 };
 
 EncoderBlockSteps variant(nn::TransformerEncoderBlock& blk, const Tensor& X, const IntTensor& lens, Variant how) {
   Tensor attended = (*blk.attention)(X, X, X, how.mask ? lens : IntTensor());
-  Tensor Y = how.residual ? (*blk.addnorm1)(X, attended) : blk.addnorm1->ln->forward(attended);
-  Tensor out = (*blk.addnorm2)(how.second_residual_Y ? Y : X, (*blk.ffn)(how.ffn_reads_Y ? Y : X));
+  Tensor Y = !how.residual ? blk.addnorm1->ln->forward(attended)
+             : how.swapped ? (*blk.addnorm1)(attended, X)
+                           : (*blk.addnorm1)(X, attended);
+  Tensor residual = how.second_residual_Y ? Y : X, sublayer = (*blk.ffn)(how.ffn_reads_Y ? Y : X);
+  Tensor out = !how.second_residual ? blk.addnorm2->ln->forward(sublayer)
+               : how.swapped        ? (*blk.addnorm2)(sublayer, residual)
+                                    : (*blk.addnorm2)(residual, sublayer);
   return {attended, Y, out};
 }
 
-void grade_block(Grader& g, nn::TransformerEncoderBlock& blk, const Tensor& X, const IntTensor& lens) {
-  EncoderBlockSteps got = g.call([&] { return encoder_block(blk, X, lens); });
+// `rewind` puts the dropout's generator back where it was before the
+// learner's call (a no-op in eval mode), so that every run draws the same masks.
+void grade_block(
+    Grader& g, nn::TransformerEncoderBlock& blk, const Tensor& X, const IntTensor& lens,
+    const std::function<void()>& rewind = [] {}) {
+  EncoderBlockSteps got = g.call({{"X", X}}, [&] { return encoder_block(blk, X, lens); });
+  rewind();
   EncoderBlockSteps want = variant(blk, X, lens, {});
   auto mistakes = [&](Tensor EncoderBlockSteps::*step) {
-    auto run = [&, step](Variant how) { return [=, &blk] { return variant(blk, X, lens, how).*step; }; };
+    auto run = [&, step](Variant how) {
+      return [=, &blk] {
+        rewind();
+        return variant(blk, X, lens, how).*step;
+      };
+    };
     std::vector<Mistake> list = {
         {"no residual connection", "add & norm adds the sublayer's input back: addnorm1(X, attended), not a norm alone",
          run({.residual = false})},
         {"the FFN reads X instead of Y", "the second sublayer works on the first one's result: ffn(Y)",
          run({.ffn_reads_Y = false})},
         {"the second residual is X instead of Y", "the second add & norm adds Y, the FFN's input: addnorm2(Y, ffn(Y))",
-         run({.second_residual_Y = false})}};
+         run({.second_residual_Y = false})},
+        {"the second residual missing",
+         "the second add & norm adds the FFN's input back too: addnorm2(Y, ffn(Y)), not a norm of ffn(Y) alone",
+         run({.second_residual = false})},
+        {"add & norm's arguments swapped",
+         "AddNorm(X, Y) is layer_norm(dropout(Y) + X): the residual comes first, the sublayer's output second "
+         "(dropout acts on the second alone): addnorm1(X, attended), addnorm2(Y, ffn(Y))",
+         run({.swapped = true})}};
     if (lens.defined())
       list.push_back({"the padded positions attended to",
                       "pass valid_lens to the self-attention, so no position attends to the padding",
@@ -49,6 +74,7 @@ void grade_block(Grader& g, nn::TransformerEncoderBlock& blk, const Tensor& X, c
   g.check({"attended", "attention(X, X, X, valid_lens), (B, T, H)"}, got.attended, want.attended, explain,
           mistakes(&EncoderBlockSteps::attended));
   g.check({"Y", "addnorm1(X, attended), (B, T, H)"}, got.Y, want.Y, explain, mistakes(&EncoderBlockSteps::Y));
+  rewind();
   g.check({"output", "addnorm2(Y, ffn(Y)), (B, T, H)"}, got.output, blk.forward(X, lens), explain,
           mistakes(&EncoderBlockSteps::output));
 }
@@ -81,7 +107,22 @@ std::shared_ptr<nn::TransformerEncoderBlock> block_of(const TorchCase& c, const 
 
 int main(int argc, char** argv) {
   return grade(11, argc, argv, [](Grader& g) {
-    Generator gen(0);
+    g.forbid({{"qkv::nn::TransformerEncoderBlock::forward(", "",
+               "exercise 11 writes the block's forward: not blk.forward"}});
+    Generator gen(g.seed());
+    {
+      // Training mode: dropout 0.5 from its own generator, rewound before each run.
+      Generator dropout_gen(g.seed() + 1);
+      nn::TransformerEncoderBlock blk(6, 8, 2, 0.5f, false, dropout_gen);
+      blk.train();
+      Tensor X = randn({2, 4, 6}, gen);
+      IntTensor lens = int_tensor({3, 4});
+      g.begin_case("add & norm's order: dropout on, in training mode",
+                   fmt::format("X {}, valid_lens {}; TransformerEncoderBlock(H 6, F 8, heads 2, dropout 0.5), train()",
+                               X.shape(), values(lens)));
+      const Generator start = dropout_gen;
+      grade_block(g, blk, X, lens, [&] { dropout_gen = start; });
+    }
     grade_case(g, "lesson 11's sizes", 2, 4, 8, 16, 2, int_tensor({3, 4}), gen);
     grade_case(g, "a valid length of 1 and of the full length", 2, 5, 6, 8, 3, int_tensor({1, 5}), gen);
     grade_case(g, "one head", 2, 3, 4, 6, 1, int_tensor({2, 3}), gen);

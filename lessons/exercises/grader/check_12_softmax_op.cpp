@@ -26,10 +26,23 @@ std::vector<Mistake> backward_mistakes(const Tensor& y, const Tensor& dout) {
            [=] { return y * (1.0f - y); }}};
 }
 
+// The rule of the exercise: the output's backward is the learner's own, one
+// node recorded on x (a graph of qkv's ops would have several, and
+// softmax's own is forbidden outright).
+void own_backward(Grader& g, const Graph& graph) {
+  g.require(
+      graph.nodes == 1, {"backward", "record(out, \"…\", {x}, lambda)"},
+      fmt::format("a rule of this exercise is broken: your output's graph has {} ops ({}), so its backward is "
+                  "qkv's, not yours. Compute the forward on x.detach() and record one op of your own with record()",
+                  graph.nodes, fmt::join(graph.ops, ", ")));
+}
+
 void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generator& gen) {
   g.begin_case(name, fmt::format("x {}", x_in.shape()));
-  Tensor x = x_in.detach().clone().requires_grad_();
-  Tensor y = g.call([&] { return my_softmax(x); });
+  Tensor dout = randn(x_in.shape(), gen);
+  Traced traced = g.trace(
+      {x_in}, [](const std::vector<Tensor>& in) { return my_softmax(in[0]); }, dout);
+  const Tensor& y = traced.out;
   Tensor want = softmax(x_in, -1);
   auto explain = [&](const std::vector<int64_t>& i) {
     std::vector<int64_t> row(i.begin(), i.end() - 1);
@@ -48,17 +61,13 @@ void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generato
               Tensor e = (x_in - x_in.max(-1, true)).exp();
               return e / e.sum();
             }}});
-  g.require(y.requires_grad(), {"backward", "record(out, \"…\", {x}, lambda)"},
+  g.require(traced.has_graph, {"backward", "record(out, \"…\", {x}, lambda)"},
             "your output has no backward: attach one with record(out, \"MySoftmaxBackward\", {x}, …) (and compute "
             "the forward on x.detach())");
-  Tensor dout = randn(x_in.shape(), gen);
-  g.call([&] {
-    y.backward(dout);
-    return 0;
-  });
+  own_backward(g, traced.graph);
   Tensor x_ref = x_in.detach().clone().requires_grad_();
   softmax(x_ref, -1).backward(dout);
-  const Tensor grad = x.grad().defined() ? x.grad() : zeros(x.shape());
+  const Tensor grad = traced.grads.empty() ? zeros(x_in.shape()) : traced.grads[0];
   // A wrong dx: first gradcheck's table (your backward against finite differences), then the comparison.
   if ((grad - x_ref.grad()).abs().max().item() > 1e-4f) {
     g.print("  your backward against finite differences (gradcheck's table):\n");
@@ -72,7 +81,13 @@ void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generato
 
 int main(int argc, char** argv) {
   return grade(12, argc, argv, [](Grader& g) {
-    Generator gen(0);
+    g.forbid({{"qkv::softmax(", "SoftmaxBackward", "exercise 12 is softmax itself: write its forward and backward"},
+              {"qkv::Tensor::softmax(", "", "exercise 12 is softmax itself: write its forward and backward"},
+              {"qkv::log_softmax(", "LogSoftmaxBackward", "exercise 12 is softmax itself: not through log_softmax"},
+              {"qkv::Tensor::log_softmax(", "", "exercise 12 is softmax itself: not through log_softmax"},
+              {"qkv::masked_softmax(", "MaskedSoftmaxBackward",
+               "exercise 12 is softmax itself: not through masked_softmax"}});
+    Generator gen(g.seed());
     grade_case(g, "a batch of rows", randn({3, 5}, gen), gen);
     grade_case(g, "one row", randn({1, 4}, gen), gen);
     grade_case(g, "large logits", tensor({1000.0f, 1001.0f, 999.0f, -1000.0f, 0.0f, 1000.0f}, {2, 3}), gen);

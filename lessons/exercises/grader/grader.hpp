@@ -1,4 +1,5 @@
-// The grader: runs a learner's exercise on seeded cases and on PyTorch's
+// The grader: runs a learner's exercise on fresh random cases (the seed
+// printed; --seed S replays them), on d2l's fixed cases and on PyTorch's
 // stored cases, compares every step with the expected value, and stops at
 // the first thing wrong with feedback the learner can act on:
 //
@@ -9,8 +10,17 @@
 //   a known mistake    named, when the learner's numbers equal those of a
 //                      known-wrong variant run on the same inputs
 //   a wrong gradient   a table of backward against finite differences
-//   an exception       the case, and the error's message
+//   an exception       the case, and the error's type and message
 //   a blank            "not written yet"
+//   an input changed   "you changed an input in place", naming it
+//   a broken rule      the library function or op the exercise does not allow
+//   a crash, a hang    (any way the learner's code ends other than returning)
+//                      the way it ended and the case
+//
+// The learner's code never runs in the grader's process: each call is a
+// child process (child.hpp) whose result comes back as data, so the verdict
+// is the grader's alone. The expected values are computed in the grader's
+// process, from inputs the learner's code cannot reach.
 //
 // Each exercise's checks are one file, grader/check_NN_name.cpp, whose main
 // is a single call:
@@ -22,9 +32,7 @@
 //     });
 //   }
 // A check that fails ends the grading (one clear message, not a cascade).
-// The verdict goes to <out>/progress.json; the exit status is 0 passed,
-// 1 failing, 2 a bad flag, 3 not written yet, 4 the grader itself failed
-// (its file of PyTorch's values missing, say; named on stderr).
+// The verdict goes to <out>/progress.json; the exit status is a Status.
 #pragma once
 #include <qkv/qkv.hpp>
 
@@ -32,11 +40,103 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "child.hpp"
 #include "exercise.hpp"
 
 namespace qkv::exercises {
+
+// The exit status of a grading.
+enum class Status : int {
+  passed = 0,
+  failing = 1,        // a check failed, or the learner's code crashed, hung, threw or broke a rule
+  bad_flag = 2,       // nothing graded
+  not_written = 3,    // the blank's not_written_yet(…) is still there
+  grader_failed = 4,  // the grader itself (its file of PyTorch's values missing, say; named on stderr)
+};
+
+// A library function or autograd op an exercise must not use, and why.
+// `function` is matched in the learner's compiled file (its calls, as the
+// linker sees them: "qkv::masked_softmax("); `op` in the autograd graph of
+// every tensor the learner's code returns ("MaskedSoftmaxBackward"), which
+// also catches a call made through another library function. Either may be empty.
+struct Forbidden {
+  std::string function;
+  std::string op;
+  std::string rule;  // "exercise 2 is masked_softmax itself: build it from simpler ops"
+};
+
+// An input of a call of the learner's code, by name: after the call it must
+// be unchanged.
+struct Input {
+  std::string name;  // "X"
+  Tensor value;
+};
+using Inputs = std::vector<Input>;
+
+// What the autograd graph of a returned tensor holds: the names of its ops
+// (each once, nearest first) and how many nodes it has.
+struct Graph {
+  std::vector<std::string> ops;
+  int64_t nodes = 0;
+};
+
+// The learner's code traced in a child: its output, its graph, and the
+// gradients backward gave its inputs.
+struct Traced {
+  Tensor out;
+  bool has_graph = false;
+  Graph graph;
+  std::vector<Tensor> grads;  // one per input; zeros where backward gave none
+};
+
+// --- the bytes of a result: put in the child, got back in the grader -----------------------
+void put(Writer& w, const Tensor& t);
+void get(Reader& r, Tensor& t, std::vector<Graph>& graphs);
+inline void put(Writer& w, double v) { w.f64(v); }
+inline void get(Reader& r, double& v, std::vector<Graph>&) { v = r.f64(); }
+
+namespace detail {
+struct AnyField {
+  template <class T>
+  operator T() const;  // never defined: only counts an aggregate's fields
+};
+template <class R>
+constexpr int fields() {
+  if constexpr (requires { R{AnyField{}, AnyField{}, AnyField{}}; })
+    return 3;
+  else if constexpr (requires { R{AnyField{}, AnyField{}}; })
+    return 2;
+  else
+    return 1;
+}
+}  // namespace detail
+
+// A struct of tensors (an exercise's steps) field by field.
+template <class R>
+requires std::is_aggregate_v<R>
+void put(Writer& w, const R& r) {
+  if constexpr (detail::fields<R>() == 3) {
+    const auto& [a, b, c] = r;
+    put(w, a), put(w, b), put(w, c);
+  } else {
+    const auto& [a, b] = r;
+    put(w, a), put(w, b);
+  }
+}
+template <class R>
+requires std::is_aggregate_v<R>
+void get(Reader& r, R& out, std::vector<Graph>& graphs) {
+  if constexpr (detail::fields<R>() == 3) {
+    auto& [a, b, c] = out;
+    get(r, a, graphs), get(r, b, graphs), get(r, c, graphs);
+  } else {
+    auto& [a, b] = out;
+    get(r, a, graphs), get(r, b, graphs);
+  }
+}
 
 // A step of the computation the learner writes: its name and its formula.
 struct Step {
@@ -73,10 +173,14 @@ struct TorchCase {
   bool has(const std::string& key) const { return floats.count(key) != 0 || ints.count(key) != 0; }
 };
 
-// How a grading ended (internal: thrown by a failed check to stop the run).
+// How a grading ended: thrown by a failed check, in the grader's process
+// only, to stop the run. (Thrown by the learner's code it is one more
+// exception of its child: a failure.)
 struct StopGrading {
-  int status;
+  Status status;
 };
+
+struct Differences;  // grader.cpp: backward against finite differences
 
 class Grader {
  public:
@@ -85,18 +189,48 @@ class Grader {
   // A new case: its name and its inputs in words ("queries (2, 1, 20), valid_lens [2, 6]").
   void begin_case(const std::string& name, const std::string& inputs);
 
-  // Runs the learner's code. A blank's not_written_yet ends the grading as
-  // "not written yet"; any other exception fails the case with its message.
+  // Runs the learner's f() in a child process and returns what it returned
+  // (a Tensor, a double, or a struct of tensors). Every other ending fails
+  // the case with its name: not written yet, an exception, a crash, a
+  // timeout, out of memory, exit(), too much printed. Each input must be
+  // unchanged after the call, and no result may be made by a forbidden op.
+  // In the child the inputs require grad, so that the ops are recorded.
   template <class F>
-  auto call(F&& f) -> decltype(f()) {
-    try {
-      return f();
-    } catch (const NotWrittenYet& e) {
-      not_written(e.function);
-    } catch (const std::exception& e) {
-      threw(e.what());
-    }
+  auto call(const Inputs& inputs, F&& f) -> decltype(f()) {
+    using R = decltype(f());
+    const std::string bytes = in_child([&] {
+      for (const Input& in : inputs) {
+        Tensor x = in.value;
+        if (x.defined() && !x.requires_grad() && !x.grad_fn()) x.requires_grad_();
+      }
+      Writer w;
+      put(w, f());
+      for (const Input& in : inputs) put(w, in.value.defined() ? in.value.detach() : in.value);
+      return w.bytes();
+    });
+    std::vector<Graph> graphs;
+    R out{};
+    Reader r(bytes);
+    get(r, out, graphs);
+    unchanged(inputs, r);
+    obeys_rules(graphs);
+    return out;
   }
+
+  // The learner's f on copies of `inputs` that require grad, in a child:
+  // its output, its graph, and (if `grad_out` is defined and the output has
+  // a graph) backward's gradients of the inputs for that grad_out.
+  Traced trace(const std::vector<Tensor>& inputs, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+               const Tensor& grad_out = {});
+
+  // Forbids a library function or op for the rest of the grading (see Forbidden).
+  void forbid(const std::vector<Forbidden>& rules);
+
+  // The seed of this grading's random cases (drawn afresh, or --seed S).
+  uint64_t seed() const { return seed_; }
+
+  // The limits each call of the learner's code runs under.
+  ChildLimits limits;
 
   // The step's output against the expected one (rtol, atol as PyTorch's
   // allclose); on a mismatch, feedback and the end of the grading.
@@ -130,20 +264,28 @@ class Grader {
   void print(const std::string& text);
 
   // Prints the verdict, writes it to progress.json, returns the exit status.
-  int finish(int status);
+  int finish(Status status);
 
   int number() const { return number_; }
   const std::filesystem::path& out() const { return out_; }
 
  private:
-  [[noreturn]] void not_written(const std::string& function);
-  [[noreturn]] void threw(const std::string& what);
+  // Runs body in a child (run_in_child), shows what it printed, and turns
+  // every ending but a return into a failure of the case; the result's bytes.
+  std::string in_child(const std::function<std::string()>& body);
+  void unchanged(const Inputs& inputs, Reader& r);
+  void obeys_rules(const std::vector<Graph>& graphs);
+  void check_calls();  // the learner's compiled file against the forbidden functions
+  Differences differences(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                          const std::vector<Tensor>& inputs);
   [[noreturn]] void fail(const std::string& headline);
   void pictures(const Step& step, const Tensor& got, const Tensor& want, const std::vector<int64_t>& index);
 
   int number_;
-  std::filesystem::path out_;
+  std::filesystem::path out_, program_;
   bool color_ = false;
+  uint64_t seed_ = 0;
+  std::vector<Forbidden> forbidden_;
   std::string case_name_, case_inputs_;
   int cases_ = 0, checks_ = 0;
   std::string verdict_;  // the first line of the failure, for progress.json

@@ -50,6 +50,19 @@ void write_progress(const fs::path& out, const Progress& progress) {
   }
   fs::rename(temporary, file, ec);
   if (ec) fail("exercises: cannot replace {}: {}", file.string(), ec.message());
+  // The same states for the course page, as a script it loads: a page opened
+  // from file:// may load a script beside it, but not read a JSON file.
+  nlohmann::json states = nlohmann::json::object();
+  for (const auto& [number, p] : progress) states[std::to_string(number)] = p.state;
+  const fs::path script = out / "progress.js", script_temporary = out / "progress.js.tmp";
+  {
+    std::ofstream stream(script_temporary, std::ios::binary);
+    stream << "// Written by the exercises' grader with progress.json: each exercise's state, for the course page.\n"
+           << "window.qkvExerciseStates = " << states.dump() << ";\n";
+    if (!stream) fail("exercises: cannot write {}", script_temporary.string());
+  }
+  fs::rename(script_temporary, script, ec);
+  if (ec) fail("exercises: cannot replace {}: {}", script.string(), ec.message());
 }
 
 std::string now_text() {

@@ -1,5 +1,6 @@
 // A learner's progress through the exercises: <out>/progress.json, written
-// by the grader after each run and by the `exercises` tool (hints, reset):
+// by the grader after each run and by the `exercises` tool (hints, reset),
+// and read here alone (the tool, the grader and the course page):
 //
 //   {"exercises": {"4": {"state": "failing", "detail": "case 2, step weights: wrong values",
 //                        "graded": "2026-11-26 10:04:12", "hints": 1}}}
@@ -25,7 +26,9 @@ using Progress = std::map<int, ExerciseProgress>;  // by exercise number
 // The progress in <out>/progress.json; empty if there is no such file. A
 // file that cannot be read is a qkv::Error naming it.
 Progress read_progress(const std::filesystem::path& out);
-// Writes it whole, atomically (a temporary file renamed over the old one).
+// Writes it whole, atomically (a temporary file renamed over the old one),
+// and <out>/progress.js beside it: `window.qkvExerciseStates = {"4": "passed", …};`,
+// which the course page loads, so that it shows each grading without being rebuilt.
 void write_progress(const std::filesystem::path& out, const Progress& progress);
 // The local time now, "2026-11-26 10:04:12".
 std::string now_text();

@@ -1,6 +1,6 @@
 // A wrong solution of exercise 02, kept for the tests: 2-D valid lengths read as if they were 1-D (one
 // per example), so the reshape fails.
-// grader says: your code threw an error
+// grader says: your code threw qkv::Error
 // grader says: reshape: cannot reshape (2, 2)
 // grader says: 2-D valid lengths
 #include "02_masked_softmax.hpp"
