@@ -48,9 +48,9 @@ void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generato
               Tensor e = (x_in - x_in.max(-1, true)).exp();
               return e / e.sum();
             }}});
-  g.require(y.requires_grad(), {"backward", "record(out, \"…\", {x}, lambda)"},
-            "your output has no backward: attach one with record(out, \"MySoftmaxBackward\", {x}, …) (and compute "
-            "the forward on x.detach())");
+  g.require(y.requires_grad(), {"backward", "record(out, \"…\", {x}, /*saved=*/{out}, lambda)"},
+            "your output has no backward: attach one with record(out, \"MySoftmaxBackward\", {x}, /*saved=*/{out}, "
+            "…) (and compute the forward on x.detach())");
   Tensor dout = randn(x_in.shape(), gen);
   g.call([&] {
     y.backward(dout);
