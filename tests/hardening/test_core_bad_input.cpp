@@ -302,7 +302,7 @@ TEST_CASE("hardening/core: bad options and inputs to gradcheck") {
 // record() is how a user's own op (examples/custom_layer) joins the graph, so
 // a mistake there is an Error at the op, naming it, not a crash, a leak or a
 // misleading message later inside backward().
-TEST_CASE("hardening/core: bad input to record and record_accumulate") {
+TEST_CASE("hardening/core: bad input to record, record_accumulate and the saved tensors") {
   const auto pass_through = [](const SavedTensors&, const Tensor& dout) { return std::vector<Tensor>{dout}; };
   const auto add_into = [](const SavedTensors&, const Tensor&, Tensor&) {};
   check_bad_inputs({
@@ -363,6 +363,33 @@ TEST_CASE("hardening/core: bad input to record and record_accumulate") {
          record_accumulate(out, "MyNarrow", x, {}, add_into);
        },
        "record: MyNarrow: the output is undefined"},
+      {"SavedTensors::operator[]: an index past what the op saved",
+       [] {
+         SavedTensors saved;
+         saved.entries.emplace_back(ones({2}));
+         (void)saved[1];
+       },
+       "saved[1]: out of range for the 1 tensor(s) the op saved"},
+      {"SavedTensors::operator[]: an IntTensor read as a Tensor",
+       [] {
+         SavedTensors saved;
+         saved.entries.emplace_back(int_tensor({1, 0}));
+         (void)saved[0];
+       },
+       "saved[0] is an IntTensor: read it with saved.int_tensor(0)"},
+      {"SavedTensors::int_tensor: a Tensor read as an IntTensor",
+       [] {
+         SavedTensors saved;
+         saved.entries.emplace_back(ones({2}));
+         (void)saved.int_tensor(0);
+       },
+       "saved.int_tensor(0): it is a Tensor: read it with saved[0]"},
+      {"SavedTensors::int_tensor: an index past what the op saved",
+       [] {
+         SavedTensors saved;
+         (void)saved.int_tensor(0);
+       },
+       "saved.int_tensor(0): out of range for the 0 tensor(s) the op saved"},
       {"record_accumulate: the output is its input",
        [=] {
          Tensor x = ones({2}).requires_grad_();
