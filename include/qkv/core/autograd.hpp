@@ -133,14 +133,17 @@ struct Node {
 // Attach `backward` to `out` if grad mode is on and any input requires grad;
 // otherwise do nothing. Every op calls this once, right after its forward:
 //
-//   // y = a·b        da = dout·b    db = dout·a
-//   Tensor out = …a·b, computed without recording…;
-//   record(out, "MulBackward", {a, b}, /*saved=*/{a, b},
+//   // y = a·b (a and b of one shape)      da = dout·b    db = dout·a
+//   Tensor out = mul(a.detach(), b.detach());  // forward, without recording
+//   record(out, "MyMulBackward", /*inputs=*/{a, b}, /*saved=*/{a, b},
 //          [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
-//            const Tensor& a = saved[0];
-//            const Tensor& b = saved[1];
-//            return {dout * b, dout * a};
+//            return {dout * saved[1], dout * saved[0]};
 //          });
+//
+// (A name the lambda gives a saved tensor must differ from the forward's:
+// qkv builds with -Wshadow=local, for which `const Tensor& a = saved[0]`
+// hides the parameter a. Read saved[i] in place, or call it what the
+// backward's formula does: y for the output out.)
 //
 // `inputs` say where gradients go: record() keeps none of their numbers.
 // `saved` lists every tensor whose numbers the backward reads (inputs, the
