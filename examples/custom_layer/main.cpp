@@ -1,5 +1,7 @@
-// A program of your own on top of qkv: a custom layer (an nn::Module with its
-// own parameter and two submodules), trained with Adam to fit a noisy sine.
+// A program of your own on top of qkv: an op of its own (tanh, with its
+// backward written out) and a custom layer (an nn::Module with its own
+// parameter and two submodules) that uses it, trained with Adam to fit a
+// noisy sine.
 // It is built against the installed package (find_package(qkv)) and through
 // add_subdirectory by ctest (the `install.*` tests), and checks itself: the
 // exit status is non-zero if it did not learn.
@@ -7,8 +9,9 @@
 // The toy problem: x ~ U[-π, π], y = sin(x) + ε with ε ~ N(0, σ²), σ = 0.1.
 // Predicting the mean of y leaves a mean squared error of Var(sin x) = 1/2;
 // the best any model can do is the noise, E[ε²] = σ² = 0.01. The program
-// passes when the training loss is below 2σ² = 0.02: within a factor of two
-// of the noise floor, which it cannot reach without having learned the sine.
+// passes when gradcheck passes the op's backward and the training loss is
+// below 2σ² = 0.02: within a factor of two of the noise floor, which it
+// cannot reach without having learned the sine.
 #include <qkv/qkv.hpp>
 
 #include <cmath>
@@ -18,7 +21,23 @@
 
 using namespace qkv;
 
-// y = out(tanh(hidden(x))) + skip·x: one hidden layer of tanh units beside a
+// y = tanh x      dy/dx = 1 − y²
+// An op (README, "Adding an op"): the forward computed without recording,
+// the backward attached beneath it. The backward reads the output y, so the
+// op saves `out`: record() keeps it (detached, so that the node does not own
+// itself), checks that nothing wrote into it before the backward runs, and
+// hands it back as saved[0].
+Tensor my_tanh(const Tensor& x) {
+  Tensor out = tanh(x.detach());  // forward, without recording
+  record(out, "MyTanhBackward", /*inputs=*/{x}, /*saved=*/{out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           return {dout * (1.0f - y * y)};  // dx = dout · (1 − y²)
+         });
+  return out;
+}
+
+// y = out(my_tanh(hidden(x))) + skip·x: one hidden layer of tanh units beside a
 // learned linear term. x: (N, 1) -> y: (N, 1).
 struct SkipMLP : nn::Module {
   std::shared_ptr<nn::Linear> hidden, out;
@@ -29,7 +48,7 @@ struct SkipMLP : nn::Module {
     out = register_module("out", std::make_shared<nn::Linear>(width, 1, true, gen));
     register_parameter("skip", skip, zeros({1}));
   }
-  Tensor operator()(const Tensor& x) const { return (*out)(tanh((*hidden)(x))) + x * skip; }
+  Tensor operator()(const Tensor& x) const { return (*out)(my_tanh((*hidden)(x))) + x * skip; }
   std::string type_name() const override { return "SkipMLP"; }
 };
 
@@ -37,6 +56,17 @@ int main() {
   constexpr int64_t n = 256;
   constexpr float sigma = 0.1f;
   Generator gen(0);
+
+  // The op's backward against finite differences, before it is used (on
+  // numbers of its own, so that the data below are drawn as without it).
+  Generator check_gen(1);
+  GradcheckResult check =
+      gradcheck([](const std::vector<Tensor>& in) { return my_tanh(in[0]); }, {randn({3, 4}, check_gen)});
+  if (!check.ok) {
+    fmt::print(stderr, "custom_layer: my_tanh's backward is wrong: {}\n", check.message);
+    return 1;
+  }
+  fmt::print("gradcheck(my_tanh): passed\n");
 
   // The data: x uniform in [-π, π), y = sin(x) + σ·ε, both (N, 1).
   const auto pi = std::numbers::pi_v<float>;

@@ -139,11 +139,12 @@ inline constexpr std::array<ExerciseEntry, 12> catalog = {{
      13,
      "none: qkv's own, how a reader extends the framework",
      {"Forward on x.detach(): subtract each row's max (keepdim) before exp, so large logits do not overflow; divide "
-      "by the row sums. Then record(out, \"MySoftmaxBackward\", {x}, …) with the backward as a lambda.",
+      "by the row sums. Then record(out, \"MySoftmaxBackward\", {x}, /*saved=*/{out}, …) with the backward as a "
+      "lambda.",
       "The Jacobian of softmax is diag(y) - y yᵀ, so dx = y ⊙ (dy - Σⱼ dyⱼ yⱼ): the sum runs over the last dim, "
       "keepdim, for each row.",
-      "Capture y = out.detach() in the lambda (never out itself), and return {y * (dout - (dout * y).sum(-1, "
-      "true))}."}},
+      "Save out (record keeps it detached) and read it back in the lambda as y = saved[0]; return {y * (dout - "
+      "(dout * y).sum(-1, true))}."}},
 }};
 
 // The entry of exercise `number`, or nothing if there is none.

@@ -30,23 +30,30 @@ const Shape& Edge::shape() const {
   return *constant;
 }
 
-// The version is shared with the storage (the aliasing constructor): the
-// node keeps the counter, and the numbers with it, as its backward function
-// keeps the tensor.
-Saved::Saved(const Tensor& t) {
-  if (!t.defined()) return;
-  const std::shared_ptr<Storage<float>>& storage = t.impl()->storage;
-  version = std::shared_ptr<const Version>(storage, &storage->version);
-  saved_at = version->get();
-  shape = t.shape();
+SavedTensor::SavedTensor(const Tensor& t) : tensor(t) {
+  if (t.defined()) saved_at = t.impl()->storage->version.get();
 }
 
-Saved::Saved(const IntTensor& t) {
-  if (!t.defined()) return;
-  const std::shared_ptr<Storage<int64_t>>& storage = t.storage();
-  version = std::shared_ptr<const Version>(storage, &storage->version);
-  saved_at = version->get();
-  shape = t.shape();
+SavedTensor::SavedTensor(const IntTensor& t) : int_tensor(t), is_int(true) {
+  if (t.defined()) saved_at = t.storage()->version.get();
+}
+
+const Version* SavedTensor::version() const {
+  if (is_int) return int_tensor.defined() ? &int_tensor.storage()->version : nullptr;
+  return tensor.defined() ? &tensor.impl()->storage->version : nullptr;
+}
+
+const Tensor& SavedTensors::operator[](size_t i) const {
+  if (i >= entries.size()) fail("saved[{}]: out of range for the {} tensor(s) the op saved", i, entries.size());
+  if (entries[i].is_int) fail("saved[{}] is an IntTensor: read it with saved.int_tensor({})", i, i);
+  return entries[i].tensor;
+}
+
+const IntTensor& SavedTensors::int_tensor(size_t i) const {
+  if (i >= entries.size())
+    fail("saved.int_tensor({}): out of range for the {} tensor(s) the op saved", i, entries.size());
+  if (!entries[i].is_int) fail("saved.int_tensor({}): it is a Tensor: read it with saved[{}]", i, i);
+  return entries[i].int_tensor;
 }
 
 namespace {
@@ -70,7 +77,7 @@ Edge edge_to(const Tensor& x) {
 // off, or no input requires grad). `has_backward`: the caller was given a
 // backward function (checked here, so that a layer author's mistake is an
 // Error at the op that made it, not a misleading one inside backward()).
-Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, std::initializer_list<Saved> saved,
+Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, std::initializer_list<SavedTensor> saved,
                bool has_backward) {
   if (name == nullptr) fail("record: the op's name is null");
   if (!has_backward) fail("record: {}: the backward function is empty", name);
@@ -95,12 +102,13 @@ Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, st
   node->shape = out.shape();
   node->edges.reserve(n);
   for (size_t i = 0; i < n; ++i) node->edges.push_back(edge_to(inputs[i]));
-  node->saved.reserve(saved.size());
-  for (const Saved& s : saved) {
-    if (!s.version) continue;  // an undefined tensor: nothing to read
-    Saved& kept = node->saved.emplace_back(s);
+  node->saved.entries.assign(saved.begin(), saved.end());
+  for (SavedTensor& kept : node->saved.entries) {
+    const Version* v = kept.version();
+    if (v == nullptr) continue;  // an undefined tensor: nothing to check
+    // The output is kept detached: the Node would otherwise own its own output (a cycle).
+    if (!kept.is_int && kept.tensor.same(out)) kept.tensor = out.detach();
     // Which tensor it is, for the error: the first input on its storage, or the output.
-    const Version* v = kept.version.get();
     if (v == &out.impl()->storage->version) kept.role = -1;
     for (size_t i = n; i-- > 0;)
       if (inputs[i].defined() && v == &inputs[i].impl()->storage->version) kept.role = static_cast<int64_t>(i);
@@ -112,35 +120,21 @@ Node* new_node(Tensor& out, const char* name, const Tensor* inputs, size_t n, st
 
 }  // namespace
 
-void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Saved> saved,
-            BackwardFn backward) {
+void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs,
+            std::initializer_list<SavedTensor> saved, BackwardFn backward) {
   if (Node* node = new_node(out, name, inputs.begin(), inputs.size(), saved, backward != nullptr))
     node->backward = std::move(backward);
 }
 
-void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, std::initializer_list<Saved> saved,
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, std::initializer_list<SavedTensor> saved,
             BackwardFn backward) {
   if (Node* node = new_node(out, name, inputs.data(), inputs.size(), saved, backward != nullptr))
     node->backward = std::move(backward);
 }
 
-void record(Tensor& out, const char* name, std::initializer_list<Tensor> inputs, BackwardFn backward) {
-  if (Node* node = new_node(out, name, inputs.begin(), inputs.size(), {}, backward != nullptr))
-    node->backward = std::move(backward);
-}
-
-void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward) {
-  if (Node* node = new_node(out, name, inputs.data(), inputs.size(), {}, backward != nullptr))
-    node->backward = std::move(backward);
-}
-
-void record_accumulate(Tensor& out, const char* name, const Tensor& input, std::initializer_list<Saved> saved,
+void record_accumulate(Tensor& out, const char* name, const Tensor& input, std::initializer_list<SavedTensor> saved,
                        AccumulateFn backward) {
   if (Node* node = new_node(out, name, &input, 1, saved, backward != nullptr)) node->accumulate = std::move(backward);
-}
-
-void record_accumulate(Tensor& out, const char* name, const Tensor& input, AccumulateFn backward) {
-  if (Node* node = new_node(out, name, &input, 1, {}, backward != nullptr)) node->accumulate = std::move(backward);
 }
 
 // NOTE: a graph is a chain of shared_ptrs (output -> Node -> its inputs'
@@ -151,11 +145,11 @@ void record_accumulate(Tensor& out, const char* name, const Tensor& input, Accum
 Node::~Node() {
   std::vector<std::shared_ptr<Node>> pending;
   auto release = [&pending](Node& node) {
-    // Drop the tensors it captured first: an input it captured also holds
-    // that input's Node, and then the edge holds the last reference.
+    // Drop the tensors it saved first: an input it saved also holds that
+    // input's Node, and then the edge holds the last reference.
     node.backward = nullptr;
     node.accumulate = nullptr;
-    node.saved.clear();
+    node.saved.entries.clear();
     for (Edge& e : node.edges)
       if (e.node && e.node.use_count() == 1) pending.push_back(std::move(e.node));
     node.edges.clear();
@@ -215,8 +209,10 @@ Graph number_graph(Node* root) {
 // The error for a node whose saved tensor was written in place after its op
 // ran (see "Writes in place", autograd.hpp), in PyTorch's words and then ours.
 void check_saved(const Node& node) {
-  for (const Saved& s : node.saved) {
-    const uint64_t now = s.version->get();
+  for (const SavedTensor& s : node.saved.entries) {
+    const Version* version = s.version();
+    if (version == nullptr) continue;  // undefined: nothing was read
+    const uint64_t now = version->get();
     if (now == s.saved_at) continue;
     const std::string which = s.role >= 0    ? fmt::format("its input {}", s.role)
                               : s.role == -1 ? std::string("its output")
@@ -226,7 +222,7 @@ void check_saved(const Node& node) {
         "{} saved {} of shape {} at version {}, and it is now at version {}. It was written in place after the "
         "forward (through data(), an optimizer step, an initialiser or load_state_dict); run the forward again "
         "after the write, or write into a clone()",
-        node.name, which, s.shape, s.saved_at, now);
+        node.name, which, s.is_int ? s.int_tensor.shape() : s.tensor.shape(), s.saved_at, now);
   }
 }
 
@@ -253,8 +249,9 @@ void add_to(Tensor& sum, Tensor g) {
     sum = std::move(g);
   } else {
     Tensor s = Tensor::empty(g.shape());  // every element is written below
-    kernels::binary(kernels::Binary::Add, g.numel(), std::as_const(sum).data(), 1, std::as_const(g).data(), 1,
-                    s.data());
+    const Tensor& a = sum;                // both only read: a const Tensor's data() is not a write
+    const Tensor& b = g;
+    kernels::binary(kernels::Binary::Add, g.numel(), a.data(), 1, b.data(), 1, s.data());
     sum = std::move(s);
   }
 }
@@ -308,9 +305,9 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   for (size_t n = graph.post_order.size(); n-- > 0;) {  // the post-order backwards: the loss first
     auto [node_ptr, k] = graph.post_order[n];
     if (!grads[k].defined()) continue;  // nothing flowed here
-    // NOTE: moved out, so that once the node's backward function has it,
-    // backward() holds no reference: the function may write over it, and it
-    // is freed as soon as the function is done with it.
+    // NOTE: moved out, so that while the node's backward function reads it,
+    // this is its only handle (sole_owner: the function may write over it),
+    // and it is freed as soon as the function is done with it.
     Tensor dout = std::move(grads[k]);
 
     Node& node = *node_ptr;
@@ -325,20 +322,22 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       if (e.requires_grad() && !(e.leaf && !e.leaf->requires_grad)) {
         Tensor& dx = grad_of(e);
         if (!dx.defined()) dx = zeros(e.shape());
-        node.accumulate(dout, make_own(dx));
+        node.accumulate(node.saved, dout, make_own(dx));
       }
       if (!retain_graph) {  // done with this node: free what it saved
         node.accumulate = nullptr;
-        node.saved.clear();
+        node.saved.entries.clear();
       }
       continue;
     }
-    std::vector<Tensor> dinputs = node.backward(std::move(dout));
-    // Done with this node: free what its backward function captured, as soon
-    // as possible, so backward's peak memory holds only the nodes still to run.
+    std::vector<Tensor> dinputs = node.backward(node.saved, dout);
+    // Done with dout (a gradient written over it is now the sole owner of
+    // its numbers) and with this node: free what it saved, as soon as
+    // possible, so backward's peak memory holds only the nodes still to run.
+    dout = Tensor();
     if (!retain_graph) {
       node.backward = nullptr;
-      node.saved.clear();
+      node.saved.entries.clear();
     }
     if (dinputs.size() != node.edges.size())
       fail("backward: {} returned {} gradients for {} inputs", node.name, dinputs.size(), node.edges.size());

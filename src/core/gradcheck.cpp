@@ -35,23 +35,23 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   Tensor y = f(xs);
   if (!y.defined()) fail("gradcheck: the function returned an undefined tensor");
   Generator gen(options.seed);
-  Tensor w = randn(y.shape(), gen);
+  const Tensor w = randn(y.shape(), gen);
   if (!y.requires_grad())
     return {false, "gradcheck: the output does not require grad (the function recorded no graph)"};
   y.backward(w);
 
   NoGradGuard no_grad;
   auto loss = [&]() {
-    Tensor out = f(xs);
+    const Tensor out = f(xs);
     if (out.shape() != w.shape()) fail("gradcheck: output shape changed from {} to {}", w.shape(), out.shape());
     double s = 0;
-    const float *pw = std::as_const(w).data(), *po = std::as_const(out).data();
+    const float *pw = w.data(), *po = out.data();
     for (int64_t k = 0; k < out.numel(); ++k) s += static_cast<double>(pw[k]) * po[k];
     return s;
   };
 
   for (size_t i = 0; i < xs.size(); ++i) {
-    Tensor analytic = xs[i].grad();
+    const Tensor analytic = xs[i].grad();
     float* x = xs[i].data();
     for (int64_t j = 0; j < xs[i].numel(); ++j) {
       float original = x[j];
@@ -70,7 +70,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
       x[j] = original;
       // Divide by the step actually taken (up - down in float), not 2·eps.
       double numeric = (l_up - l_down) / (static_cast<double>(up) - down);
-      double got = analytic.defined() ? std::as_const(analytic).data()[j] : 0.0;
+      double got = analytic.defined() ? analytic.data()[j] : 0.0;
       if (!(std::fabs(got - numeric) <= options.atol + options.rtol * std::fabs(numeric))) {
         return {false, fmt::format("gradcheck: input {} {} element {}: backward gives {:.6g}, finite differences "
                                    "give {:.6g} (atol {}, rtol {})",

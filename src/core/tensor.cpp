@@ -175,7 +175,8 @@ Tensor Tensor::detach() const {
 Tensor Tensor::clone() const {
   Tensor out = empty(shape());
   std::copy_n(data(), numel(), out.data());
-  record(out, "CloneBackward", {*this}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
+  record(out, "CloneBackward", {*this}, /*saved=*/{},
+         [](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
   return out;
 }
 

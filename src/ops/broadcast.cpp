@@ -58,19 +58,23 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
       if (dim.stride[0] == 0) summed.push_back(sizes.size());
       sizes.push_back(dim.size);
     }
-    Tensor partial = x;  // x with the dims summed so far
+    const float* src = x.data();  // x with the dims summed so far
+    Tensor partial;               // holds the numbers src points at, after the first pass
     for (size_t d : summed) {
       int64_t outer = 1, inner = 1;
       for (size_t k = 0; k < d; ++k) outer *= sizes[k];
       for (size_t k = d + 1; k < sizes.size(); ++k) inner *= sizes[k];
       Tensor next = d == summed.back() ? out : Tensor::empty(Shape{outer * inner});
-      kernels::reduce(kernels::Reduce::Sum, outer, sizes[d], inner, std::as_const(partial).data(), next.data());
-      partial = next;
+      float* dst = next.data();
+      kernels::reduce(kernels::Reduce::Sum, outer, sizes[d], inner, src, dst);
+      src = dst;
+      partial = std::move(next);
       sizes[d] = 1;
     }
   }
   // Summing is the transpose of broadcasting: dx = dout expanded back to x's shape.
-  record(out, "SumToBackward", {x}, [from](const Tensor& dout) -> std::vector<Tensor> { return {expand(dout, from)}; });
+  record(out, "SumToBackward", {x}, /*saved=*/{},
+         [from](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return {expand(dout, from)}; });
   return out;
 }
 

@@ -131,10 +131,10 @@ Tensor where(const IntTensor& mask, const Tensor& a, const Tensor& b) {
   // NOTE: picking with where, not multiplying by the mask: dout · 0 would
   // turn an infinite or NaN gradient of the other branch into NaN.
   record(out, "WhereBackward", {a, b}, /*saved=*/{mask},
-         [mask, da = detail::OperandGrad(a, out),
-          db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
-           return {da.needed() ? da.of(where(mask, dout, 0.0f)) : Tensor(),
-                   db.needed() ? db.of(where(mask, 0.0f, dout)) : Tensor()};
+         [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](
+             const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {da.needed() ? da.of(where(saved.int_tensor(0), dout, 0.0f)) : Tensor(),
+                   db.needed() ? db.of(where(saved.int_tensor(0), 0.0f, dout)) : Tensor()};
          });
   return out;
 }

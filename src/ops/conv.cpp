@@ -86,13 +86,14 @@ Tensor im2col(const Tensor& input, const Window& w, const char* op) {
   for_each_tap(N, C, L, T, w, [&](int64_t col, int64_t in) { out[col] = x[in]; });
   // col2im: in the forward pass this was cols[col] = x[in]; several columns
   // may read the same x[in], so its gradient adds them all.
-  record(cols, "Im2col1dBackward", {input}, [shape = input.shape(), N, C, L, T, w](const Tensor& dcols) {
-    Tensor dx = zeros(shape);  // (N, C, L)
-    float* g = dx.data();
-    const float* dc = dcols.data();
-    for_each_tap(N, C, L, T, w, [&](int64_t col, int64_t in) { g[in] += dc[col]; });
-    return std::vector<Tensor>{dx};
-  });
+  record(cols, "Im2col1dBackward", {input}, /*saved=*/{},
+         [shape = input.shape(), N, C, L, T, w](const SavedTensors&, const Tensor& dcols) {
+           Tensor dx = zeros(shape);  // (N, C, L)
+           float* g = dx.data();
+           const float* dc = dcols.data();
+           for_each_tap(N, C, L, T, w, [&](int64_t col, int64_t in) { g[in] += dc[col]; });
+           return std::vector<Tensor>{dx};
+         });
   return cols;
 }
 

@@ -95,9 +95,10 @@ Tensor unary_op(kernels::Unary op, const Tensor& x, const char* name) {
 
 // --- for the backwards: a gradient written over dout ------------------------------
 //
-// A backward function is handed dout (autograd.hpp); when it holds dout
-// alone, dx = dout ∘ b can be written over dout's numbers (reuse_or_empty),
-// and the op's backward allocates nothing. b has dout's shape, or is a scalar.
+// A backward function reads dout (autograd.hpp); when nothing else sees it,
+// dx = dout ∘ b can be written over dout's numbers (reuse_or_empty), and the
+// op's backward allocates nothing. b has dout's shape, or is a scalar. A
+// second factor is then applied to dx in place (update_binary, update_neg).
 
 Tensor grad_binary(kernels::Binary op, const Tensor& dout, const Tensor& b) {
   Tensor dx = reuse_or_empty(dout);
@@ -113,6 +114,15 @@ Tensor grad_neg(const Tensor& dout) {
   Tensor dx = reuse_or_empty(dout);
   kernels::unary(kernels::Unary::Neg, dout.numel(), dout.data(), dx.data());
   return dx;
+}
+// dx = dx ∘ b and dx = -dx, in place.
+void update_binary(kernels::Binary op, Tensor& dx, const Tensor& b) {
+  float* g = dx.data();
+  kernels::binary(op, dx.numel(), g, 1, b.data(), 1, g);
+}
+void update_neg(Tensor& dx) {
+  float* g = dx.data();
+  kernels::unary(kernels::Unary::Neg, dx.numel(), g, g);
 }
 
 // Where mask ≠ 0 (the mask broadcast to out's shape), out = value.
@@ -137,42 +147,46 @@ void fill_where(Tensor& out, const IntTensor& mask, float value) {
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Add, a, b, "add");
   // The gradients need none of a's or b's numbers: the graph keeps neither.
-  record(
-      out, "AddBackward", {a, b},
-      [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
-        return {da.of(dout), db.of(dout)};
-      });
+  record(out, "AddBackward", {a, b}, /*saved=*/{},
+         [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](
+             const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+           return {da.of(dout), db.of(dout)};
+         });
   return out;
 }
 
 // y = a - b      da = dout      db = -dout
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
-  record(
-      out, "SubBackward", {a, b},
-      [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](const Tensor& dout) -> std::vector<Tensor> {
-        return {da.of(dout), db.needed() ? neg(db.of(dout)) : Tensor()};
-      });
+  record(out, "SubBackward", {a, b}, /*saved=*/{},
+         [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](
+             const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+           return {da.of(dout), db.needed() ? neg(db.of(dout)) : Tensor()};
+         });
   return out;
 }
 
 // y = a·b        da = dout·b    db = dout·a
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Mul, a, b, "mul");
-  record(out, "MulBackward", {a, b}, /*saved=*/{a, b}, [a, b](const Tensor& dout) -> std::vector<Tensor> {
-    return {a.requires_grad() ? sum_to(dout * b, a.shape()) : Tensor(),
-            b.requires_grad() ? sum_to(dout * a, b.shape()) : Tensor()};
-  });
+  record(out, "MulBackward", {a, b}, /*saved=*/{a, b},
+         [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](
+             const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {da.needed() ? da.of(dout * saved[1]) : Tensor(), db.needed() ? db.of(dout * saved[0]) : Tensor()};
+         });
   return out;
 }
 
 // y = a / b      da = dout / b      db = -dout·a / b² = -dout·y / b
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
+  // a's numbers are not read (db uses y = a / b): only whether it needs a gradient, and its shape.
   record(out, "DivBackward", {a, b}, /*saved=*/{b, out},
-         [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-           return {a.requires_grad() ? sum_to(dout / b, a.shape()) : Tensor(),
-                   b.requires_grad() ? neg(sum_to(dout * y / b, b.shape())) : Tensor()};
+         [da = detail::OperandGrad(a, out), db = detail::OperandGrad(b, out)](
+             const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[1];
+           return {da.needed() ? da.of(dout / saved[0]) : Tensor(),
+                   db.needed() ? neg(db.of(dout * y / saved[0])) : Tensor()};
          });
   return out;
 }
@@ -188,11 +202,16 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   const Tensor& b = exponent;
   Tensor out = binary_op(kernels::Binary::Pow, a, b, "pow");
   record(out, "PowBackward", {a, b}, /*saved=*/{a, b, out},
-         [a, b, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-           Tensor da, db;
-           if (a.requires_grad()) da = sum_to(masked_fill(dout * b * pow(a, b - 1.0f), eq(b, 0.0f), 0.0f), a.shape());
-           if (b.requires_grad()) db = sum_to(dout * y * masked_fill(log(a), eq(a, 0.0f), 0.0f), b.shape());
-           return {da, db};
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& base = saved[0];
+           const Tensor& power = saved[1];
+           const Tensor& y = saved[2];
+           Tensor dbase, dpower;
+           if (base.requires_grad())
+             dbase = sum_to(masked_fill(dout * power * pow(base, power - 1.0f), eq(power, 0.0f), 0.0f), base.shape());
+           if (power.requires_grad())
+             dpower = sum_to(dout * y * masked_fill(log(base), eq(base, 0.0f), 0.0f), power.shape());
+           return {dbase, dpower};
          });
   return out;
 }
@@ -202,48 +221,56 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
 // y = a + s      da = dout
 Tensor add(const Tensor& a, float b) {
   Tensor out = binary_op(kernels::Binary::Add, a, b, "add");
-  record(out, "AddBackward", {a}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
+  record(out, "AddBackward", {a}, /*saved=*/{},
+         [](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
   return out;
 }
 
 // y = a - s      da = dout
 Tensor sub(const Tensor& a, float b) {
   Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
-  record(out, "SubBackward", {a}, [](const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
+  record(out, "SubBackward", {a}, /*saved=*/{},
+         [](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return {dout}; });
   return out;
 }
 
 // y = s - b      db = -dout
 Tensor sub(float a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Sub, a, b, "sub");
-  record(out, "RsubBackward", {b}, [](Tensor dout) -> std::vector<Tensor> { return {grad_neg(dout)}; });
+  record(out, "RsubBackward", {b}, /*saved=*/{},
+         [](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return {grad_neg(dout)}; });
   return out;
 }
 
 // y = a·s        da = dout·s
 Tensor mul(const Tensor& a, float b) {
   Tensor out = binary_op(kernels::Binary::Mul, a, b, "mul");
-  record(out, "MulBackward", {a},
-         [b](Tensor dout) -> std::vector<Tensor> { return {grad_binary(kernels::Binary::Mul, dout, b)}; });
+  record(out, "MulBackward", {a}, /*saved=*/{}, [b](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Mul, dout, b)};
+  });
   return out;
 }
 
 // y = a / s      da = dout / s
 Tensor div(const Tensor& a, float b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
-  record(out, "DivBackward", {a},
-         [b](Tensor dout) -> std::vector<Tensor> { return {grad_binary(kernels::Binary::Div, dout, b)}; });
+  record(out, "DivBackward", {a}, /*saved=*/{}, [b](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+    return {grad_binary(kernels::Binary::Div, dout, b)};
+  });
   return out;
 }
 
 // y = s / b      db = -dout·s / b² = -dout·y / b
 Tensor div(float a, const Tensor& b) {
   Tensor out = binary_op(kernels::Binary::Div, a, b, "div");
-  record(out, "RdivBackward", {b}, /*saved=*/{b, out}, [b, y = out.detach()](Tensor dout) -> std::vector<Tensor> {
-    dout = grad_binary(kernels::Binary::Mul, dout, y);
-    dout = grad_binary(kernels::Binary::Div, dout, b);
-    return {grad_neg(dout)};
-  });
+  record(out, "RdivBackward", {b}, /*saved=*/{b, out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[1];
+           Tensor db = grad_binary(kernels::Binary::Mul, dout, y);  // -((dout·y) / b), in that order
+           update_binary(kernels::Binary::Div, db, saved[0]);
+           update_neg(db);
+           return {db};
+         });
   return out;
 }
 
@@ -253,10 +280,12 @@ Tensor pow(const Tensor& a, float exponent) {
   // faster than a general power.
   Tensor out = exponent == 2.0f ? binary_op(kernels::Binary::Mul, a, a, "pow")
                                 : binary_op(kernels::Binary::Pow, a, exponent, "pow");
-  record(out, "PowBackward", {a}, /*saved=*/{a}, [a, p = exponent](Tensor dout) -> std::vector<Tensor> {
-    if (p == 0.0f) return {zeros(a.shape())};
-    return {grad_binary(kernels::Binary::Mul, dout, pow(a, p - 1.0f) * p)};
-  });
+  record(out, "PowBackward", {a}, /*saved=*/{a},
+         [p = exponent](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& base = saved[0];
+           if (p == 0.0f) return {zeros(base.shape())};
+           return {grad_binary(kernels::Binary::Mul, dout, pow(base, p - 1.0f) * p)};
+         });
   return out;
 }
 
@@ -265,16 +294,19 @@ Tensor pow(const Tensor& a, float exponent) {
 // y = -x         dx = -dout
 Tensor neg(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Neg, x, "neg");
-  record(out, "NegBackward", {x}, [](Tensor dout) -> std::vector<Tensor> { return {grad_neg(dout)}; });
+  record(out, "NegBackward", {x}, /*saved=*/{},
+         [](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return {grad_neg(dout)}; });
   return out;
 }
 
 // y = eˣ         dx = dout·y
 Tensor exp(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Exp, x, "exp");
-  record(out, "ExpBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
-    return {grad_binary(kernels::Binary::Mul, dout, y)};
-  });
+  record(out, "ExpBackward", {x}, /*saved=*/{out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           return {grad_binary(kernels::Binary::Mul, dout, y)};
+         });
   return out;
 }
 
@@ -282,62 +314,74 @@ Tensor exp(const Tensor& x) {
 Tensor log(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Log, x, "log");
   record(out, "LogBackward", {x}, /*saved=*/{x},
-         [x](Tensor dout) -> std::vector<Tensor> { return {grad_binary(kernels::Binary::Div, dout, x)}; });
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {grad_binary(kernels::Binary::Div, dout, saved[0])};
+         });
   return out;
 }
 
 // y = √x         dx = dout / (2y)
 Tensor sqrt(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sqrt, x, "sqrt");
-  record(out, "SqrtBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
-    return {grad_binary(kernels::Binary::Div, dout, y * 2.0f)};
-  });
+  record(out, "SqrtBackward", {x}, /*saved=*/{out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           return {grad_binary(kernels::Binary::Div, dout, y * 2.0f)};
+         });
   return out;
 }
 
 // y = |x|        dx = dout·sign(x)      (sign 0 = 0: no gradient at the kink)
 Tensor abs(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Abs, x, "abs");
-  record(out, "AbsBackward", {x}, /*saved=*/{x}, [x](Tensor dout) -> std::vector<Tensor> {
-    return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Sign, x, "abs"))};
-  });
+  record(out, "AbsBackward", {x}, /*saved=*/{x},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Sign, saved[0], "abs"))};
+         });
   return out;
 }
 
 // y = tanh x     dx = dout·(1 - y²)
 Tensor tanh(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Tanh, x, "tanh");
-  record(out, "TanhBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
-    return {grad_binary(kernels::Binary::Mul, dout, 1.0f - y * y)};
-  });
+  record(out, "TanhBackward", {x}, /*saved=*/{out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           return {grad_binary(kernels::Binary::Mul, dout, 1.0f - y * y)};
+         });
   return out;
 }
 
 // y = σ(x) = 1 / (1 + e⁻ˣ)      dx = dout·y·(1 - y)
 Tensor sigmoid(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Sigmoid, x, "sigmoid");
-  record(out, "SigmoidBackward", {x}, /*saved=*/{out}, [y = out.detach()](Tensor dout) -> std::vector<Tensor> {
-    dout = grad_binary(kernels::Binary::Mul, dout, y);  // (dout·y)·(1 - y), in that order
-    return {grad_binary(kernels::Binary::Mul, dout, 1.0f - y)};
-  });
+  record(out, "SigmoidBackward", {x}, /*saved=*/{out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           Tensor dx = grad_binary(kernels::Binary::Mul, dout, y);  // (dout·y)·(1 - y), in that order
+           update_binary(kernels::Binary::Mul, dx, 1.0f - y);
+           return {dx};
+         });
   return out;
 }
 
 // y = max(x, 0)  dx = dout·[x > 0]      (0 at x = 0)
 Tensor relu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Relu, x, "relu");
-  record(out, "ReluBackward", {x}, /*saved=*/{x}, [x](Tensor dout) -> std::vector<Tensor> {
-    return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Step, x, "relu"))};
-  });
+  record(out, "ReluBackward", {x}, /*saved=*/{x},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::Step, saved[0], "relu"))};
+         });
   return out;
 }
 
 // y = x·Φ(x)     dx = dout·(Φ(x) + x·φ(x))      (Φ, φ: the standard normal cdf and pdf)
 Tensor gelu(const Tensor& x) {
   Tensor out = unary_op(kernels::Unary::Gelu, x, "gelu");
-  record(out, "GeluBackward", {x}, /*saved=*/{x}, [x](Tensor dout) -> std::vector<Tensor> {
-    return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::GeluGrad, x, "gelu"))};
-  });
+  record(out, "GeluBackward", {x}, /*saved=*/{x},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {grad_binary(kernels::Binary::Mul, dout, unary_op(kernels::Unary::GeluGrad, saved[0], "gelu"))};
+         });
   return out;
 }
 
@@ -353,11 +397,12 @@ Tensor masked_fill(const Tensor& x, const IntTensor& mask, float value) {
   Tensor out = x.detach().clone();
   fill_where(out, mask, value);
   // dx: dout with zeros where the mask is set, over dout when the backward holds it alone.
-  record(out, "MaskedFillBackward", {x}, /*saved=*/{mask}, [mask](Tensor dout) -> std::vector<Tensor> {
-    Tensor dx = sole_owner(dout) ? std::move(dout) : dout.detach().clone();
-    fill_where(dx, mask, 0.0f);
-    return {dx};
-  });
+  record(out, "MaskedFillBackward", {x}, /*saved=*/{mask},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           Tensor dx = sole_owner(dout) ? dout : dout.detach().clone();
+           fill_where(dx, saved.int_tensor(0), 0.0f);
+           return {dx};
+         });
   return out;
 }
 

@@ -46,6 +46,14 @@ Tensor clamped_norm(const Tensor& x, float p, int64_t dim, float eps) {
   return pow(clamp_min(sum(pow(abs(x), p), dim, /*keepdim=*/true), eps_p), 1 / p);
 }
 
+// (N, C, d1, …) -> (N, d1, …, C) -> (R, C): row n·d1·… + j is target element n·d1·… + j.
+Tensor class_last_rows(const Tensor& logits, int64_t R, int64_t C) {
+  std::vector<int64_t> class_last{0};
+  for (int64_t d = 2; d < logits.dim(); ++d) class_last.push_back(d);
+  class_last.push_back(1);
+  return reshape(permute(logits, class_last), Shape{R, C});
+}
+
 }  // namespace
 
 // --- dropout -------------------------------------------------------------------
@@ -65,11 +73,12 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   // take: this mask's stretch of the stream, which no other thread drawing from gen can get.
   const uint64_t start = gen.take(static_cast<uint64_t>(x.numel()));
   kernels::dropout(x.numel(), start, p, scale, x.data(), y.data(), mask.data());
-  record(y, "DropoutBackward", {x}, [mask](Tensor dy) -> std::vector<Tensor> {
-    Tensor dx = reuse_or_empty(dy);  // over dy when the backward holds it alone
-    kernels::binary(kernels::Binary::Mul, dy.numel(), std::as_const(dy).data(), 1, mask.data(), 1, dx.data());
-    return {dx};
-  });
+  record(y, "DropoutBackward", {x}, /*saved=*/{mask},
+         [](const SavedTensors& saved, const Tensor& dy) -> std::vector<Tensor> {
+           Tensor dx = reuse_or_empty(dy);  // over dy when nothing else sees it
+           kernels::binary(kernels::Binary::Mul, dy.numel(), dy.data(), 1, saved[0].data(), 1, dx.data());
+           return {dx};
+         });
   return y;
 }
 
@@ -108,15 +117,16 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   Tensor mean = Tensor::empty(Shape{R});  // (R)
   Tensor rstd = Tensor::empty(Shape{R});  // (R): 1 / sqrt(σ² + eps)
   kernels::layer_norm(R, D, x.data(), w, b, eps, y.data(), mean.data(), rstd.data());
-  record(y, "LayerNormBackward", {x, weight, bias}, /*saved=*/{x, weight},
-         [x = x.detach(), weight = weight.defined() ? weight.detach() : Tensor(), has_bias = bias.defined(), mean, rstd,
-          R, D, normalized_shape](const Tensor& dy) -> std::vector<Tensor> {
-           Tensor dx = Tensor::empty(x.shape());
-           Tensor dweight = weight.defined() ? zeros(normalized_shape) : Tensor();  // the kernel adds into these
+  record(y, "LayerNormBackward", {x, weight, bias}, /*saved=*/{x, weight, mean, rstd},
+         [has_bias = bias.defined(), R, D, normalized_shape](const SavedTensors& saved,
+                                                             const Tensor& dy) -> std::vector<Tensor> {
+           const bool has_weight = saved[1].defined();
+           Tensor dx = Tensor::empty(saved[0].shape());
+           Tensor dweight = has_weight ? zeros(normalized_shape) : Tensor();  // the kernel adds into these
            Tensor dbias = has_bias ? zeros(normalized_shape) : Tensor();
-           kernels::layer_norm_backward(R, D, x.data(), weight.defined() ? weight.data() : nullptr, mean.data(),
-                                        rstd.data(), dy.data(), dx.data(), dweight.defined() ? dweight.data() : nullptr,
-                                        dbias.defined() ? dbias.data() : nullptr);
+           kernels::layer_norm_backward(R, D, saved[0].data(), has_weight ? saved[1].data() : nullptr, saved[2].data(),
+                                        saved[3].data(), dy.data(), dx.data(), has_weight ? dweight.data() : nullptr,
+                                        has_bias ? dbias.data() : nullptr);
            return {dx, dweight, dbias};
          });
   return y;
@@ -140,12 +150,12 @@ Tensor fused_gru_cell(const Tensor& xw, const Tensor& hw, const Tensor& h) {
   Tensor h_next = Tensor::empty(Shape{B, H});     // (B, H)
   Tensor gates = Tensor::empty(Shape{B, 3 * H});  // (B, 3H): r, z, n, for the backward
   kernels::gru_cell(B, H, xw.data(), hw.data(), h.data(), h_next.data(), gates.data());
-  record(h_next, "FusedGruCellBackward", {xw, hw, h}, /*saved=*/{hw, h},
-         [hw = hw.detach(), h = h.detach(), gates, B, H](const Tensor& dh_next) -> std::vector<Tensor> {
+  record(h_next, "FusedGruCellBackward", {xw, hw, h}, /*saved=*/{hw, h, gates},
+         [B, H](const SavedTensors& saved, const Tensor& dh_next) -> std::vector<Tensor> {
            Tensor dxw = Tensor::empty(Shape{B, 3 * H}), dhw = Tensor::empty(Shape{B, 3 * H});
            Tensor dh = Tensor::empty(Shape{B, H});
-           kernels::gru_cell_backward(B, H, hw.data(), h.data(), gates.data(), dh_next.data(), dxw.data(), dhw.data(),
-                                      dh.data());
+           kernels::gru_cell_backward(B, H, saved[0].data(), saved[1].data(), saved[2].data(), dh_next.data(),
+                                      dxw.data(), dhw.data(), dh.data());
            return {dxw, dhw, dh};
          });
   return h_next;
@@ -203,27 +213,18 @@ Tensor cross_entropy(const Tensor& logits, const IntTensor& target, const Tensor
     total_weight += w != nullptr ? w[t[i]] : 1.0f;
   }
 
-  // (N, C, d1, …) -> (N, d1, …, C) -> (R, C): row n·d1·… + j is target element n·d1·… + j.
-  Tensor rows = logits;
-  if (logits.dim() > 2) {
-    std::vector<int64_t> class_last{0};
-    for (int64_t d = 2; d < logits.dim(); ++d) class_last.push_back(d);
-    class_last.push_back(1);
-    rows = reshape(permute(logits, class_last), Shape{R, C});
-  }
-
-  Tensor loss = Tensor::empty(Shape{R});      // (R)
+  const Tensor rows = logits.dim() > 2 ? class_last_rows(logits, R, C) : logits;  // (R, C)
+  Tensor loss = Tensor::empty(Shape{R});                                          // (R)
   Tensor stats = Tensor::empty(Shape{R, 2});  // (R, 2): each row's max and log Σ exp, for the backward
-  kernels::cross_entropy(R, C, std::as_const(rows).data(), t, w, ignore_index, label_smoothing, loss.data(),
-                         stats.data());
+  kernels::cross_entropy(R, C, rows.data(), t, w, ignore_index, label_smoothing, loss.data(), stats.data());
   // NOTE: weight is a constant here, as in PyTorch: no gradient reaches it.
-  record(loss, "CrossEntropyBackward", {rows}, /*saved=*/{rows, target, weight},
-         [x = rows.detach(), target, weight = weight.defined() ? weight.detach() : Tensor(), stats, R, C, ignore_index,
-          label_smoothing](const Tensor& dloss) -> std::vector<Tensor> {
-           Tensor dx = Tensor::empty(x.shape());  // (R, C)
-           kernels::cross_entropy_backward(R, C, x.data(), stats.data(), target.data(),
-                                           weight.defined() ? weight.data() : nullptr, ignore_index, label_smoothing,
-                                           dloss.data(), dx.data());
+  record(loss, "CrossEntropyBackward", {rows}, /*saved=*/{rows, target, weight, stats},
+         [R, C, ignore_index, label_smoothing](const SavedTensors& saved, const Tensor& dloss) -> std::vector<Tensor> {
+           const Tensor& class_weight = saved[2];  // undefined without one
+           Tensor dx = Tensor::empty(Shape{R, C});
+           kernels::cross_entropy_backward(R, C, saved[0].data(), saved[3].data(), saved.int_tensor(1).data(),
+                                           class_weight.defined() ? class_weight.data() : nullptr, ignore_index,
+                                           label_smoothing, dloss.data(), dx.data());
            return {dx};
          });
   loss = reshape(loss, expected);  // (N, d1, …)

@@ -30,8 +30,8 @@ namespace {
 // Xᵀ when X's flag is set (then X is stored transposed: A as (K, M), B as (N, K)).
 // With accumulate, C += the product. C must hold zeros already when K is 0
 // (unless accumulating): an empty sum, the kernel is not called.
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
-          bool accumulate = false) {
+void product_into(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+                  bool accumulate = false) {
   if (M == 0 || N == 0 || K == 0) return;
   const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
   kernels::gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, N, accumulate);
@@ -66,7 +66,7 @@ std::vector<int64_t> matrix_offsets(const Shape& x, const Shape& batch) {
 // C[i] = op(A[i])·op(B[i]) for every matrix i of C (…, M, N); A's and B's
 // batch dims broadcast to C's. One kernel call for the whole batch, which
 // spreads the matrices over the threads.
-void gemm_batched(bool trans_a, bool trans_b, const Tensor& A, const Tensor& B, Tensor& C) {
+void batched_product_into(bool trans_a, bool trans_b, const Tensor& A, const Tensor& B, Tensor& C) {
   const Shape& c = C.shape();
   const int64_t M = c[c.ndim() - 2], N = c[c.ndim() - 1];
   const int64_t K = trans_a ? A.shape()[A.dim() - 2] : A.shape()[A.dim() - 1];
@@ -101,7 +101,7 @@ Tensor product_output(const Shape& shape, int64_t K, const char* op) {
 // in the GEMM's accumulator (accumulate = true), where a (…, rows, cols)
 // temporary over the whole batch, then summed down, would cost a pass over
 // memory and the memory itself. The order of the sum is fixed: batch order.
-void gemm_batched_sum(bool trans_x, bool trans_y, const Tensor& X, const Tensor& Y, Tensor& Z, const Shape& batch) {
+void summed_product_into(bool trans_x, bool trans_y, const Tensor& X, const Tensor& Y, Tensor& Z, const Shape& batch) {
   const Shape& z = Z.shape();
   const int64_t M = z[z.ndim() - 2], N = z[z.ndim() - 1];
   const int64_t K = trans_x ? X.shape()[X.dim() - 2] : X.shape()[X.dim() - 1];
@@ -116,17 +116,17 @@ void gemm_batched_sum(bool trans_x, bool trans_y, const Tensor& X, const Tensor&
 
 // Z = the sum, over the dims of `batch` that Z's shape lacks or has as 1, of
 // op(X)·op(Y): one GEMM per matrix straight into Z when nothing was
-// broadcast, else summed in the GEMM's accumulator (gemm_batched_sum).
+// broadcast, else summed in the GEMM's accumulator (summed_product_into).
 Tensor batched_product(bool trans_x, bool trans_y, const Tensor& X, const Tensor& Y, const Shape& z_shape,
                        const Shape& batch) {
   const int64_t K = trans_x ? X.shape()[X.dim() - 2] : X.shape()[X.dim() - 1];
   if (batch_dims(z_shape) == batch) {
     Tensor Z = product_output(z_shape, K, "matmul");
-    gemm_batched(trans_x, trans_y, X, Y, Z);
+    batched_product_into(trans_x, trans_y, X, Y, Z);
     return Z;
   }
   Tensor Z = zeros(z_shape);
-  gemm_batched_sum(trans_x, trans_y, X, Y, Z, batch);
+  summed_product_into(trans_x, trans_y, X, Y, Z, batch);
   return Z;
 }
 
@@ -144,22 +144,24 @@ Tensor matmul_folded(const Tensor& a, const Tensor& b, bool trans_b) {
   std::vector<int64_t> dims = a.shape().dims();
   dims.back() = N;
   Tensor out = product_output(Shape(dims), K, "matmul");
-  gemm(false, trans_b, R, N, K, a.data(), b.data(), out.data());  // (R, K)·op(b)
+  product_into(false, trans_b, R, N, K, a.data(), b.data(), out.data());  // (R, K)·op(b)
   record(out, "MatmulBackward", {a, b}, /*saved=*/{a, b},
-         [a, b, trans_b, R, K, N](const Tensor& dout) -> std::vector<Tensor> {
-           Tensor da, db;
-           if (a.requires_grad()) {
-             da = product_output(a.shape(), N, "matmul");
-             gemm(false, !trans_b, R, K, N, dout.data(), b.data(), da.data());  // (R, N)·op(b)ᵀ
+         [trans_b, R, K, N](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& A = saved[0];
+           const Tensor& B = saved[1];
+           Tensor dA, dB;
+           if (A.requires_grad()) {
+             dA = product_output(A.shape(), N, "matmul");
+             product_into(false, !trans_b, R, K, N, dout.data(), B.data(), dA.data());  // (R, N)·op(b)ᵀ
            }
-           if (b.requires_grad()) {
-             db = product_output(b.shape(), R, "matmul");
+           if (B.requires_grad()) {
+             dB = product_output(B.shape(), R, "matmul");
              if (trans_b)
-               gemm(true, false, N, K, R, dout.data(), a.data(), db.data());  // (R, N)ᵀ·(R, K)
+               product_into(true, false, N, K, R, dout.data(), A.data(), dB.data());  // (R, N)ᵀ·(R, K)
              else
-               gemm(true, false, K, N, R, a.data(), dout.data(), db.data());  // (R, K)ᵀ·(R, N)
+               product_into(true, false, K, N, R, A.data(), dout.data(), dB.data());  // (R, K)ᵀ·(R, N)
            }
-           return {da, db};
+           return {dA, dB};
          });
   return out;
 }
@@ -180,17 +182,19 @@ Tensor matmul_batched(const Tensor& a, const Tensor& b, const Shape& batch, bool
   const int64_t K = trans_a ? sa[sa.ndim() - 2] : sa[sa.ndim() - 1];
   const int64_t N = trans_b ? sb[sb.ndim() - 2] : sb[sb.ndim() - 1];
   Tensor out = product_output(with_matrix(batch, M, N), K, op);
-  gemm_batched(trans_a, trans_b, a, b, out);
+  batched_product_into(trans_a, trans_b, a, b, out);
   record(out, backward_name, {a, b}, /*saved=*/{a, b},
-         [a, b, batch, trans_a, trans_b](const Tensor& dout) -> std::vector<Tensor> {
-           Tensor da, db;
-           if (a.requires_grad())
-             da = trans_a ? batched_product(trans_b, true, b, dout, a.shape(), batch)     // op(b)·Gᵀ
-                          : batched_product(false, !trans_b, dout, b, a.shape(), batch);  // G·op(b)ᵀ
-           if (b.requires_grad())
-             db = trans_b ? batched_product(true, trans_a, dout, a, b.shape(), batch)     // Gᵀ·op(a)
-                          : batched_product(!trans_a, false, a, dout, b.shape(), batch);  // op(a)ᵀ·G
-           return {da, db};
+         [batch, trans_a, trans_b](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& A = saved[0];
+           const Tensor& B = saved[1];
+           Tensor dA, dB;
+           if (A.requires_grad())
+             dA = trans_a ? batched_product(trans_b, true, B, dout, A.shape(), batch)     // op(b)·Gᵀ
+                          : batched_product(false, !trans_b, dout, B, A.shape(), batch);  // G·op(b)ᵀ
+           if (B.requires_grad())
+             dB = trans_b ? batched_product(true, trans_a, dout, A, B.shape(), batch)     // Gᵀ·op(a)
+                          : batched_product(!trans_a, false, A, dout, B.shape(), batch);  // op(a)ᵀ·G
+           return {dA, dB};
          });
   return out;
 }
@@ -260,25 +264,28 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // (accumulate): one pass over out fewer than adding b afterwards.
     out = Tensor::empty(Shape(dims), "linear");
     for (int64_t r = 0; r < R; ++r) std::copy_n(bias.data(), N, out.data() + r * N);
-    gemm(false, true, R, N, K, x.data(), weight.data(), out.data(), /*accumulate=*/true);  // b + (R, K)·(N, K)ᵀ
+    product_into(false, true, R, N, K, x.data(), weight.data(), out.data(), /*accumulate=*/true);  // b + (R, K)·(N, K)ᵀ
   } else {
     out = product_output(Shape(dims), K, "linear");
-    gemm(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
+    product_into(false, true, R, N, K, x.data(), weight.data(), out.data());  // (R, K)·(N, K)ᵀ -> (R, N)
   }
   record(out, "LinearBackward", {x, weight, bias}, /*saved=*/{x, weight},
-         [x, weight, bias, R, N, K](const Tensor& dout) -> std::vector<Tensor> {
+         [bias_grad = bias.defined() && bias.requires_grad(), R, N, K](const SavedTensors& saved,
+                                                                       const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& X = saved[0];  // (…, K)
+           const Tensor& W = saved[1];  // (N, K)
            Tensor dx, dw, db;
-           if (x.requires_grad()) {
-             dx = product_output(x.shape(), N, "linear");
-             gemm(false, false, R, K, N, dout.data(), weight.data(), dx.data());  // (R, N)·(N, K)
+           if (X.requires_grad()) {
+             dx = product_output(X.shape(), N, "linear");
+             product_into(false, false, R, K, N, dout.data(), W.data(), dx.data());  // (R, N)·(N, K)
            }
-           if (weight.requires_grad()) {
-             dw = product_output(weight.shape(), R, "linear");
-             gemm(true, false, N, K, R, dout.data(), x.data(), dw.data());  // (R, N)ᵀ·(R, K)
+           if (W.requires_grad()) {
+             dw = product_output(W.shape(), R, "linear");
+             product_into(true, false, N, K, R, dout.data(), X.data(), dw.data());  // (R, N)ᵀ·(R, K)
            }
-           if (bias.defined() && bias.requires_grad()) {
+           if (bias_grad) {
              // Σ over dout's R rows, read in place: (1, R, N) -> (N). (sum_to would copy dout first.)
-             db = Tensor::empty(bias.shape());
+             db = Tensor::empty(Shape{N});
              kernels::reduce(kernels::Reduce::Sum, 1, R, N, dout.data(), db.data());
            }
            return {dx, dw, db};

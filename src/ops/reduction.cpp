@@ -72,8 +72,10 @@ Tensor sum(const Tensor& x) {
   detail::check_input(x, "sum", "x");
   Tensor out = zeros(Shape());
   if (x.numel() > 0) kernels::reduce(kernels::Reduce::Sum, 1, x.numel(), 1, x.data(), out.data());
-  record(out, "SumBackward", {x},
-         [shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> { return {expand(dout, shape)}; });
+  record(out, "SumBackward", {x}, /*saved=*/{},
+         [shape = x.shape()](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+           return {expand(dout, shape)};
+         });
   return out;
 }
 
@@ -82,9 +84,10 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
   detail::check_input(x, "sum", "x");
   int64_t d = normalize_dim(dim, x.dim(), "sum");
   Tensor out = reduce_along(kernels::Reduce::Sum, x, d, keepdim);
-  record(out, "SumBackward", {x}, [shape = x.shape(), d, keepdim](const Tensor& dout) -> std::vector<Tensor> {
-    return {expand_back(dout, shape, d, keepdim)};
-  });
+  record(out, "SumBackward", {x}, /*saved=*/{},
+         [shape = x.shape(), d, keepdim](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+           return {expand_back(dout, shape, d, keepdim)};
+         });
   return out;
 }
 
@@ -118,12 +121,14 @@ Tensor extreme_all(kernels::Reduce op, const Tensor& x, const char* name, const 
   check_not_empty(x, name);
   Tensor out = Tensor::empty(Shape());
   kernels::reduce(op, 1, x.numel(), 1, x.data(), out.data());
-  record(out, backward_name, {x}, /*saved=*/{x, out}, [x, y = out.detach()](const Tensor& dout) -> std::vector<Tensor> {
-    IntTensor ties = eq(x, y);  // 1 where x holds the extreme: (…) = () broadcast
-    const int64_t* tie = std::as_const(ties).data();
-    const int64_t count = std::count(tie, tie + ties.numel(), 1);
-    return {masked_fill(zeros(x.shape()), ties, dout.item() / static_cast<float>(count))};
-  });
+  record(out, backward_name, {x}, /*saved=*/{x, out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& input = saved[0];
+           const IntTensor ties = eq(input, saved[1]);  // 1 where x holds the extreme y: (…) = () broadcast
+           const int64_t* tie = ties.data();
+           const int64_t count = std::count(tie, tie + ties.numel(), 1);
+           return {masked_fill(zeros(input.shape()), ties, dout.item() / static_cast<float>(count))};
+         });
   return out;
 }
 
@@ -136,15 +141,17 @@ Tensor extreme_along(kernels::Reduce op, const Tensor& x, int64_t dim, bool keep
   int64_t d = normalize_dim(dim, x.dim(), name);
   check_not_empty_dim(x, d, name);
   Tensor out = reduce_along(op, x, d, keepdim);
-  record(out, backward_name, {x}, /*saved=*/{x}, [x, d, keepdim, op](const Tensor& dout) -> std::vector<Tensor> {
-    // picked = (arange(n) == argmax(x, d)): (…, n, …) against (…, 1, …), 1 at the first extreme
-    const bool largest = op == kernels::Reduce::Max;
-    IntTensor first = largest ? argmax(x, d, /*keepdim=*/true) : argmin(x, d, /*keepdim=*/true);
-    std::vector<int64_t> along(static_cast<size_t>(x.dim()), 1);  // (1, …, n, …, 1)
-    if (x.dim() > 0) along[static_cast<size_t>(d)] = x.size(d);
-    IntTensor picked = eq(arange_int(0, x.dim() > 0 ? x.size(d) : 1).reshape(Shape(along)), first);
-    return {where(picked, expand_back(dout, x.shape(), d, keepdim), 0.0f)};
-  });
+  record(out, backward_name, {x}, /*saved=*/{x},
+         [d, keepdim, op](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& input = saved[0];
+           // picked = (arange(n) == argmax(x, d)): (…, n, …) against (…, 1, …), 1 at the first extreme
+           const bool largest = op == kernels::Reduce::Max;
+           IntTensor first = largest ? argmax(input, d, /*keepdim=*/true) : argmin(input, d, /*keepdim=*/true);
+           std::vector<int64_t> along(static_cast<size_t>(input.dim()), 1);  // (1, …, n, …, 1)
+           if (input.dim() > 0) along[static_cast<size_t>(d)] = input.size(d);
+           IntTensor picked = eq(arange_int(0, input.dim() > 0 ? input.size(d) : 1).reshape(Shape(along)), first);
+           return {where(picked, expand_back(dout, input.shape(), d, keepdim), 0.0f)};
+         });
   return out;
 }
 

@@ -51,8 +51,10 @@ Tensor share_storage(const Tensor& x, Shape shape) {
 // NOTE: y shares x's storage, so writing through y.data() writes x too.
 Tensor view_as_shape(const Tensor& x, Shape shape, const char* backward_name) {
   Tensor out = share_storage(x, std::move(shape));
-  record(out, backward_name, {x},
-         [x_shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> { return {share_storage(dout, x_shape)}; });
+  record(out, backward_name, {x}, /*saved=*/{},
+         [x_shape = x.shape()](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+           return {share_storage(dout, x_shape)};
+         });
   return out;
 }
 
@@ -67,9 +69,10 @@ Tensor take(const Tensor& x, int64_t dim, std::vector<int64_t> pos, const char* 
   const detail::AxisView v = detail::axis_view(x.shape(), dim);  // (outer, n, inner) around dim
   const int64_t m = static_cast<int64_t>(pos.size());
   kernels::gather(v.outer, v.n, v.inner, m, pos.data(), x.data(), out.data());
-  record_accumulate(out, backward_name, x, [v, m, pos = std::move(pos)](const Tensor& dout, Tensor& dx) {
-    kernels::scatter_add(v.outer, v.n, v.inner, m, pos.data(), dout.data(), dx.data());
-  });
+  record_accumulate(out, backward_name, x, /*saved=*/{},
+                    [v, m, pos = std::move(pos)](const SavedTensors&, const Tensor& dout, Tensor& dx) {
+                      kernels::scatter_add(v.outer, v.n, v.inner, m, pos.data(), dout.data(), dx.data());
+                    });
   return out;
 }
 
@@ -191,8 +194,9 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   }
   Tensor out = Tensor::empty(Shape(out_dims));
   kernels::strided_copy(out_dims, strides, x.data(), out.data());
-  record(out, "PermuteBackward", {x},
-         [inverse](const Tensor& dout) -> std::vector<Tensor> { return {permute(dout, inverse)}; });
+  record(
+      out, "PermuteBackward", {x}, /*saved=*/{},
+      [inverse](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return {permute(dout, inverse)}; });
   return out;
 }
 
@@ -235,8 +239,10 @@ Tensor expand_for(const Tensor& x, Shape shape, const char* op) {
   }
   Tensor out = Tensor::empty(shape, op);
   kernels::strided_copy(std::span<const int64_t>(shape.begin(), shape.end()), strides, x.data(), out.data());
-  record(out, "ExpandBackward", {x},
-         [x_shape = x.shape()](const Tensor& dout) -> std::vector<Tensor> { return {sum_to(dout, x_shape)}; });
+  record(out, "ExpandBackward", {x}, /*saved=*/{},
+         [x_shape = x.shape()](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
+           return {sum_to(dout, x_shape)};
+         });
   return out;
 }
 
@@ -301,9 +307,9 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t dim) {
   const Interleave plan = interleave(x, repeats, dim);
   Tensor out = Tensor::empty(plan.out, "repeat_interleave");
   kernels::strided_copy(plan.sizes, plan.x_strides, x.data(), out.data());
-  record(out, "RepeatInterleaveBackward", {x},
+  record(out, "RepeatInterleaveBackward", {x}, /*saved=*/{},
          [x_shape = x.shape(), grid = Shape(plan.sizes.data(), plan.sizes.data() + plan.sizes.size())](
-             const Tensor& dout) -> std::vector<Tensor> {
+             const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> {
            return {reshape(sum(reshape(dout, grid), 2), x_shape)};  // (outer, n, r, inner) -> (outer, n, inner)
          });
   return out;
@@ -358,8 +364,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
     kernels::copy_rows(outer, block, xs[i].data(), block, out.data() + offset * inner, total * inner);
     offset += sizes[i];
   }
-  record(out, "CatBackward", xs,
-         [sizes, d](const Tensor& dout) -> std::vector<Tensor> { return split(dout, sizes, d); });
+  record(out, "CatBackward", xs, /*saved=*/{},
+         [sizes, d](const SavedTensors&, const Tensor& dout) -> std::vector<Tensor> { return split(dout, sizes, d); });
   return out;
 }
 

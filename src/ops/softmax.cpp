@@ -28,14 +28,16 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   const detail::AxisView v = detail::axis_view(x.shape(), d);  // (outer, n, inner), softmax along n
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::softmax(v.outer, v.n, v.inner, x.data(), out.data());
-  // NOTE: the backward needs y; it captures out.detach(), never out itself (see autograd.hpp).
-  // dx is written over dy when the backward holds dy alone (reuse_or_empty): the
+  // The backward reads y: out is saved (record() keeps it detached, see autograd.hpp).
+  // dx is written over dy when nothing else sees dy (reuse_or_empty): the
   // kernel reads each row of dy whole before it writes that row of dx.
-  record(out, "SoftmaxBackward", {x}, /*saved=*/{out}, [y = out.detach(), v](Tensor dy) -> std::vector<Tensor> {
-    Tensor dx = reuse_or_empty(dy);
-    if (dx.numel() > 0) kernels::softmax_backward(v.outer, v.n, v.inner, y.data(), std::as_const(dy).data(), dx.data());
-    return {dx};
-  });
+  record(out, "SoftmaxBackward", {x}, /*saved=*/{out},
+         [v](const SavedTensors& saved, const Tensor& dy) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           Tensor dx = reuse_or_empty(dy);
+           if (dx.numel() > 0) kernels::softmax_backward(v.outer, v.n, v.inner, y.data(), dy.data(), dx.data());
+           return {dx};
+         });
   return out;
 }
 
@@ -47,12 +49,13 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   const detail::AxisView v = detail::axis_view(x.shape(), d);  // (outer, n, inner), along n
   Tensor out = Tensor::empty(x.shape());
   if (out.numel() > 0) kernels::log_softmax(v.outer, v.n, v.inner, x.data(), out.data());
-  record(out, "LogSoftmaxBackward", {x}, /*saved=*/{out}, [y = out.detach(), v](Tensor dy) -> std::vector<Tensor> {
-    Tensor dx = reuse_or_empty(dy);  // over dy when it is the backward's alone, as softmax's
-    if (dx.numel() > 0)
-      kernels::log_softmax_backward(v.outer, v.n, v.inner, y.data(), std::as_const(dy).data(), dx.data());
-    return {dx};
-  });
+  record(out, "LogSoftmaxBackward", {x}, /*saved=*/{out},
+         [v](const SavedTensors& saved, const Tensor& dy) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           Tensor dx = reuse_or_empty(dy);  // over dy when nothing else sees it, as softmax's
+           if (dx.numel() > 0) kernels::log_softmax_backward(v.outer, v.n, v.inner, y.data(), dy.data(), dx.data());
+           return {dx};
+         });
   return out;
 }
 
@@ -92,10 +95,11 @@ Tensor masked_softmax(const Tensor& x, const IntTensor& valid_lens) {
   Tensor out = Tensor::empty(x.shape());  // (B, Q, K)
   if (out.numel() > 0) kernels::masked_softmax(B * Q, K, row_lens.data(), x.data(), out.data());
   record(out, "MaskedSoftmaxBackward", {x}, /*saved=*/{out},
-         [y = out.detach(), row_lens = std::move(row_lens), B, Q, K](Tensor dy) -> std::vector<Tensor> {
-           Tensor dx = reuse_or_empty(dy);  // over dy when it is the backward's alone, as softmax's
+         [row_lens = std::move(row_lens), B, Q, K](const SavedTensors& saved, const Tensor& dy) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];
+           Tensor dx = reuse_or_empty(dy);  // over dy when nothing else sees it, as softmax's
            if (dx.numel() > 0)
-             kernels::masked_softmax_backward(B * Q, K, row_lens.data(), y.data(), std::as_const(dy).data(), dx.data());
+             kernels::masked_softmax_backward(B * Q, K, row_lens.data(), y.data(), dy.data(), dx.data());
            return {dx};
          });
   return out;

@@ -59,9 +59,9 @@ TEST_CASE("core/autograd: a graph is freed as backward uses it") {
     sum(h).backward();
     CHECK_THROWS_WITH_AS(sum(mul(h, 2.0f)).backward(), doctest::Contains("ExpBackward has already run"), Error);
   }
-  SUBCASE("the tensors a backward function captured are freed with it") {
+  SUBCASE("the tensors an op saved are freed when its backward has run") {
     Tensor h = exp(x);
-    std::weak_ptr<TensorImpl> saved = h.impl();  // MulBackward captures h: mul(h, h) needs its values
+    std::weak_ptr<TensorImpl> saved = h.impl();  // MulBackward saves h: mul(h, h) needs its values
     Tensor loss = sum(mul(h, h));
     h = Tensor();
     CHECK_FALSE(saved.expired());
@@ -113,8 +113,8 @@ namespace {
 // An op whose backward breaks the contract: `count` gradients of shape `shape`.
 Tensor broken_op(const Tensor& x, size_t count, Shape shape) {
   Tensor out = x.detach().clone();
-  record(out, "BrokenBackward", {x},
-         [count, shape](const Tensor&) -> std::vector<Tensor> { return std::vector<Tensor>(count, ones(shape)); });
+  record(out, "BrokenBackward", {x}, /*saved=*/{},
+         [count, shape](const SavedTensors&, const Tensor&) { return std::vector<Tensor>(count, ones(shape)); });
   return out;
 }
 }  // namespace
@@ -138,6 +138,50 @@ TEST_CASE("core/autograd: a given output gradient is used, and not written") {
   CHECK(x.grad().to_vector() == std::vector<float>{1, -2, 4});
   sum(x).backward();
   CHECK(g.to_vector() == std::vector<float>{0.5f, -1, 2});  // the leaf's grad does not alias g
+  // Only read, and so not counted as a write: backward functions get dout as a
+  // const Tensor, whose data() leaves the version alone (softmax's and
+  // dropout's kernels read it so, and add passes it on).
+  const uint64_t version = g.impl()->storage->version.get();
+  softmax(x, 0).backward(g);
+  add(x, x).backward(g);
+  CHECK(g.impl()->storage->version.get() == version);
+}
+
+TEST_CASE("core/autograd: a backward receives what its op saved") {
+  Tensor x = tensor({1, 2}).requires_grad_(), w = tensor({3, 4});
+  IntTensor mask = int_tensor({0, 1});
+  SUBCASE("in the order listed: Tensors, an IntTensor, an undefined tensor in its place") {
+    Tensor out = mul(x.detach(), 2.0f);
+    bool ran = false;
+    record(out, "Probe", {x}, /*saved=*/{x, mask, Tensor(), w},
+           [&ran, x, w](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+             ran = true;
+             CHECK(saved.size() == 4);
+             CHECK(saved[0].same(x));  // an input is kept as it is (its requires_grad with it)
+             CHECK(saved.int_tensor(1).to_vector() == std::vector<int64_t>{0, 1});
+             CHECK_FALSE(saved[2].defined());
+             CHECK(saved[3].same(w));
+             CHECK_THROWS_WITH_AS(saved[1], doctest::Contains("saved[1] is an IntTensor"), Error);
+             CHECK_THROWS_WITH_AS(saved.int_tensor(0), doctest::Contains("saved.int_tensor(0): it is a Tensor"), Error);
+             CHECK_THROWS_WITH_AS(saved[4], doctest::Contains("saved[4]: out of range"), Error);
+             return {mul(dout, 2.0f)};
+           });
+    sum(out).backward();
+    CHECK(ran);
+    CHECK(x.grad().to_vector() == std::vector<float>{2, 2});  // d(Σ 2x)/dx = 2 (mathematics)
+  }
+  SUBCASE("a saved output is kept detached: its numbers, not its graph, so the node does not own itself") {
+    Tensor y = exp(x);  // ExpBackward saves its output
+    const std::shared_ptr<Node>& node = y.grad_fn();
+    REQUIRE(node->saved.size() == 1);
+    const Tensor& kept = node->saved[0];
+    CHECK(kept.impl()->storage == y.impl()->storage);
+    CHECK_FALSE(kept.same(y));
+    CHECK(kept.grad_fn() == nullptr);
+    std::weak_ptr<Node> graph = y.grad_fn();
+    y = Tensor();
+    CHECK(graph.expired());  // no cycle: the output's last handle frees its node
+  }
 }
 
 TEST_CASE("core/autograd: NoGradGuard records nothing") {
@@ -252,15 +296,18 @@ TEST_CASE("core/clone") {
 namespace {
 Tensor bad_square(const Tensor& x) {
   Tensor out = mul(x.detach(), x.detach());
-  record(out, "BadSquareBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
-    return {mul(mul(dout, x), 2.0f * 1.05f)};  // true derivative is 2x
-  });
+  record(out, "BadSquareBackward", {x}, /*saved=*/{x},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {mul(mul(dout, saved[0]), 2.0f * 1.05f)};  // true derivative is 2x
+         });
   return out;
 }
 Tensor good_square(const Tensor& x) {
   Tensor out = mul(x.detach(), x.detach());
-  record(out, "SquareBackward", {x},
-         [x](const Tensor& dout) -> std::vector<Tensor> { return {mul(mul(dout, x), 2.0f)}; });
+  record(out, "SquareBackward", {x}, /*saved=*/{x},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           return {mul(mul(dout, saved[0]), 2.0f)};
+         });
   return out;
 }
 }  // namespace

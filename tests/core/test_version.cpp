@@ -230,7 +230,9 @@ TEST_CASE("core/version: an op writes its fresh output before record(), and that
     Tensor out = Tensor::empty(in.shape());
     for (int64_t i = 0; i < in.numel(); ++i) out.data()[i] = in.at({i}) * in.at({i});
     record(out, "SquareBackward", {in}, /*saved=*/{in},
-           [in](const Tensor& dout) -> std::vector<Tensor> { return {mul(dout, mul(in, 2.0f))}; });
+           [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+             return {mul(dout, mul(saved[0], 2.0f))};
+           });
     return out;
   };
   Tensor y = square(x);

@@ -9,9 +9,11 @@ using namespace qkv;
 // y = x³      dy/dx = 3x²
 Tensor cube(const Tensor& x) {
   Tensor out = mul(mul(x.detach(), x.detach()), x.detach());  // forward, without recording
-  record(out, "CubeBackward", {x}, [x](const Tensor& dout) -> std::vector<Tensor> {
-    return {mul(dout, mul(mul(x, x), 3.0f))};  // dx = dout · 3x²
-  });
+  record(out, "CubeBackward", /*inputs=*/{x}, /*saved=*/{x},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           Tensor x2 = mul(saved[0], saved[0]);  // x², from the x saved above
+           return {mul(dout, mul(x2, 3.0f))};    // dx = dout · 3x²
+         });
   return out;
 }
 

@@ -302,72 +302,99 @@ TEST_CASE("hardening/core: bad options and inputs to gradcheck") {
 // record() is how a user's own op (examples/custom_layer) joins the graph, so
 // a mistake there is an Error at the op, naming it, not a crash, a leak or a
 // misleading message later inside backward().
-TEST_CASE("hardening/core: bad input to record and record_accumulate") {
-  const auto pass_through = [](Tensor dout) { return std::vector<Tensor>{dout}; };
-  const auto add_into = [](const Tensor&, Tensor&) {};
+TEST_CASE("hardening/core: bad input to record, record_accumulate and the saved tensors") {
+  const auto pass_through = [](const SavedTensors&, const Tensor& dout) { return std::vector<Tensor>{dout}; };
+  const auto add_into = [](const SavedTensors&, const Tensor&, Tensor&) {};
   check_bad_inputs({
       {"record: a null name",
        [=] {
          Tensor x = ones({2}).requires_grad_(), out = zeros({2});
-         record(out, nullptr, {x}, pass_through);
+         record(out, nullptr, {x}, {}, pass_through);
        },
        "record: the op's name is null"},
       {"record: an empty backward function",
        [] {
          Tensor x = ones({2}).requires_grad_(), out = zeros({2});
-         record(out, "MyOp", {x}, BackwardFn());
+         record(out, "MyOp", {x}, {}, BackwardFn());
        },
        "record: MyOp: the backward function is empty"},
       {"record: an empty backward function, under NoGradGuard too",
        [] {
          NoGradGuard no_grad;
          Tensor x = ones({2}).requires_grad_(), out = zeros({2});
-         record(out, "MyOp", {x}, BackwardFn());
+         record(out, "MyOp", {x}, {}, BackwardFn());
        },
        "record: MyOp: the backward function is empty"},
       {"record: an undefined output",
        [=] {
          Tensor x = ones({2}).requires_grad_(), out;
-         record(out, "MyOp", {x}, pass_through);
+         record(out, "MyOp", {x}, {}, pass_through);
        },
        "record: MyOp: the output is undefined"},
       {"record: the output is its own input (a cycle)",
        [=] {
          Tensor x = ones({2}).requires_grad_();
          Tensor y = x * 2.0f;
-         record(y, "MyOp", std::vector<Tensor>{x, y}, pass_through);
+         record(y, "MyOp", std::vector<Tensor>{x, y}, {}, pass_through);
        },
        "record: MyOp: the output is also input 1 (an op must return a new tensor)"},
       {"record: the output is a leaf that requires grad (a parameter)",
        [=] {
          Tensor x = ones({2}).requires_grad_(), w = zeros({2, 3}).requires_grad_();
-         record(w, "MyOp", {x}, pass_through);
+         record(w, "MyOp", {x}, {}, pass_through);
        },
        "record: MyOp: the output of shape (2, 3) is a leaf that requires grad"},
       {"reuse_or_empty: an undefined dout", [] { reuse_or_empty(Tensor()); }, "Tensor: use of an undefined tensor"},
       {"record_accumulate: a null name",
        [=] {
          Tensor x = ones({2}).requires_grad_(), out = zeros({2});
-         record_accumulate(out, nullptr, x, add_into);
+         record_accumulate(out, nullptr, x, {}, add_into);
        },
        "record: the op's name is null"},
       {"record_accumulate: an empty backward function",
        [] {
          Tensor x = ones({2}).requires_grad_(), out = zeros({2});
-         record_accumulate(out, "MyNarrow", x, AccumulateFn());
+         record_accumulate(out, "MyNarrow", x, {}, AccumulateFn());
        },
        "record: MyNarrow: the backward function is empty"},
       {"record_accumulate: an undefined output",
        [=] {
          Tensor x = ones({2}).requires_grad_(), out;
-         record_accumulate(out, "MyNarrow", x, add_into);
+         record_accumulate(out, "MyNarrow", x, {}, add_into);
        },
        "record: MyNarrow: the output is undefined"},
+      {"SavedTensors::operator[]: an index past what the op saved",
+       [] {
+         SavedTensors saved;
+         saved.entries.emplace_back(ones({2}));
+         (void)saved[1];
+       },
+       "saved[1]: out of range for the 1 tensor(s) the op saved"},
+      {"SavedTensors::operator[]: an IntTensor read as a Tensor",
+       [] {
+         SavedTensors saved;
+         saved.entries.emplace_back(int_tensor({1, 0}));
+         (void)saved[0];
+       },
+       "saved[0] is an IntTensor: read it with saved.int_tensor(0)"},
+      {"SavedTensors::int_tensor: a Tensor read as an IntTensor",
+       [] {
+         SavedTensors saved;
+         saved.entries.emplace_back(ones({2}));
+         (void)saved.int_tensor(0);
+       },
+       "saved.int_tensor(0): it is a Tensor: read it with saved[0]"},
+      {"SavedTensors::int_tensor: an index past what the op saved",
+       [] {
+         SavedTensors saved;
+         (void)saved.int_tensor(0);
+       },
+       "saved.int_tensor(0): out of range for the 0 tensor(s) the op saved"},
       {"record_accumulate: the output is its input",
        [=] {
          Tensor x = ones({2}).requires_grad_();
          Tensor y = x * 2.0f;
-         record_accumulate(y, "MyNarrow", y, add_into);
+         record_accumulate(y, "MyNarrow", y, {}, add_into);
        },
        "record: MyNarrow: the output is also input 0"},
   });
@@ -375,11 +402,13 @@ TEST_CASE("hardening/core: bad input to record and record_accumulate") {
 
 TEST_CASE("hardening/core: record still accepts a good op, and records nothing when no input requires grad") {
   Tensor x = ones({2}).requires_grad_(), out = full({2}, 3.0f);
-  record(out, "Triple", {x}, [](Tensor dout) { return std::vector<Tensor>{dout * 3.0f}; });
+  record(out, "Triple", {x}, /*saved=*/{},
+         [](const SavedTensors&, const Tensor& dout) { return std::vector<Tensor>{dout * 3.0f}; });
   CHECK(out.requires_grad());
   backward(sum(out));
   CHECK(x.grad().to_vector() == std::vector<float>{3.0f, 3.0f});  // d(Σ 3x)/dx = 3
   Tensor c = ones({2}), out2 = zeros({2});
-  record(out2, "Triple", {c}, [](Tensor dout) { return std::vector<Tensor>{dout}; });
+  record(out2, "Triple", {c}, /*saved=*/{},
+         [](const SavedTensors&, const Tensor& dout) { return std::vector<Tensor>{dout}; });
   CHECK_FALSE(out2.requires_grad());
 }

@@ -31,7 +31,7 @@ std::vector<Mistake> backward_mistakes(const Tensor& y, const Tensor& dout) {
 // softmax's own is forbidden outright).
 void own_backward(Grader& g, const Graph& graph) {
   g.require(
-      graph.nodes == 1, {"backward", "record(out, \"…\", {x}, lambda)"},
+      graph.nodes == 1, {"backward", "record(out, \"…\", {x}, /*saved=*/{out}, lambda)"},
       fmt::format("a rule of this exercise is broken: your output's graph has {} ops ({}), so its backward is "
                   "qkv's, not yours. Compute the forward on x.detach() and record one op of your own with record()",
                   graph.nodes, fmt::join(graph.ops, ", ")));
@@ -61,8 +61,9 @@ void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generato
               Tensor e = (x_in - x_in.max(-1, true)).exp();
               return e / e.sum();
             }}});
-  g.require(traced.has_graph, {"backward", "record(out, \"…\", {x}, lambda)"},
-            "your output has no backward: attach one with record(out, \"MySoftmaxBackward\", {x}, …) (and compute "
+  g.require(traced.has_graph, {"backward", "record(out, \"…\", {x}, /*saved=*/{out}, lambda)"},
+            "your output has no backward: attach one with record(out, \"MySoftmaxBackward\", {x}, /*saved=*/{out}, "
+            "…) (and compute "
             "the forward on x.detach())");
   own_backward(g, traced.graph);
   Tensor x_ref = x_in.detach().clone().requires_grad_();

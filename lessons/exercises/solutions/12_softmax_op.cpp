@@ -7,10 +7,11 @@ Tensor my_softmax(const Tensor& x) {
   Tensor shifted = x.detach() - x.detach().max(-1, true);  // (…, n) - (…, 1): the largest logit becomes 0
   Tensor e = shifted.exp();
   Tensor out = e / e.sum(-1, true);  // forward, without recording: each row sums to 1
-  Tensor y = out.detach();           // what backward needs, captured by value
-  record(out, "MySoftmaxBackward", {x}, [y](const Tensor& dout) -> std::vector<Tensor> {
-    return {y * (dout - (dout * y).sum(-1, true))};  // dx = y ⊙ (dout - Σⱼ doutⱼ yⱼ)
-  });
+  record(out, "MySoftmaxBackward", {x}, /*saved=*/{out},
+         [](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& y = saved[0];                      // the output, as record() kept it
+           return {y * (dout - (dout * y).sum(-1, true))};  // dx = y ⊙ (dout - Σⱼ doutⱼ yⱼ)
+         });
   return out;
 }
 
