@@ -47,7 +47,43 @@ void row_scores(const AttentionSizes& s, const float* qr, const float* kn, int64
   }
 }
 
+// ---- dropout's mask: a hash, so that the backward can draw it again ----------------------
+
+// A 32-bit mixing function (lowbias32, by Chris Wellons): every input bit
+// moves about half the output bits.
+uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x21f0aaadU;
+  x ^= x >> 15;
+  x *= 0x735a2d97U;
+  x ^= x >> 15;
+  return x;
+}
+
+// One row's part of the hash, computed once per row; a key adds its own.
+uint32_t row_hash(uint64_t seed, int64_t row) {
+  const auto r = static_cast<uint64_t>(row);
+  const uint32_t high = mix32(static_cast<uint32_t>(seed >> 32) + static_cast<uint32_t>(r >> 32));
+  return mix32(static_cast<uint32_t>(seed) ^ mix32(static_cast<uint32_t>(r) ^ high));
+}
+
+uint32_t key_hash(uint32_t row, int64_t key) { return mix32(row + static_cast<uint32_t>(key) * 0x9e3779b9U); }
+
+// The hashes below which a weight is dropped: p·2³².
+uint32_t drop_below(float p) { return static_cast<uint32_t>(std::min(static_cast<double>(p), 1.0) * 4294967295.0); }
+
+// x[j] for keys j0 … j0 + cols - 1 of `row`: kept and scaled by 1/(1 - p), or 0.
+void apply_dropout(const AttentionSizes& s, int64_t row, int64_t j0, int64_t cols, float* x) {
+  const uint32_t h = row_hash(s.seed, row), below = drop_below(s.dropout);
+  const float keep_scale = 1.0f / (1.0f - s.dropout);
+  for (int64_t j = 0; j < cols; ++j) x[j] = key_hash(h, j0 + j) >= below ? x[j] * keep_scale : 0.0f;
+}
+
 }  // namespace
+
+bool dropout_keeps(uint64_t seed, int64_t row, int64_t key, float p) {
+  return key_hash(row_hash(seed, row), key) >= drop_below(p);
+}
 
 // ---- reference: one query row at a time -------------------------------------------------
 
@@ -63,6 +99,7 @@ void flash_attention_reference(const AttentionSizes& s, const float* q, const fl
       float m = -kInf, sum = 0.0f;
       for (float x : p) m = std::max(m, x);
       for (float& x : p) sum += (x = std::exp(x - m));  // every term ≤ 1
+      if (s.dropout > 0.0f) apply_dropout(s, row, 0, s.K, p.data());
       float* o = out + row * s.dv;  // (dv)
       for (int64_t c = 0; c < s.dv; ++c) o[c] = 0.0f;
       for (int64_t j = 0; j < s.K; ++j)
@@ -91,13 +128,16 @@ void flash_attention_backward_reference(const AttentionSizes& s, const float* q,
       row_scores(s, qr, kn, end, p.data());
       float D = 0.0f;  // Σ dout ⊙ out = Σₖ p·dp
       for (int64_t c = 0; c < s.dv; ++c) D += dor[c] * o[c];
+      // Dropout's factor of each key: 1/(1 - p) or 0 (1 without dropout).
+      std::vector<float> kept(static_cast<size_t>(s.K), 1.0f);
+      if (s.dropout > 0.0f) apply_dropout(s, row, 0, s.K, kept.data());
       for (int64_t j = 0; j < s.K; ++j) {
-        const float pj = std::exp(p[static_cast<size_t>(j)] - lse[row]);
-        for (int64_t c = 0; c < s.dv; ++c) dv[(n * s.K + j) * s.dv + c] += pj * dor[c];
+        const float pj = std::exp(p[static_cast<size_t>(j)] - lse[row]), keep = kept[static_cast<size_t>(j)];
+        for (int64_t c = 0; c < s.dv; ++c) dv[(n * s.K + j) * s.dv + c] += pj * keep * dor[c];
         if (j >= end) continue;  // a masked key: its score was replaced, so it passes no gradient on
         float dp = 0.0f;
         for (int64_t c = 0; c < s.dv; ++c) dp += dor[c] * vn[j * s.dv + c];
-        const float ds = s.scale * pj * (dp - D);
+        const float ds = s.scale * pj * (dp * keep - D);
         for (int64_t c = 0; c < s.d; ++c) {
           dq[row * s.d + c] += ds * kn[j * s.d + c];
           dk[(n * s.K + j) * s.d + c] += ds * qr[c];
@@ -244,8 +284,9 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
       // m' = max(m, the tile's max); what was summed so far is rescaled by exp(m - m').
       const float m_new = std::max(m[r], tile_row_max(sr));
       const float rescale = std::exp(m[r] - m_new);  // exp(-inf) = 0 on the first tile
-      l[r] = l[r] * rescale + tile_row_exp(sr, m_new);
+      l[r] = l[r] * rescale + tile_row_exp(sr, m_new);  // the undropped sum
       m[r] = m_new;
+      if (s.dropout > 0.0f) apply_dropout(s, n * s.Q + i0 + r, j0, cols, sr);
       if (rescale != 1.0f) {
         const batch vr(rescale);
         float* orow = o.data() + r * dv;
@@ -275,7 +316,8 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
   float* vt = kt + d * BC;           // (dv, BC): the value tile, transposed
   float* p = vt + dvs * BC;          // (BR, BC): scores, then weights
   float* ds = p + BR * BC;           // (BR, BC): dp, then ds
-  float* dkj = ds + BR * BC;         // (BC, d)
+  float* pd = ds + BR * BC;          // (BR, BC): the weights after dropout
+  float* dkj = pd + BR * BC;         // (BC, d)
   float* dvj = dkj + BC * d;         // (BC, dv)
   transpose_tile(cols, d, kj, d, kt);
   transpose_tile(cols, dvs, vj, dvs, vt);
@@ -296,14 +338,22 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
       const batch vl(lse[row0 + r]);
       for (int64_t j = 0; j < BC; j += W) xsimd::exp(batch::load_unaligned(pr + j) - vl).store_unaligned(pr + j);
     }
-    // dv_j += pᵀ · dout_i: (cols, rows) x (rows, dv)
-    tile_product(cols, dvs, rows, p, 1, BC, doi, dvs, dvj, dvs, true);
+    // The weights as the forward used them: dropped(p) (p itself without dropout).
+    const float* pdrop = p;
+    if (s.dropout > 0.0f) {
+      std::copy(p, p + rows * BC, pd);
+      for (int64_t r = 0; r < rows; ++r) apply_dropout(s, row0 + r, j0, cols, pd + r * BC);
+      pdrop = pd;
+    }
+    // dv_j += dropped(p)ᵀ · dout_i: (cols, rows) x (rows, dv)
+    tile_product(cols, dvs, rows, pdrop, 1, BC, doi, dvs, dvj, dvs, true);
     // dp = dout_i · v_jᵀ: (rows, dv) x (dv, cols)
     tile_product(rows, cols, dvs, doi, dvs, 1, vt, BC, ds, BC, false);
-    // ds = scale · p ⊙ (dp - D), 0 on the masked keys
+    // ds = scale · p ⊙ (dropped(dp) - D), 0 on the masked keys
     for (int64_t r = 0; r < rows; ++r) {
       float* dsr = ds + r * BC;
       const float* pr = p + r * BC;
+      if (s.dropout > 0.0f) apply_dropout(s, row0 + r, j0, cols, dsr);
       const batch vD(D[i0 + r]), vscale(s.scale);
       for (int64_t j = 0; j < BC; j += W)
         (vscale * batch::load_unaligned(pr + j) * (batch::load_unaligned(dsr + j) - vD)).store_unaligned(dsr + j);
@@ -346,7 +396,7 @@ void flash_attention_backward(const AttentionSizes& s, const float* q, const flo
     for (int64_t t = 0; t < query_tiles; ++t)
       query_tile_end[static_cast<size_t>(t)] = tile_key_end(s, n, t * BR, std::min(s.Q, (t + 1) * BR));
     std::fill(dq + n * s.Q * s.d, dq + (n + 1) * s.Q * s.d, 0.0f);
-    aligned_floats work(static_cast<size_t>((s.d + s.dv) * BC + 2 * BR * BC + BC * (s.d + s.dv)));
+    aligned_floats work(static_cast<size_t>((s.d + s.dv) * BC + 3 * BR * BC + BC * (s.d + s.dv)));
     for (int64_t j0 = 0; j0 < s.K; j0 += BC)
       backward_key_tile(s, n, j0, q, k, v, lse, dout, D.data(), query_tile_end.data(), dq, dk, dv,
                         work.data());

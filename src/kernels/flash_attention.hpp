@@ -38,9 +38,16 @@
 // backward's whole heads; every output is computed by one task in one
 // order, so the numbers do not depend on the thread count.
 //
-// Left out on purpose: dropout on the weights (the layers take this path
-// only when dropout is off or in eval mode), additive float masks, and
-// masks other than a prefix of the keys per row.
+// Dropout on the weights (p > 0): weight (row, k) of row = n·Q + q is kept
+// and scaled by 1/(1 - p), or dropped, by a hash of (seed, row, k)
+// (dropout_keeps below), so the backward regenerates the forward's mask
+// without storing it, and the mask does not depend on the tiles or threads.
+// The sum l and lse are the undropped softmax's: out = Σ dropped(p)·v, and
+// with D = Σ dout ⊙ out the backward is the one above with
+//   dv[k] += dropped(p) · dout[q],   ds = p · (dropped(dp) - D).
+//
+// Left out on purpose: additive float masks, and masks other than a prefix
+// of the keys per row.
 #pragma once
 #include <cstdint>
 
@@ -52,7 +59,13 @@ struct AttentionSizes {
   float scale = 1.0f;                          // usually 1/√d
   const int64_t* lens = nullptr;               // N·Q valid lengths (row n·Q + q), or null: every key
   bool causal = false;                         // key k > query q masked
+  float dropout = 0.0f;                        // p in [0, 1): the probability that a weight is dropped
+  uint64_t seed = 0;                           // the dropout mask's
 };
+
+// Whether dropout with probability p keeps weight (row, key) under `seed`:
+// a 32-bit hash of the three, uniform on [0, 2³²), at least p·2³².
+bool dropout_keeps(uint64_t seed, int64_t row, int64_t key, float p);
 
 // The tiles: BR queries meet BC keys at a time (docs/speed.md).
 constexpr int64_t FLASH_BR = 64, FLASH_BC = 64;

@@ -1,7 +1,8 @@
 // The fused attention's tiled SIMD kernels against their plain reference
 // (one query row at a time), at sizes that are not multiples of the tiles
-// (BR = BC = 64) and with every mask; its numbers on 1 and 3 threads, bit
-// for bit; and two outputs known from the math alone.
+// (BR = BC = 64), with every mask, with and without dropout; its numbers on
+// 1 and 3 threads, bit for bit; outputs known from the math alone; and
+// dropout's mask keeping 1 - p of the weights.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -47,12 +48,14 @@ std::vector<int64_t> lengths(const Case& c, Mask mask) {
 }
 
 template <class Forward, class Backward>
-Results run(const Case& c, Mask mask, Forward forward, Backward backward) {
+Results run(const Case& c, Mask mask, float dropout, Forward forward, Backward backward) {
   const std::vector<int64_t> lens = lengths(c, mask);
   AttentionSizes s{.N = c.N, .Q = c.Q, .K = c.K, .d = c.d, .dv = c.dv};
   s.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
   s.lens = mask == Mask::per_head || mask == Mask::per_row || mask == Mask::causal_and_rows ? lens.data() : nullptr;
   s.causal = mask == Mask::causal || mask == Mask::causal_and_rows;
+  s.dropout = dropout;
+  s.seed = 0x5eed;
   const auto q = random_vector(static_cast<size_t>(c.N * c.Q * c.d), 11, -2.0f, 2.0f);
   const auto k = random_vector(static_cast<size_t>(c.N * c.K * c.d), 12, -2.0f, 2.0f);
   const auto v = random_vector(static_cast<size_t>(c.N * c.K * c.dv), 13);
@@ -96,15 +99,17 @@ const Case kCases[] = {
 
 TEST_CASE("kernels/flash_attention equals its reference") {
   for (const Case& c : kCases) {
-    for (Mask mask : {Mask::none, Mask::per_head, Mask::per_row, Mask::causal, Mask::causal_and_rows}) {
+    for (Mask mask : {Mask::none, Mask::per_head, Mask::per_row, Mask::causal, Mask::causal_and_rows})
+      for (float dropout : {0.0f, 0.3f}) {
+      CAPTURE(dropout);
       CAPTURE(c.N);
       CAPTURE(c.Q);
       CAPTURE(c.K);
       CAPTURE(c.d);
       CAPTURE(c.dv);
       CAPTURE(static_cast<int>(mask));
-      const Results want = run(c, mask, flash_attention_reference, flash_attention_backward_reference);
-      const Results got = run(c, mask, flash_attention, flash_attention_backward);
+      const Results want = run(c, mask, dropout, flash_attention_reference, flash_attention_backward_reference);
+      const Results got = run(c, mask, dropout, flash_attention, flash_attention_backward);
       // Tolerance: the two sum the same terms in other orders and with
       // other exps (xsimd's and libm's, a few ulps each). A sum of n terms
       // moves by up to n·u of its terms' magnitudes; the longest sums here
@@ -125,14 +130,15 @@ TEST_CASE("kernels/flash_attention gives the same numbers on any thread count") 
   const Case c{5, 150, 140, 32, 24};
   for (Mask mask : {Mask::none, Mask::per_row, Mask::causal}) {
     CAPTURE(static_cast<int>(mask));
+    const float dropout = mask == Mask::per_row ? 0.2f : 0.0f;
     Results one, three;
     {
       ThreadsFor threads(1);
-      one = run(c, mask, flash_attention, flash_attention_backward);
+      one = run(c, mask, dropout, flash_attention, flash_attention_backward);
     }
     {
       ThreadsFor threads(3);
-      three = run(c, mask, flash_attention, flash_attention_backward);
+      three = run(c, mask, dropout, flash_attention, flash_attention_backward);
     }
     CHECK(one.out == three.out);
     CHECK(one.lse == three.lse);
@@ -171,4 +177,26 @@ TEST_CASE("kernels/flash_attention: outputs known in closed form") {
   // dv: key 0 gets dout from rows 0 and 2 (weight 1) and 1/K from row 1; every other key 1/K.
   CHECK(std::abs(dvv[0] - (2.0f + 1.0f / K)) <= 1e-6f);
   CHECK(std::abs(dvv[5 * dv] - 1.0f / K) <= 1e-6f);
+}
+
+// With equal scores (q = 0) every weight is 1/K, so with v = 1 a row's output
+// is (its kept keys) / (K (1 - p)): the mask can be read off the output and
+// held to dropout_keeps, and over 200 × 300 weights the kept share must be
+// 1 - p within 4 standard deviations (√(p(1 - p)/60000) = 0.0019).
+TEST_CASE("kernels/flash_attention: dropout keeps 1 - p of the weights") {
+  const int64_t Q = 200, K = 300;
+  const float p = 0.25f;
+  const std::vector<float> q(Q, 0.0f), k(K, 1.0f), v(K, 1.0f);
+  AttentionSizes s{.N = 1, .Q = Q, .K = K, .d = 1, .dv = 1, .dropout = p, .seed = 99};
+  std::vector<float> out(Q), lse(Q);
+  flash_attention(s, q.data(), k.data(), v.data(), out.data(), lse.data());
+  int64_t kept_total = 0;
+  for (int64_t i = 0; i < Q; ++i) {
+    int64_t kept = 0;
+    for (int64_t j = 0; j < K; ++j) kept += dropout_keeps(99, i, j, p);
+    CHECK(std::abs(out[i] - static_cast<float>(kept) / (K * (1 - p))) <= 1e-5f);
+    kept_total += kept;
+  }
+  const double share = static_cast<double>(kept_total) / (Q * K);
+  CHECK(std::abs(share - (1 - p)) <= 4 * std::sqrt(p * (1 - p) / (Q * K)));
 }
