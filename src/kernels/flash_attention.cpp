@@ -156,34 +156,39 @@ constexpr int64_t BR = FLASH_BR, BC = FLASH_BC;
 
 // C (rows × cols, row stride ldc) = or += A · B over `depth`, with
 // A(r, t) = a[r·ars + t·aks] (so Aᵀ is read by swapping the strides) and B
-// row-major (depth × cols, row stride ldb). R rows of C at a time, NV
-// registers of a row: R·NV accumulators, each step loading NV of B's row and
+// row-major (depth × cols, row stride ldb). R rows of C at a time, NB
+// registers of a row: R·NB accumulators, each step loading NB of B's row and
 // broadcasting R values of A.
-template <int R, int NV>
+template <int R, int NB>
 void product_block(int64_t depth, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
                    int64_t ldc, bool accumulate) {
-  batch acc[R][NV];
+  batch acc[R][NB];
   for (int r = 0; r < R; ++r)
-    for (int x = 0; x < NV; ++x) acc[r][x] = accumulate ? batch::load_unaligned(c + r * ldc + x * W) : batch(0.0f);
+    for (int x = 0; x < NB; ++x) acc[r][x] = accumulate ? batch::load_unaligned(c + r * ldc + x * W) : batch(0.0f);
   for (int64_t t = 0; t < depth; ++t) {
-    batch bt[NV];
-    for (int x = 0; x < NV; ++x) bt[x] = batch::load_unaligned(b + t * ldb + x * W);
+    batch bt[NB];
+    for (int x = 0; x < NB; ++x) bt[x] = batch::load_unaligned(b + t * ldb + x * W);
     for (int r = 0; r < R; ++r) {
       const batch ar(a[r * ars + t * aks]);
-      for (int x = 0; x < NV; ++x) acc[r][x] = fmadd(ar, bt[x], acc[r][x]);
+      for (int x = 0; x < NB; ++x) acc[r][x] = fmadd(ar, bt[x], acc[r][x]);
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int x = 0; x < NV; ++x) acc[r][x].store_unaligned(c + r * ldc + x * W);
+    for (int x = 0; x < NB; ++x) acc[r][x].store_unaligned(c + r * ldc + x * W);
 }
 
-// R rows of C across all its columns: 4 registers at a time, then 1, then
+// The register block: 6 rows × NV registers. With AVX-512's 32 registers,
+// 6 × 4 (24 accumulators, 4 of B, 1 broadcast: d = 64 in one block); with
+// AVX2's 16, 6 × 2, as GEMM's tile (gemm_tile.hpp).
+constexpr int ROWS = 6, NV = W >= 16 ? 4 : 2;
+
+// R rows of C across all its columns: NV registers at a time, then 1, then
 // the last cols mod W one by one.
 template <int R>
 void product_rows(int64_t cols, int64_t depth, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
                   float* c, int64_t ldc, bool accumulate) {
   int64_t j = 0;
-  for (; j + 4 * W <= cols; j += 4 * W) product_block<R, 4>(depth, a, ars, aks, b + j, ldb, c + j, ldc, accumulate);
+  for (; j + NV * W <= cols; j += NV * W) product_block<R, NV>(depth, a, ars, aks, b + j, ldb, c + j, ldc, accumulate);
   for (; j + W <= cols; j += W) product_block<R, 1>(depth, a, ars, aks, b + j, ldb, c + j, ldc, accumulate);
   for (; j < cols; ++j)
     for (int r = 0; r < R; ++r) {
@@ -196,8 +201,11 @@ void product_rows(int64_t cols, int64_t depth, const float* a, int64_t ars, int6
 void tile_product(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t ars, int64_t aks, const float* b,
                   int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) product_rows<4>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+  for (; r + ROWS <= rows; r += ROWS)
+    product_rows<ROWS>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
   switch (rows - r) {
+    case 5: product_rows<5>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
+    case 4: product_rows<4>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
     case 3: product_rows<3>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
     case 2: product_rows<2>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
     case 1: product_rows<1>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
@@ -257,13 +265,12 @@ int64_t tile_key_end(const AttentionSizes& s, int64_t n, int64_t i0, int64_t i1)
 }
 
 // One tile of queries of head n: the online softmax over the key tiles.
-void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q, const float* k, const float* v,
-                  float* out, float* lse) {
+// kt: head n's keys transposed, (d, K) with row stride ldk.
+void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q, const float* kt, int64_t ldk,
+                  const float* v, float* out, float* lse) {
   const int64_t rows = std::min(BR, s.Q - i0), d = s.d, dv = s.dv;
   const float* qi = q + (n * s.Q + i0) * d;  // (rows, d)
-  const float* kn = k + n * s.K * d;         // (K, d)
   const float* vn = v + n * s.K * dv;        // (K, dv)
-  aligned_floats kt(static_cast<size_t>(d * BC));   // (d, BC): a key tile, transposed
   aligned_floats st(static_cast<size_t>(BR * BC));  // (BR, BC): scores, then exp(s - m)
   aligned_floats o(static_cast<size_t>(BR * dv), 0.0f);  // (BR, dv): Σ exp(s - m) · v
   float m[BR], l[BR];
@@ -276,8 +283,7 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
   const int64_t key_end = tile_key_end(s, n, i0, i0 + rows);
   for (int64_t j0 = 0; j0 < key_end; j0 += BC) {
     const int64_t cols = std::min(BC, s.K - j0);
-    transpose_tile(cols, d, kn + j0 * d, d, kt.data());
-    tile_product(rows, cols, d, qi, d, 1, kt.data(), BC, st.data(), BC, false);  // (rows, d) x (d, cols)
+    tile_product(rows, cols, d, qi, d, 1, kt + j0, ldk, st.data(), BC, false);  // (rows, d) x (d, cols)
     for (int64_t r = 0; r < rows; ++r) {
       float* sr = st.data() + r * BC;
       scale_and_mask(sr, cols, j0, end[r], s.scale);
@@ -370,10 +376,24 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
 
 }  // namespace
 
+// NOTE: the keys are transposed once, (N, K, d) -> (N, d, Kp), one more
+// buffer of their size, so that every query tile reads kᵀ along rows; each
+// (query tile, key tile) transposing its own would cost a quarter of the
+// products' time. Kp = K rounded up to a register, plus one: rows of kᵀ
+// 2ᵏ floats apart would all fall in the same few sets of the L1 cache.
 void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out,
                      float* lse) {
+  const int64_t Kp = (s.K + W - 1) / W * W + W;
+  aligned_floats kt(static_cast<size_t>(s.N * s.d * Kp));  // (N, d, Kp)
+  parallel_for(s.N, [&](int64_t n) {
+    for (int64_t j = 0; j < s.K; ++j)
+      for (int64_t c = 0; c < s.d; ++c) kt[static_cast<size_t>((n * s.d + c) * Kp + j)] = k[(n * s.K + j) * s.d + c];
+  });
   const int64_t tiles = (s.Q + BR - 1) / BR;
-  parallel_for(s.N * tiles, [&](int64_t t) { forward_tile(s, t / tiles, t % tiles * BR, q, k, v, out, lse); });
+  parallel_for(s.N * tiles, [&](int64_t t) {
+    const int64_t n = t / tiles;
+    forward_tile(s, n, t % tiles * BR, q, kt.data() + n * s.d * Kp, Kp, v, out, lse);
+  });
 }
 
 void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v,
