@@ -91,7 +91,7 @@ void flash_attention_reference(const AttentionSizes& s, const float* q, const fl
                                float* lse) {
   std::vector<float> p(static_cast<size_t>(s.K));  // (K): one row's scores, then its weights
   for (int64_t n = 0; n < s.N; ++n) {
-    const float* kn = k + n * s.K * s.d;  // (K, d)
+    const float* kn = k + n * s.K * s.d;   // (K, d)
     const float* vn = v + n * s.K * s.dv;  // (K, dv)
     for (int64_t i = 0; i < s.Q; ++i) {
       const int64_t row = n * s.Q + i;
@@ -204,12 +204,23 @@ void tile_product(int64_t rows, int64_t cols, int64_t depth, const float* a, int
   for (; r + ROWS <= rows; r += ROWS)
     product_rows<ROWS>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
   switch (rows - r) {
-    case 5: product_rows<5>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
-    case 4: product_rows<4>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
-    case 3: product_rows<3>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
-    case 2: product_rows<2>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
-    case 1: product_rows<1>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate); break;
-    default: break;
+    case 5:
+      product_rows<5>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 4:
+      product_rows<4>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 3:
+      product_rows<3>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 2:
+      product_rows<2>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 1:
+      product_rows<1>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    default:
+      break;
   }
 }
 
@@ -269,9 +280,9 @@ int64_t tile_key_end(const AttentionSizes& s, int64_t n, int64_t i0, int64_t i1)
 void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q, const float* kt, int64_t ldk,
                   const float* v, float* out, float* lse) {
   const int64_t rows = std::min(BR, s.Q - i0), d = s.d, dv = s.dv;
-  const float* qi = q + (n * s.Q + i0) * d;  // (rows, d)
-  const float* vn = v + n * s.K * dv;        // (K, dv)
-  aligned_floats st(static_cast<size_t>(BR * BC));  // (BR, BC): scores, then exp(s - m)
+  const float* qi = q + (n * s.Q + i0) * d;              // (rows, d)
+  const float* vn = v + n * s.K * dv;                    // (K, dv)
+  aligned_floats st(static_cast<size_t>(BR * BC));       // (BR, BC): scores, then exp(s - m)
   aligned_floats o(static_cast<size_t>(BR * dv), 0.0f);  // (BR, dv): Σ exp(s - m) · v
   float m[BR], l[BR];
   int64_t end[BR];
@@ -289,7 +300,7 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
       scale_and_mask(sr, cols, j0, end[r], s.scale);
       // m' = max(m, the tile's max); what was summed so far is rescaled by exp(m - m').
       const float m_new = std::max(m[r], tile_row_max(sr));
-      const float rescale = std::exp(m[r] - m_new);  // exp(-inf) = 0 on the first tile
+      const float rescale = std::exp(m[r] - m_new);     // exp(-inf) = 0 on the first tile
       l[r] = l[r] * rescale + tile_row_exp(sr, m_new);  // the undropped sum
       m[r] = m_new;
       if (s.dropout > 0.0f) apply_dropout(s, n * s.Q + i0 + r, j0, cols, sr);
@@ -312,19 +323,19 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
 
 // One key tile [j0, j0 + cols) of head n meets every query tile that sees
 // it: dk and dv of the tile in full, dq of every query row added to.
-void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const float* q, const float* k,
-                       const float* v, const float* lse, const float* dout, const float* D,  // D: (Q), head n's
+void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const float* q, const float* k, const float* v,
+                       const float* lse, const float* dout, const float* D,  // D: (Q), head n's
                        const int64_t* query_tile_end, float* dq, float* dk, float* dv, float* work) {
   const int64_t cols = std::min(BC, s.K - j0), d = s.d, dvs = s.dv;
   const float* kj = k + (n * s.K + j0) * d;    // (cols, d)
   const float* vj = v + (n * s.K + j0) * dvs;  // (cols, dv)
-  float* kt = work;                  // (d, BC): the key tile, transposed
-  float* vt = kt + d * BC;           // (dv, BC): the value tile, transposed
-  float* p = vt + dvs * BC;          // (BR, BC): scores, then weights
-  float* ds = p + BR * BC;           // (BR, BC): dp, then ds
-  float* pd = ds + BR * BC;          // (BR, BC): the weights after dropout
-  float* dkj = pd + BR * BC;         // (BC, d)
-  float* dvj = dkj + BC * d;         // (BC, dv)
+  float* kt = work;                            // (d, BC): the key tile, transposed
+  float* vt = kt + d * BC;                     // (dv, BC): the value tile, transposed
+  float* p = vt + dvs * BC;                    // (BR, BC): scores, then weights
+  float* ds = p + BR * BC;                     // (BR, BC): dp, then ds
+  float* pd = ds + BR * BC;                    // (BR, BC): the weights after dropout
+  float* dkj = pd + BR * BC;                   // (BC, d)
+  float* dvj = dkj + BC * d;                   // (BC, dv)
   transpose_tile(cols, d, kj, d, kt);
   transpose_tile(cols, dvs, vj, dvs, vt);
   std::fill(dkj, dkj + BC * d, 0.0f);
@@ -381,8 +392,7 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
 // (query tile, key tile) transposing its own would cost a quarter of the
 // products' time. Kp = K rounded up to a register, plus one: rows of kᵀ
 // 2ᵏ floats apart would all fall in the same few sets of the L1 cache.
-void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out,
-                     float* lse) {
+void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out, float* lse) {
   const int64_t Kp = (s.K + W - 1) / W * W + W;
   aligned_floats kt(static_cast<size_t>(s.N * s.d * Kp));  // (N, d, Kp)
   parallel_for(s.N, [&](int64_t n) {
@@ -396,8 +406,8 @@ void flash_attention(const AttentionSizes& s, const float* q, const float* k, co
   });
 }
 
-void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v,
-                              const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v, const float* out,
+                              const float* lse, const float* dout, float* dq, float* dk, float* dv) {
   const int64_t query_tiles = (s.Q + BR - 1) / BR;
   parallel_for(s.N, [&](int64_t n) {
     // D[i] = Σ dout[i] ⊙ out[i], and the farthest key each query tile sees.
@@ -418,21 +428,19 @@ void flash_attention_backward(const AttentionSizes& s, const float* q, const flo
     std::fill(dq + n * s.Q * s.d, dq + (n + 1) * s.Q * s.d, 0.0f);
     aligned_floats work(static_cast<size_t>((s.d + s.dv) * BC + 3 * BR * BC + BC * (s.d + s.dv)));
     for (int64_t j0 = 0; j0 < s.K; j0 += BC)
-      backward_key_tile(s, n, j0, q, k, v, lse, dout, D.data(), query_tile_end.data(), dq, dk, dv,
-                        work.data());
+      backward_key_tile(s, n, j0, q, k, v, lse, dout, D.data(), query_tile_end.data(), dq, dk, dv, work.data());
   });
 }
 
 #else
 // ---- the scalar build: the reference ---------------------------------------------------------
 
-void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out,
-                     float* lse) {
+void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out, float* lse) {
   flash_attention_reference(s, q, k, v, out, lse);
 }
 
-void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v,
-                              const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v, const float* out,
+                              const float* lse, const float* dout, float* dq, float* dk, float* dv) {
   flash_attention_backward_reference(s, q, k, v, out, lse, dout, dq, dk, dv);
 }
 #endif

@@ -74,8 +74,8 @@ constexpr int64_t FLASH_BR = 64, FLASH_BC = 64;
 void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out, float* lse);
 // dq (N, Q, d), dk (N, K, d), dv (N, K, dv), written (not added to), from the
 // forward's inputs, out, lse and dout (N, Q, dv).
-void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v,
-                              const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv);
+void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v, const float* out,
+                              const float* lse, const float* dout, float* dq, float* dk, float* dv);
 
 // The plain loops that define them: one query row at a time, all its K
 // scores in a row buffer, the softmax of that row, the output. (Memory O(K)

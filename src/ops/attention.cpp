@@ -42,8 +42,8 @@ void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value, c
   if (!valid_lens.defined()) return;
   const bool per_batch = valid_lens.shape() == Shape{N};
   if (!per_batch && valid_lens.shape() != Shape{N, Q})
-    fail("{}: valid_lens {} does not fit query {}: expected ({}) or ({}, {})", OP, valid_lens.shape(), query.shape(),
-         N, N, Q);
+    fail("{}: valid_lens {} does not fit query {}: expected ({}) or ({}, {})", OP, valid_lens.shape(), query.shape(), N,
+         N, Q);
   const int64_t* lens = valid_lens.data();
   for (int64_t i = 0; i < valid_lens.numel(); ++i) {
     if (lens[i] < 0) {
@@ -77,12 +77,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   sizes.scale = 1.0f / std::sqrt(static_cast<float>(d));
   sizes.dropout = options.dropout_p;
   if (options.dropout_p > 0.0f) sizes.seed = options.gen->next_u64();  // the mask, for forward and backward
-  std::vector<int64_t> lens = row_lengths(valid_lens, N, Q);  // (N·Q), or empty: every key
+  std::vector<int64_t> lens = row_lengths(valid_lens, N, Q);           // (N·Q), or empty: every key
   // With no keys (K = 0) the output is a sum of nothing: zeros, and so are the gradients.
   const bool any = N * Q > 0 && K > 0;
 
   Tensor out = any ? Tensor::empty({N, Q, dv}) : zeros({N, Q, dv});  // (N, Q, dv)
-  Tensor lse = Tensor::empty({N, Q});                                 // (N, Q): log Σₖ exp(s[q, k])
+  Tensor lse = Tensor::empty({N, Q});                                // (N, Q): log Σₖ exp(s[q, k])
   sizes.lens = lens.empty() ? nullptr : lens.data();
   if (any) kernels::flash_attention(sizes, query.data(), key.data(), value.data(), out.data(), lse.data());
 

@@ -29,16 +29,29 @@ TEST_CASE("hardening/ops: scaled_dot_product_attention") {
       {"scaled_dot_product_attention: 0-d key", [] { scaled_dot_product_attention(q(), scalar_tensor(1), v()); },
        "scaled_dot_product_attention: key must be 3-d, got shape ()"},
       {"scaled_dot_product_attention: 4-d query",
-       [] { scaled_dot_product_attention(ones({1, 2, 3, 4}), k(), v()); },
+       [] {
+         scaled_dot_product_attention(ones({1, 2, 3, 4}), k(), v());
+       },
        "scaled_dot_product_attention: query must be 3-d, got shape (1, 2, 3, 4)"},
       {"scaled_dot_product_attention: batch sizes differ",
-       [] { scaled_dot_product_attention(q(), ones({1, 5, 4}), v()); }, "batch sizes differ"},
+       [] {
+         scaled_dot_product_attention(q(), ones({1, 5, 4}), v());
+       },
+       "batch sizes differ"},
       {"scaled_dot_product_attention: query and key sizes differ",
-       [] { scaled_dot_product_attention(q(), ones({2, 5, 3}), v()); }, "query and key sizes 4 and 3 differ"},
+       [] {
+         scaled_dot_product_attention(q(), ones({2, 5, 3}), v());
+       },
+       "query and key sizes 4 and 3 differ"},
       {"scaled_dot_product_attention: fewer values than keys",
-       [] { scaled_dot_product_attention(q(), k(), ones({2, 4, 6})); }, "expected one value per key"},
+       [] {
+         scaled_dot_product_attention(q(), k(), ones({2, 4, 6}));
+       },
+       "expected one value per key"},
       {"scaled_dot_product_attention: valid_lens of the wrong shape",
-       [] { scaled_dot_product_attention(q(), k(), v(), int_tensor({1, 2, 3}, {1, 3})); },
+       [] {
+         scaled_dot_product_attention(q(), k(), v(), int_tensor({1, 2, 3}, {1, 3}));
+       },
        "valid_lens (1, 3) does not fit query (2, 3, 4)"},
       {"scaled_dot_product_attention: length at int64's minimum",
        [] {

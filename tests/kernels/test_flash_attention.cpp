@@ -87,12 +87,12 @@ struct ThreadsFor {
 };
 
 const Case kCases[] = {
-    {1, 1, 1, 1, 1},        // one query, one key
-    {2, 5, 9, 3, 2},        // smaller than a tile and than a register
-    {2, 64, 64, 16, 16},    // exactly one tile
-    {3, 70, 130, 64, 64},   // the lessons' head size, tiles cut short
-    {2, 129, 65, 17, 23},   // d and dv not multiples of a register
-    {1, 200, 150, 40, 8},   // more queries than keys
+    {1, 1, 1, 1, 1},       // one query, one key
+    {2, 5, 9, 3, 2},       // smaller than a tile and than a register
+    {2, 64, 64, 16, 16},   // exactly one tile
+    {3, 70, 130, 64, 64},  // the lessons' head size, tiles cut short
+    {2, 129, 65, 17, 23},  // d and dv not multiples of a register
+    {1, 200, 150, 40, 8},  // more queries than keys
 };
 
 }  // namespace
@@ -101,28 +101,28 @@ TEST_CASE("kernels/flash_attention equals its reference") {
   for (const Case& c : kCases) {
     for (Mask mask : {Mask::none, Mask::per_head, Mask::per_row, Mask::causal, Mask::causal_and_rows})
       for (float dropout : {0.0f, 0.3f}) {
-      CAPTURE(dropout);
-      CAPTURE(c.N);
-      CAPTURE(c.Q);
-      CAPTURE(c.K);
-      CAPTURE(c.d);
-      CAPTURE(c.dv);
-      CAPTURE(static_cast<int>(mask));
-      const Results want = run(c, mask, dropout, flash_attention_reference, flash_attention_backward_reference);
-      const Results got = run(c, mask, dropout, flash_attention, flash_attention_backward);
-      // Tolerance: the two sum the same terms in other orders and with
-      // other exps (xsimd's and libm's, a few ulps each). A sum of n terms
-      // moves by up to n·u of its terms' magnitudes; the longest sums here
-      // run over K keys (the output, dq), Q queries (dk, dv) and d features
-      // (a score), each term of size ≤ ~4 (|q|,|k| ≤ 2, |v|, |dout| ≤ 1):
-      // 8·(Q + K + d + 16)·u relative, with 1 added for entries near 0.
-      const double tol = 8.0 * static_cast<double>(c.Q + c.K + c.d + 16) * kU;
-      CHECK(mismatches(got.out, want.out, tol) == 0);
-      CHECK(mismatches(got.lse, want.lse, tol) == 0);
-      CHECK(mismatches(got.dq, want.dq, tol) == 0);
-      CHECK(mismatches(got.dk, want.dk, tol) == 0);
-      CHECK(mismatches(got.dv, want.dv, tol) == 0);
-    }
+        CAPTURE(dropout);
+        CAPTURE(c.N);
+        CAPTURE(c.Q);
+        CAPTURE(c.K);
+        CAPTURE(c.d);
+        CAPTURE(c.dv);
+        CAPTURE(static_cast<int>(mask));
+        const Results want = run(c, mask, dropout, flash_attention_reference, flash_attention_backward_reference);
+        const Results got = run(c, mask, dropout, flash_attention, flash_attention_backward);
+        // Tolerance: the two sum the same terms in other orders and with
+        // other exps (xsimd's and libm's, a few ulps each). A sum of n terms
+        // moves by up to n·u of its terms' magnitudes; the longest sums here
+        // run over K keys (the output, dq), Q queries (dk, dv) and d features
+        // (a score), each term of size ≤ ~4 (|q|,|k| ≤ 2, |v|, |dout| ≤ 1):
+        // 8·(Q + K + d + 16)·u relative, with 1 added for entries near 0.
+        const double tol = 8.0 * static_cast<double>(c.Q + c.K + c.d + 16) * kU;
+        CHECK(mismatches(got.out, want.out, tol) == 0);
+        CHECK(mismatches(got.lse, want.lse, tol) == 0);
+        CHECK(mismatches(got.dq, want.dq, tol) == 0);
+        CHECK(mismatches(got.dk, want.dk, tol) == 0);
+        CHECK(mismatches(got.dv, want.dv, tol) == 0);
+      }
   }
 }
 

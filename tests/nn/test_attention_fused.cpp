@@ -66,8 +66,7 @@ TEST_CASE("nn/attention fused: MultiHeadAttention without its weights") {
     SUBCASE(fmt::format("valid_lens {}", lens.defined() ? lens.shape().str() : "none").c_str()) {
       const std::vector<Tensor> plain = run(attention, true, x, lens, dout);
       const std::vector<Tensor> fused = run(attention, false, x, lens, dout);
-      CHECK_THROWS_WITH_AS(attention.attention_weights(), doctest::Contains("with attention->need_weights on"),
-                           Error);
+      CHECK_THROWS_WITH_AS(attention.attention_weights(), doctest::Contains("with attention->need_weights on"), Error);
       check_same(fused, plain);
     }
   }

@@ -149,8 +149,8 @@ TEST_CASE("ops/scaled_dot_product_attention errors") {
   CHECK_THROWS_WITH_AS(scaled_dot_product_attention(ones({3, 4}), k, v),
                        doctest::Contains("scaled_dot_product_attention: query must be 3-d, got shape (3, 4)"),
                        qkv::Error);
-  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, ones({3, 5, 4}), v),
-                       doctest::Contains("batch sizes differ"), qkv::Error);
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, ones({3, 5, 4}), v), doctest::Contains("batch sizes differ"),
+                       qkv::Error);
   CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, ones({2, 5, 3}), v),
                        doctest::Contains("query and key sizes 4 and 3 differ"), qkv::Error);
   CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, ones({2, 4, 6})),
@@ -177,7 +177,8 @@ TEST_CASE("ops/scaled_dot_product_attention dropout") {
   CHECK(a.to_vector() != scaled_dot_product_attention(q, k, v, {}, {.dropout_p = 0.5f, .gen = &g3}).to_vector());
   Tensor mean = zeros({2, 5, 3});
   const int runs = 400;
-  for (int i = 0; i < runs; ++i) mean = mean + scaled_dot_product_attention(q, k, v, {}, {.dropout_p = 0.5f, .gen = &g1});
+  for (int i = 0; i < runs; ++i)
+    mean = mean + scaled_dot_product_attention(q, k, v, {}, {.dropout_p = 0.5f, .gen = &g1});
   mean = mean / static_cast<float>(runs);
   // Each output is a sum of 7 terms w·v·(0 or 2): its variance is at most Σ (w v)² ≤ max |v|², so the
   // standard error of a mean over 400 runs is at most max |v| / 20; 5 of them bound the error.

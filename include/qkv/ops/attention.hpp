@@ -33,8 +33,8 @@
 namespace qkv {
 
 struct AttentionOptions {
-  float dropout_p = 0.0f;                // in [0, 1)
-  bool is_causal = false;                // row q sees keys k ≤ q
+  float dropout_p = 0.0f;                 // in [0, 1)
+  bool is_causal = false;                 // row q sees keys k ≤ q
   Generator* gen = &default_generator();  // the dropout mask's seed comes from here
 };
 
