@@ -45,7 +45,6 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
   for (auto& [name, p] : model.named_parameters())
     if (p.dim() == 2 && name.find("embedding") == std::string::npos) nn::init::xavier_uniform_(p, 1, gen);
   model.train();
-  nn::set_need_weights(model, false);  // training draws no weights: the fused attention, memory linear in T
   optim::AdamW optimizer(model.parameters(), options.lr, {0.9f, 0.999f}, 1e-8f, options.weight_decay);
   data::DataLoader loader(nmt.dataset(), {.batch_size = options.batch_size, .shuffle = true}, gen);
   const int64_t bos = nmt.tgt_vocab["<bos>"];
@@ -89,7 +88,6 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
     progress.update(epoch + 1, {{"loss", losses.back()}});
   }
   progress.finish();
-  nn::set_need_weights(model, true);  // predict and the heatmaps read them again
   return losses;
 }
 
