@@ -21,7 +21,12 @@
 //                     B = batch·heads
 //   overhead/…        1,000 adds of one-element tensors that require grad:
 //                     the cost of recording (and backpropagating) one op
-//   sdpa/T…           softmax(Q·Kᵀ/√d)·V forward and backward, B 8, H 4, d 64
+//   sdpa/T…           softmax(Q·Kᵀ/√d)·V forward and backward, B 8, H 4, d 64:
+//                     the plain path, the (B, H, T, T) weights held
+//   sdpa_fused/…      the same by scaled_dot_product_attention, the fused
+//                     kernel that never holds them: T 512 … 4096 at B 8,
+//                     and T 16384 at B 1 (where the plain path would need
+//                     three buffers of 4.3 GB)
 //   train/…           one training step (forward, loss, backward, clipping,
 //                     Adam) of the course's three translation models
 //
@@ -75,6 +80,7 @@ struct Timing {
 constexpr double kWarmupSeconds = 0.25;
 constexpr Timing kShort{3, 10, 500, 0.5};  // GEMM, per-op overhead
 constexpr Timing kLong{1, 5, 50, 2.0};     // attention
+constexpr Timing kLonger{1, 3, 3, 0.0};    // attention at T ≥ 4096: seconds a run
 constexpr Timing steps(int reps) { return {3, reps, reps, 0.0}; }
 
 template <class F>
@@ -302,7 +308,30 @@ Row attention(int64_t T) {
     return t;
   };
   Row row;
-  row.times = repeat(once, kLong);
+  row.times = repeat(once, T >= 4096 ? kLonger : kLong);
+  row.flops = 12.0 * static_cast<double>(B * H * T * T * d);
+  return row;
+}
+
+// The same attention by the fused op, on (B·H, T, d): the heads folded into
+// one batch dim, as MultiHeadAttention lays them out. GFLOP/s counts the
+// same six products as the plain row, so the two rates compare; the fused
+// backward computes a seventh (Q·Kᵀ again, tile by tile), which it does not count.
+Row fused_attention(int64_t B, int64_t T) {
+  const int64_t H = 4, d = 64;
+  Generator gen(0);
+  Tensor Q = randn({B * H, T, d}, gen).requires_grad_(), K = randn({B * H, T, d}, gen).requires_grad_(),
+         V = randn({B * H, T, d}, gen).requires_grad_(), dO = randn({B * H, T, d}, gen);
+  auto once = [&] {
+    double t = seconds([&] {
+      Tensor O = scaled_dot_product_attention(Q, K, V);  // (B·H, T, d)
+      O.backward(dO);
+    });
+    Q.zero_grad(), K.zero_grad(), V.zero_grad();
+    return t;
+  };
+  Row row;
+  row.times = repeat(once, T >= 4096 ? kLonger : kLong);
   row.flops = 12.0 * static_cast<double>(B * H * T * T * d);
   return row;
 }
@@ -359,6 +388,7 @@ Row train(const TrainSpec& s) {
   const int64_t B = s.batch, T = s.steps, V = s.tgt_vocab, bos = 1;
   auto model = make_model(s);
   model->train();
+  nn::set_need_weights(*model, false);  // nothing reads them: the fused path, wherever no dropout falls on them
   std::vector<Tensor> params = model->parameters();
   optim::Adam opt(params, 0.005f);
   Generator gen(0);
@@ -420,7 +450,10 @@ std::vector<Case> all_cases() {
   }
   cases.push_back({"overhead/add_chain_forward", [] { return add_chain(false); }});
   cases.push_back({"overhead/add_chain_forward_backward", [] { return add_chain(true); }});
-  for (int64_t T : {128, 512, 1024}) cases.push_back({fmt::format("sdpa/T{}", T), [T] { return attention(T); }});
+  for (int64_t T : {128, 512, 1024, 4096}) cases.push_back({fmt::format("sdpa/T{}", T), [T] { return attention(T); }});
+  for (int64_t T : {512, 1024, 4096})
+    cases.push_back({fmt::format("sdpa_fused/T{}", T), [T] { return fused_attention(8, T); }});
+  cases.push_back({"sdpa_fused/B1_T16384", [] { return fused_attention(1, 16384); }});
   cases.push_back({"train/bahdanau_gru", [] { return train({false, 184, 201, 32, 0, 0, 2, 64, 10, 20}); }});
   cases.push_back({"train/transformer_d32", [] { return train({true, 184, 201, 32, 64, 4, 2, 64, 10, 20}); }});
   cases.push_back({"train/transformer_d256", [] { return train({true, 1000, 1000, 256, 1024, 4, 2, 32, 32, 10}); }});

@@ -156,6 +156,7 @@ Curve train(lesson::Lesson& lesson, Model& model, const Split& train_split, int6
       data::TensorDataset(train_split.array.array, train_split.array.valid_len, train_split.text.labels),
       {.batch_size = batch_size, .shuffle = true}, shuffle_gen);
   optim::AdamW optimizer(model.parameters(), lr);
+  nn::set_need_weights(model, false);  // training draws no weights: the fused attention
   Curve curve;
   lesson::Progress progress = lesson.progress("epoch", epochs);
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
@@ -178,6 +179,7 @@ Curve train(lesson::Lesson& lesson, Model& model, const Split& train_split, int6
     progress.update(epoch + 1, {{"loss", curve.losses.back()}, {"accuracy", curve.accuracies.back()}});
   }
   progress.finish();
+  nn::set_need_weights(model, true);  // score() reads them
   return curve;
 }
 

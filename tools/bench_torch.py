@@ -47,6 +47,7 @@ torch = None  # imported in main(), after the OpenBLAS environment is set
 WARMUP_SECONDS = 0.25  # the warm-up also lasts at least this long (bench.cpp's kWarmupSeconds)
 SHORT = (3, 10, 500, 0.5)  # warm-up, min reps, max reps, time budget (s): GEMM, per-op overhead
 LONG = (1, 5, 50, 2.0)     # attention
+LONGER = (1, 3, 3, 0.0)    # attention at T >= 4096: seconds a run
 
 
 def steps(reps):
@@ -212,6 +213,9 @@ def add_chain(with_backward):
 
 # --- scaled dot-product attention, forward and backward ---------------------------------
 def attention(T):
+    """Also the twin of bench.cpp's sdpa_fused/ rows: PyTorch 1.13 has no fused attention
+    (torch.nn.functional.scaled_dot_product_attention came with 2.0), so what it runs for
+    softmax(Q·Kᵀ/√d)·V is this, the (B, H, T, T) weights held."""
     B, H, d = 8, 4, 64
     g = torch.Generator().manual_seed(0)
     Q, K, V = (torch.randn(B, H, T, d, generator=g).requires_grad_() for _ in range(3))
@@ -227,7 +231,7 @@ def attention(T):
         Q.grad = K.grad = V.grad = None
         return t
 
-    return repeat(once, LONG), dict(flops=12.0 * B * H * T * T * d)
+    return repeat(once, LONGER if T >= 4096 else LONG), dict(flops=12.0 * B * H * T * T * d)
 
 
 # --- training steps of the course's translation models ----------------------------------
@@ -303,8 +307,12 @@ def all_cases():
         cases[f"bmm/{B}x{T}x{d}x{T}"] = lambda B=B, T=T, d=d: batched_gemm(B, T, d, T)
     cases["overhead/add_chain_forward"] = lambda: add_chain(False)
     cases["overhead/add_chain_forward_backward"] = lambda: add_chain(True)
-    for T in [128, 512, 1024]:
+    for T in [128, 512, 1024, 4096]:
         cases[f"sdpa/T{T}"] = lambda T=T: attention(T)
+    for T in [512, 1024, 4096]:
+        cases[f"sdpa_fused/T{T}"] = lambda T=T: attention(T)
+    # No twin for bench.cpp's sdpa_fused/B1_T16384: PyTorch 1.13 would hold three (1, 4, T, T)
+    # buffers of 4.3 GB each (scores, weights, their gradient), 13 GB and more.
     cases["train/bahdanau_gru"] = lambda: train(False, 184, 201, 32, 0, 0, 2, 64, 10, 20)
     cases["train/transformer_d32"] = lambda: train(True, 184, 201, 32, 64, 4, 2, 64, 10, 20)
     cases["train/transformer_d256"] = lambda: train(True, 1000, 1000, 256, 1024, 4, 2, 32, 32, 10)

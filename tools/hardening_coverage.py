@@ -35,6 +35,7 @@ EXEMPT = {
     # no arguments and no state a caller can make bad
     "Module::is_training": "a bool getter",
     "Module::eval": "train(false)",
+    "set_need_weights": "a bool set on every attention layer of a module tree: no input it could refuse",
     "Module::type_name": "a constant string",
     "Module::extra_repr": "reads the layer's own fields",
     "Generator::state": "a uint64 getter",

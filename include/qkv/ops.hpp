@@ -1,5 +1,6 @@
 // Every functional op: #include <qkv/ops.hpp>.
 #pragma once
+#include <qkv/ops/attention.hpp>
 #include <qkv/ops/broadcast.hpp>
 #include <qkv/ops/compare.hpp>
 #include <qkv/ops/conv.hpp>

@@ -1,11 +1,13 @@
 // Additive, scaled dot-product and multi-head attention, on Linear,
-// masked_softmax and bmm (d2l 11.3 and 11.5). No hand-written backward:
-// gradients come from the ops.
+// masked_softmax and bmm (d2l 11.3 and 11.5), or, when the weights are not
+// asked for, the fused scaled_dot_product_attention. No hand-written
+// backward: gradients come from the ops.
 //
 // Letters: B batch, Q queries, K key–value pairs, Dq / Dk / Dv the query /
 // key / value sizes, H num_hiddens, h heads.
 #include <qkv/core/error.hpp>
 #include <qkv/nn/attention.hpp>
+#include <qkv/ops/attention.hpp>
 #include <qkv/ops/elementwise.hpp>
 #include <qkv/ops/linalg.hpp>
 #include <qkv/ops/shape_ops.hpp>
@@ -50,7 +52,7 @@ void check_last_dim(const char* layer, const char* what, const Tensor& x, int64_
 // attention_weights = weights.detach(), under the layer's lock: another
 // thread's forward of the same layer may be storing its own (attention.hpp).
 void store_weights(std::mutex& mutex, Tensor& stored, const Tensor& weights) {
-  Tensor detached = weights.detach();
+  Tensor detached = weights.defined() ? weights.detach() : Tensor();
   const std::lock_guard lock(mutex);
   std::swap(stored, detached);  // the old weights are freed after the lock, with `detached`
 }
@@ -85,7 +87,7 @@ Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, con
 
 // --- scaled dot-product attention -------------------------------------------------
 
-DotProductAttention::DotProductAttention(float dropout, Generator& gen) {
+DotProductAttention::DotProductAttention(float dropout, Generator& gen) : gen_(&gen) {
   this->dropout = register_module("dropout", std::make_shared<Dropout>(dropout, gen));
 }
 
@@ -93,6 +95,15 @@ Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, c
                                     const IntTensor& valid_lens) {
   TraceScope trace(*this, {queries, keys, values, valid_lens});
   check_inputs("DotProductAttention", queries, keys, values, valid_lens);
+  // The fused path computes the same output without the (B, Q, K) weights,
+  // so it serves whenever they are not wanted. Its dropout draws a mask of
+  // its own (from the same generator); p = 1, which it refuses, drops everything on the plain path.
+  const float p = is_training() ? dropout->p : 0.0f;
+  if (!need_weights && p < 1.0f) {
+    store_weights(weights_mutex_, attention_weights, Tensor());  // none: an old forward's would mislead
+    // (B, Q, d), (B, K, d), (B, K, Dv) -> (B, Q, Dv)
+    return scaled_dot_product_attention(queries, keys, values, valid_lens, {.dropout_p = p, .gen = gen_});
+  }
   // queries and keys must have one size d: bmm checks it (its inner sizes) and names both shapes.
   const float d = static_cast<float>(queries.size(-1));
   // keys read transposed by the GEMM itself: no (B, d, K) copy, forward or backward.
@@ -165,13 +176,19 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
 }
 
 const Tensor& MultiHeadAttention::attention_weights() const {
-  if (!attention->attention_weights.defined()) fail("MultiHeadAttention: no attention weights yet: call forward first");
+  if (!attention->attention_weights.defined())
+    fail("MultiHeadAttention: no attention weights yet: call forward first, with attention->need_weights on");
   return attention->attention_weights;
 }
 
 Tensor MultiHeadAttention::attention_weights_per_head() const {
   const Tensor& w = attention_weights();
   return w.reshape({w.size(0) / num_heads, num_heads, w.size(1), w.size(2)});  // (B·h, Q, K) -> (B, h, Q, K)
+}
+
+void set_need_weights(Module& module, bool need_weights) {
+  if (auto* attention = dynamic_cast<DotProductAttention*>(&module)) attention->need_weights = need_weights;
+  for (const auto& [name, child] : module.named_children()) set_need_weights(*child, need_weights);
 }
 
 }  // namespace qkv::nn

@@ -13,7 +13,14 @@
 // key / value sizes, H num_hiddens, h heads (each head sees H/h features).
 //
 // Each layer keeps the attention weights of its last forward, detached from
-// the graph (for drawing heatmaps, not for backpropagation). Forwards may
+// the graph (for drawing heatmaps, not for backpropagation). Scaled
+// dot-product and multi-head attention can do without them: with
+// need_weights off (PyTorch's switch of that name; on by default, as d2l's
+// layers always keep them), they run the fused scaled_dot_product_attention
+// (qkv/ops/attention.hpp), which never stores the (B, Q, K) weights, so
+// memory grows with T, not T², and attention_weights stays undefined. In
+// training, the fused path drops weights as the layer's Dropout would, with
+// a mask of its own: the same in distribution, not the same draws. Forwards may
 // run on several threads at once (inference on one layer): each stores its
 // weights under the layer's lock, so the field then holds one forward's
 // weights whole, those of whichever stored last. Read the field when no
@@ -76,12 +83,16 @@ class DotProductAttention : public Module {
   }
 
   std::shared_ptr<Dropout> dropout;
-  Tensor attention_weights;  // (B, Q, K) of the last forward, detached
+  Tensor attention_weights;  // (B, Q, K) of the last forward, detached; undefined after a fused one
+  // Keep the weights (the plain path: bmm, masked_softmax, bmm); off: the
+  // fused path. See the file's header.
+  bool need_weights = true;
 
   std::string type_name() const override { return "DotProductAttention"; }
 
  private:
   std::mutex weights_mutex_;  // held while a forward stores attention_weights
+  Generator* gen_;            // the fused path's dropout masks (Dropout keeps its own pointer to it)
 };
 
 // --- multi-head attention (d2l 11.5) -----------------------------------------
@@ -119,7 +130,8 @@ class MultiHeadAttention : public Module {
   }
 
   // The last forward's weights as d2l keeps them: (B·h, Q, K), row b·h + i
-  // being head i of example b. A qkv::Error before the first forward. As
+  // being head i of example b. A qkv::Error before the first forward, or
+  // after one with attention->need_weights off (the fused path). As
   // the field above: call it when no forward of the layer is running.
   const Tensor& attention_weights() const;
   // The same numbers viewed per head: (B, h, Q, K), for a heatmap per head.
@@ -134,5 +146,10 @@ class MultiHeadAttention : public Module {
 
   std::string type_name() const override { return "MultiHeadAttention"; }
 };
+
+// need_weights for every DotProductAttention in module's tree (those of
+// its MultiHeadAttention layers too): off for training, where nothing draws
+// the weights and the fused path saves their memory; on again to draw them.
+void set_need_weights(Module& module, bool need_weights);
 
 }  // namespace qkv::nn

@@ -1,0 +1,448 @@
+// Fused scaled dot-product attention with an online softmax (see
+// flash_attention.hpp for the math, the masks and the loop order).
+//
+// The file has two sections. The reference, always compiled: plain loops,
+// one query row at a time. The SIMD kernels, in one block at the end under
+// #ifndef QKV_SCALAR_KERNELS: tiles of BR queries × BC keys, whose five
+// products (q·kᵀ, p·v, pᵀ·dout, dout·vᵀ, dsᵀ·q, ds·k) all run on one small
+// register-blocked product, tile_product. Without that block (the scalar
+// build) the public kernels are the reference.
+#include "kernels/flash_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/parallel.hpp"
+#include "kernels/simd.hpp"
+
+namespace qkv::kernels {
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// The keys row q of head n sees are [0, end); end = 0: it sees none.
+int64_t row_end(const AttentionSizes& s, int64_t n, int64_t q) {
+  int64_t end = s.K;
+  if (s.lens != nullptr) end = std::min(end, std::max<int64_t>(s.lens[n * s.Q + q], 0));
+  if (s.causal) end = std::min(end, q + 1);
+  return end;
+}
+
+// Row q's K scores, scale · q·k, masked: -inf past end (weight exp(-inf) = 0).
+// A row that sees no key gets all scores 0: uniform weights 1/K, as d2l's
+// -1e6 everywhere gives, with lse = log K rather than -1e6 + log K, which
+// would round log K away.
+void row_scores(const AttentionSizes& s, const float* qr, const float* kn, int64_t end, float* scores) {
+  for (int64_t j = 0; j < s.K; ++j) {
+    if (end == 0 || j >= end) {
+      scores[j] = end == 0 ? 0.0f : -kInf;
+      continue;
+    }
+    float dot = 0.0f;
+    for (int64_t c = 0; c < s.d; ++c) dot += qr[c] * kn[j * s.d + c];
+    scores[j] = s.scale * dot;
+  }
+}
+
+// ---- dropout's mask: a hash, so that the backward can draw it again ----------------------
+
+// A 32-bit mixing function (lowbias32, by Chris Wellons): every input bit
+// moves about half the output bits.
+uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x21f0aaadU;
+  x ^= x >> 15;
+  x *= 0x735a2d97U;
+  x ^= x >> 15;
+  return x;
+}
+
+// One row's part of the hash, computed once per row; a key adds its own.
+uint32_t row_hash(uint64_t seed, int64_t row) {
+  const auto r = static_cast<uint64_t>(row);
+  const uint32_t high = mix32(static_cast<uint32_t>(seed >> 32) + static_cast<uint32_t>(r >> 32));
+  return mix32(static_cast<uint32_t>(seed) ^ mix32(static_cast<uint32_t>(r) ^ high));
+}
+
+uint32_t key_hash(uint32_t row, int64_t key) { return mix32(row + static_cast<uint32_t>(key) * 0x9e3779b9U); }
+
+// The hashes below which a weight is dropped: p·2³².
+uint32_t drop_below(float p) { return static_cast<uint32_t>(std::min(static_cast<double>(p), 1.0) * 4294967295.0); }
+
+// x[j] for keys j0 … j0 + cols - 1 of `row`: kept and scaled by 1/(1 - p), or 0.
+void apply_dropout(const AttentionSizes& s, int64_t row, int64_t j0, int64_t cols, float* x) {
+  const uint32_t h = row_hash(s.seed, row), below = drop_below(s.dropout);
+  const float keep_scale = 1.0f / (1.0f - s.dropout);
+  for (int64_t j = 0; j < cols; ++j) x[j] = key_hash(h, j0 + j) >= below ? x[j] * keep_scale : 0.0f;
+}
+
+}  // namespace
+
+bool dropout_keeps(uint64_t seed, int64_t row, int64_t key, float p) {
+  return key_hash(row_hash(seed, row), key) >= drop_below(p);
+}
+
+// ---- reference: one query row at a time -------------------------------------------------
+
+void flash_attention_reference(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out,
+                               float* lse) {
+  std::vector<float> p(static_cast<size_t>(s.K));  // (K): one row's scores, then its weights
+  for (int64_t n = 0; n < s.N; ++n) {
+    const float* kn = k + n * s.K * s.d;   // (K, d)
+    const float* vn = v + n * s.K * s.dv;  // (K, dv)
+    for (int64_t i = 0; i < s.Q; ++i) {
+      const int64_t row = n * s.Q + i;
+      row_scores(s, q + row * s.d, kn, row_end(s, n, i), p.data());
+      float m = -kInf, sum = 0.0f;
+      for (float x : p) m = std::max(m, x);
+      for (float& x : p) sum += (x = std::exp(x - m));  // every term ≤ 1
+      if (s.dropout > 0.0f) apply_dropout(s, row, 0, s.K, p.data());
+      float* o = out + row * s.dv;  // (dv)
+      for (int64_t c = 0; c < s.dv; ++c) o[c] = 0.0f;
+      for (int64_t j = 0; j < s.K; ++j)
+        for (int64_t c = 0; c < s.dv; ++c) o[c] += p[static_cast<size_t>(j)] * vn[j * s.dv + c];
+      for (int64_t c = 0; c < s.dv; ++c) o[c] /= sum;
+      lse[row] = m + std::log(sum);
+    }
+  }
+}
+
+void flash_attention_backward_reference(const AttentionSizes& s, const float* q, const float* k, const float* v,
+                                        const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                                        float* dv) {
+  std::fill(dq, dq + s.N * s.Q * s.d, 0.0f);
+  std::fill(dk, dk + s.N * s.K * s.d, 0.0f);
+  std::fill(dv, dv + s.N * s.K * s.dv, 0.0f);
+  std::vector<float> p(static_cast<size_t>(s.K));  // (K): one row's scores, then its weights
+  for (int64_t n = 0; n < s.N; ++n) {
+    const float* kn = k + n * s.K * s.d;
+    const float* vn = v + n * s.K * s.dv;
+    for (int64_t i = 0; i < s.Q; ++i) {
+      const int64_t row = n * s.Q + i, end = row_end(s, n, i);
+      const float* qr = q + row * s.d;
+      const float* o = out + row * s.dv;
+      const float* dor = dout + row * s.dv;
+      row_scores(s, qr, kn, end, p.data());
+      float D = 0.0f;  // Σ dout ⊙ out = Σₖ p·dp
+      for (int64_t c = 0; c < s.dv; ++c) D += dor[c] * o[c];
+      // Dropout's factor of each key: 1/(1 - p) or 0 (1 without dropout).
+      std::vector<float> kept(static_cast<size_t>(s.K), 1.0f);
+      if (s.dropout > 0.0f) apply_dropout(s, row, 0, s.K, kept.data());
+      for (int64_t j = 0; j < s.K; ++j) {
+        const float pj = std::exp(p[static_cast<size_t>(j)] - lse[row]), keep = kept[static_cast<size_t>(j)];
+        for (int64_t c = 0; c < s.dv; ++c) dv[(n * s.K + j) * s.dv + c] += pj * keep * dor[c];
+        if (j >= end) continue;  // a masked key: its score was replaced, so it passes no gradient on
+        float dp = 0.0f;
+        for (int64_t c = 0; c < s.dv; ++c) dp += dor[c] * vn[j * s.dv + c];
+        const float ds = s.scale * pj * (dp * keep - D);
+        for (int64_t c = 0; c < s.d; ++c) {
+          dq[row * s.d + c] += ds * kn[j * s.d + c];
+          dk[(n * s.K + j) * s.d + c] += ds * qr[c];
+        }
+      }
+    }
+  }
+}
+
+#ifndef QKV_SCALAR_KERNELS
+// ---- SIMD: tiles of BR queries × BC keys ----------------------------------------------------
+
+namespace {
+
+constexpr int64_t BR = FLASH_BR, BC = FLASH_BC;
+
+// C (rows × cols, row stride ldc) = or += A · B over `depth`, with
+// A(r, t) = a[r·ars + t·aks] (so Aᵀ is read by swapping the strides) and B
+// row-major (depth × cols, row stride ldb). R rows of C at a time, NB
+// registers of a row: R·NB accumulators, each step loading NB of B's row and
+// broadcasting R values of A.
+template <int R, int NB>
+void product_block(int64_t depth, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
+                   int64_t ldc, bool accumulate) {
+  batch acc[R][NB];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < NB; ++x) acc[r][x] = accumulate ? batch::load_unaligned(c + r * ldc + x * W) : batch(0.0f);
+  for (int64_t t = 0; t < depth; ++t) {
+    batch bt[NB];
+    for (int x = 0; x < NB; ++x) bt[x] = batch::load_unaligned(b + t * ldb + x * W);
+    for (int r = 0; r < R; ++r) {
+      const batch ar(a[r * ars + t * aks]);
+      for (int x = 0; x < NB; ++x) acc[r][x] = fmadd(ar, bt[x], acc[r][x]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < NB; ++x) acc[r][x].store_unaligned(c + r * ldc + x * W);
+}
+
+// The register block: 6 rows × NV registers. With AVX-512's 32 registers,
+// 6 × 4 (24 accumulators, 4 of B, 1 broadcast: d = 64 in one block); with
+// AVX2's 16, 6 × 2, as GEMM's tile (gemm_tile.hpp).
+constexpr int ROWS = 6, NV = W >= 16 ? 4 : 2;
+
+// R rows of C across all its columns: NV registers at a time, then 1, then
+// the last cols mod W one by one.
+template <int R>
+void product_rows(int64_t cols, int64_t depth, const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
+                  float* c, int64_t ldc, bool accumulate) {
+  int64_t j = 0;
+  for (; j + NV * W <= cols; j += NV * W) product_block<R, NV>(depth, a, ars, aks, b + j, ldb, c + j, ldc, accumulate);
+  for (; j + W <= cols; j += W) product_block<R, 1>(depth, a, ars, aks, b + j, ldb, c + j, ldc, accumulate);
+  for (; j < cols; ++j)
+    for (int r = 0; r < R; ++r) {
+      float sum = accumulate ? c[r * ldc + j] : 0.0f;
+      for (int64_t t = 0; t < depth; ++t) sum = madd(a[r * ars + t * aks], b[t * ldb + j], sum);
+      c[r * ldc + j] = sum;
+    }
+}
+
+void tile_product(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t ars, int64_t aks, const float* b,
+                  int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  int64_t r = 0;
+  for (; r + ROWS <= rows; r += ROWS)
+    product_rows<ROWS>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+  switch (rows - r) {
+    case 5:
+      product_rows<5>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 4:
+      product_rows<4>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 3:
+      product_rows<3>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 2:
+      product_rows<2>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    case 1:
+      product_rows<1>(cols, depth, a + r * ars, ars, aks, b, ldb, c + r * ldc, ldc, accumulate);
+      break;
+    default:
+      break;
+  }
+}
+
+// xt (cols × rows, row stride BC) = x (rows × cols, row stride ldx)ᵀ: a tile
+// of keys or values turned so that a product can read it along rows.
+void transpose_tile(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* xt) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) xt[c * BC + r] = x[r * ldx + c];
+}
+
+// Row r of a score tile (BC wide, `cols` of them keys j0 …): scaled and masked
+// in place, the padding past cols set to -inf, so that whole registers can
+// be read. A row that sees no key (end = 0) gets scores 0 (row_scores).
+void scale_and_mask(float* sr, int64_t cols, int64_t j0, int64_t end, float scale) {
+  const batch vscale(scale);
+  for (int64_t j = 0; j < cols; j += W) (batch::load_unaligned(sr + j) * vscale).store_unaligned(sr + j);
+  const int64_t first_masked = end == 0 ? 0 : std::clamp<int64_t>(end - j0, 0, cols);
+  for (int64_t j = first_masked; j < cols; ++j) sr[j] = end == 0 ? 0.0f : -kInf;
+  for (int64_t j = cols; j < BC; ++j) sr[j] = -kInf;
+}
+
+float tile_row_max(const float* sr) {
+  batch m(-kInf);
+  for (int64_t j = 0; j < BC; j += W) m = xsimd::max(m, batch::load_unaligned(sr + j));
+  alignas(64) float lanes[W];
+  m.store_aligned(lanes);
+  float r = -kInf;
+  for (float lane : lanes) r = std::max(r, lane);
+  return r;
+}
+
+// sr = exp(sr - m) over the whole tile row; returns its sum.
+float tile_row_exp(float* sr, float m) {
+  const batch vm(m);
+  batch sum(0.0f);
+  for (int64_t j = 0; j < BC; j += W) {
+    const batch e = xsimd::exp(batch::load_unaligned(sr + j) - vm);
+    e.store_unaligned(sr + j);
+    sum += e;
+  }
+  return reduce_add(sum);
+}
+
+// The farthest key any row of queries [i0, i1) sees: the tiles of keys at or
+// past it are skipped. A row that sees none sees all K (uniform weights).
+int64_t tile_key_end(const AttentionSizes& s, int64_t n, int64_t i0, int64_t i1) {
+  int64_t end = 0;
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t e = row_end(s, n, i);
+    end = std::max(end, e == 0 ? s.K : e);
+  }
+  return end;
+}
+
+// One tile of queries of head n: the online softmax over the key tiles.
+// kt: head n's keys transposed, (d, K) with row stride ldk.
+void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q, const float* kt, int64_t ldk,
+                  const float* v, float* out, float* lse) {
+  const int64_t rows = std::min(BR, s.Q - i0), d = s.d, dv = s.dv;
+  const float* qi = q + (n * s.Q + i0) * d;              // (rows, d)
+  const float* vn = v + n * s.K * dv;                    // (K, dv)
+  aligned_floats st(static_cast<size_t>(BR * BC));       // (BR, BC): scores, then exp(s - m)
+  aligned_floats o(static_cast<size_t>(BR * dv), 0.0f);  // (BR, dv): Σ exp(s - m) · v
+  float m[BR], l[BR];
+  int64_t end[BR];
+  for (int64_t r = 0; r < rows; ++r) {
+    m[r] = -kInf;
+    l[r] = 0.0f;
+    end[r] = row_end(s, n, i0 + r);
+  }
+  const int64_t key_end = tile_key_end(s, n, i0, i0 + rows);
+  for (int64_t j0 = 0; j0 < key_end; j0 += BC) {
+    const int64_t cols = std::min(BC, s.K - j0);
+    tile_product(rows, cols, d, qi, d, 1, kt + j0, ldk, st.data(), BC, false);  // (rows, d) x (d, cols)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* sr = st.data() + r * BC;
+      scale_and_mask(sr, cols, j0, end[r], s.scale);
+      // m' = max(m, the tile's max); what was summed so far is rescaled by exp(m - m').
+      const float m_new = std::max(m[r], tile_row_max(sr));
+      const float rescale = std::exp(m[r] - m_new);     // exp(-inf) = 0 on the first tile
+      l[r] = l[r] * rescale + tile_row_exp(sr, m_new);  // the undropped sum
+      m[r] = m_new;
+      if (s.dropout > 0.0f) apply_dropout(s, n * s.Q + i0 + r, j0, cols, sr);
+      if (rescale != 1.0f) {
+        const batch vr(rescale);
+        float* orow = o.data() + r * dv;
+        int64_t c = 0;
+        for (; c + W <= dv; c += W) (batch::load_unaligned(orow + c) * vr).store_unaligned(orow + c);
+        for (; c < dv; ++c) orow[c] *= rescale;
+      }
+    }
+    tile_product(rows, dv, cols, st.data(), BC, 1, vn + j0 * dv, dv, o.data(), dv, true);  // (rows, cols) x (cols, dv)
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = n * s.Q + i0 + r;
+    for (int64_t c = 0; c < dv; ++c) out[row * dv + c] = o[static_cast<size_t>(r * dv + c)] / l[r];
+    lse[row] = m[r] + std::log(l[r]);
+  }
+}
+
+// One key tile [j0, j0 + cols) of head n meets every query tile that sees
+// it: dk and dv of the tile in full, dq of every query row added to.
+void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const float* q, const float* k, const float* v,
+                       const float* lse, const float* dout, const float* D,  // D: (Q), head n's
+                       const int64_t* query_tile_end, float* dq, float* dk, float* dv, float* work) {
+  const int64_t cols = std::min(BC, s.K - j0), d = s.d, dvs = s.dv;
+  const float* kj = k + (n * s.K + j0) * d;    // (cols, d)
+  const float* vj = v + (n * s.K + j0) * dvs;  // (cols, dv)
+  float* kt = work;                            // (d, BC): the key tile, transposed
+  float* vt = kt + d * BC;                     // (dv, BC): the value tile, transposed
+  float* p = vt + dvs * BC;                    // (BR, BC): scores, then weights
+  float* ds = p + BR * BC;                     // (BR, BC): dp, then ds
+  float* pd = ds + BR * BC;                    // (BR, BC): the weights after dropout
+  float* dkj = pd + BR * BC;                   // (BC, d)
+  float* dvj = dkj + BC * d;                   // (BC, dv)
+  transpose_tile(cols, d, kj, d, kt);
+  transpose_tile(cols, dvs, vj, dvs, vt);
+  std::fill(dkj, dkj + BC * d, 0.0f);
+  std::fill(dvj, dvj + BC * dvs, 0.0f);
+  for (int64_t i0 = 0, t = 0; i0 < s.Q; i0 += BR, ++t) {
+    if (query_tile_end[t] <= j0) continue;  // no row of this tile sees these keys
+    const int64_t rows = std::min(BR, s.Q - i0), row0 = n * s.Q + i0;
+    const float* qi = q + row0 * d;        // (rows, d)
+    const float* doi = dout + row0 * dvs;  // (rows, dv)
+    // p = exp(s - lse), recomputed: (rows, d) x (d, cols)
+    tile_product(rows, cols, d, qi, d, 1, kt, BC, p, BC, false);
+    int64_t end[BR];
+    for (int64_t r = 0; r < rows; ++r) {
+      float* pr = p + r * BC;
+      end[r] = row_end(s, n, i0 + r);
+      scale_and_mask(pr, cols, j0, end[r], s.scale);
+      const batch vl(lse[row0 + r]);
+      for (int64_t j = 0; j < BC; j += W) xsimd::exp(batch::load_unaligned(pr + j) - vl).store_unaligned(pr + j);
+    }
+    // The weights as the forward used them: dropped(p) (p itself without dropout).
+    const float* pdrop = p;
+    if (s.dropout > 0.0f) {
+      std::copy(p, p + rows * BC, pd);
+      for (int64_t r = 0; r < rows; ++r) apply_dropout(s, row0 + r, j0, cols, pd + r * BC);
+      pdrop = pd;
+    }
+    // dv_j += dropped(p)ᵀ · dout_i: (cols, rows) x (rows, dv)
+    tile_product(cols, dvs, rows, pdrop, 1, BC, doi, dvs, dvj, dvs, true);
+    // dp = dout_i · v_jᵀ: (rows, dv) x (dv, cols)
+    tile_product(rows, cols, dvs, doi, dvs, 1, vt, BC, ds, BC, false);
+    // ds = scale · p ⊙ (dropped(dp) - D), 0 on the masked keys
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dsr = ds + r * BC;
+      const float* pr = p + r * BC;
+      if (s.dropout > 0.0f) apply_dropout(s, row0 + r, j0, cols, dsr);
+      const batch vD(D[i0 + r]), vscale(s.scale);
+      for (int64_t j = 0; j < BC; j += W)
+        (vscale * batch::load_unaligned(pr + j) * (batch::load_unaligned(dsr + j) - vD)).store_unaligned(dsr + j);
+      const int64_t first_masked = end[r] == 0 ? 0 : std::clamp<int64_t>(end[r] - j0, 0, cols);
+      for (int64_t j = first_masked; j < cols; ++j) dsr[j] = 0.0f;
+    }
+    // dk_j += dsᵀ · q_i: (cols, rows) x (rows, d);  dq_i += ds · k_j: (rows, cols) x (cols, d)
+    tile_product(cols, d, rows, ds, 1, BC, qi, d, dkj, d, true);
+    tile_product(rows, d, cols, ds, BC, 1, kj, d, dq + row0 * d, d, true);
+  }
+  std::copy(dkj, dkj + cols * d, dk + (n * s.K + j0) * d);
+  std::copy(dvj, dvj + cols * dvs, dv + (n * s.K + j0) * dvs);
+}
+
+}  // namespace
+
+// NOTE: the keys are transposed once, (N, K, d) -> (N, d, Kp), one more
+// buffer of their size, so that every query tile reads kᵀ along rows; each
+// (query tile, key tile) transposing its own would cost a quarter of the
+// products' time. Kp = K rounded up to a register, plus one: rows of kᵀ
+// 2ᵏ floats apart would all fall in the same few sets of the L1 cache.
+void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out, float* lse) {
+  const int64_t Kp = (s.K + W - 1) / W * W + W;
+  aligned_floats kt(static_cast<size_t>(s.N * s.d * Kp));  // (N, d, Kp)
+  parallel_for(s.N, [&](int64_t n) {
+    for (int64_t j = 0; j < s.K; ++j)
+      for (int64_t c = 0; c < s.d; ++c) kt[static_cast<size_t>((n * s.d + c) * Kp + j)] = k[(n * s.K + j) * s.d + c];
+  });
+  const int64_t tiles = (s.Q + BR - 1) / BR;
+  parallel_for(s.N * tiles, [&](int64_t t) {
+    const int64_t n = t / tiles;
+    forward_tile(s, n, t % tiles * BR, q, kt.data() + n * s.d * Kp, Kp, v, out, lse);
+  });
+}
+
+void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v, const float* out,
+                              const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+  const int64_t query_tiles = (s.Q + BR - 1) / BR;
+  parallel_for(s.N, [&](int64_t n) {
+    // D[i] = Σ dout[i] ⊙ out[i], and the farthest key each query tile sees.
+    std::vector<float> D(static_cast<size_t>(s.Q));
+    std::vector<int64_t> query_tile_end(static_cast<size_t>(query_tiles));
+    for (int64_t i = 0; i < s.Q; ++i) {
+      const float* o = out + (n * s.Q + i) * s.dv;
+      const float* dor = dout + (n * s.Q + i) * s.dv;
+      batch acc(0.0f);
+      int64_t c = 0;
+      for (; c + W <= s.dv; c += W) acc = fmadd(batch::load_unaligned(dor + c), batch::load_unaligned(o + c), acc);
+      float sum = reduce_add(acc);
+      for (; c < s.dv; ++c) sum += dor[c] * o[c];
+      D[static_cast<size_t>(i)] = sum;
+    }
+    for (int64_t t = 0; t < query_tiles; ++t)
+      query_tile_end[static_cast<size_t>(t)] = tile_key_end(s, n, t * BR, std::min(s.Q, (t + 1) * BR));
+    std::fill(dq + n * s.Q * s.d, dq + (n + 1) * s.Q * s.d, 0.0f);
+    aligned_floats work(static_cast<size_t>((s.d + s.dv) * BC + 3 * BR * BC + BC * (s.d + s.dv)));
+    for (int64_t j0 = 0; j0 < s.K; j0 += BC)
+      backward_key_tile(s, n, j0, q, k, v, lse, dout, D.data(), query_tile_end.data(), dq, dk, dv, work.data());
+  });
+}
+
+#else
+// ---- the scalar build: the reference ---------------------------------------------------------
+
+void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out, float* lse) {
+  flash_attention_reference(s, q, k, v, out, lse);
+}
+
+void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v, const float* out,
+                              const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+  flash_attention_backward_reference(s, q, k, v, out, lse, dout, dq, dk, dv);
+}
+#endif
+
+}  // namespace qkv::kernels
