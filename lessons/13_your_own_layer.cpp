@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
                test_set.x.shape(), test_set.y.shape());
   SwishMLP model(hidden, 2, gen);
   lesson.print("{}\n", model.repr());
-  lesson.draw_model("model.svg", model, [&] { model.forward(train.x); },
+  lesson.draw_model("model.svg", model, [&] { model.forward(train_set.x); },
                     {.title = "Your own layer, SwishMLP, drawn from one call on the training points"});
 
   const std::vector<double> losses = train(lesson, model, train_set, steps, lr);

@@ -86,11 +86,15 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   sizes.lens = lens.empty() ? nullptr : lens.data();
   if (any) kernels::flash_attention(sizes, query.data(), key.data(), value.data(), out.data(), lse.data());
 
-  // NOTE: the backward reads the inputs, the output and lse; it captures
-  // out.detach(), never out itself (see autograd.hpp). lse is the op's own.
-  record(out, "ScaledDotProductAttentionBackward", {query, key, value}, /*saved=*/{query, key, value, out},
-         [q = query, k = key, v = value, y = out.detach(), lse, lens = std::move(lens), sizes,
-          any](const Tensor& dout) -> std::vector<Tensor> {
+  // The backward reads the inputs, the output (record() keeps it detached,
+  // see autograd.hpp) and lse, the forward's own buffer.
+  record(out, "ScaledDotProductAttentionBackward", {query, key, value}, /*saved=*/{query, key, value, out, lse},
+         [lens = std::move(lens), sizes, any](const SavedTensors& saved, const Tensor& dout) -> std::vector<Tensor> {
+           const Tensor& q = saved[0];
+           const Tensor& k = saved[1];
+           const Tensor& v = saved[2];
+           const Tensor& y = saved[3];
+           const Tensor& lse = saved[4];
            kernels::AttentionSizes s = sizes;
            s.lens = lens.empty() ? nullptr : lens.data();  // the copy's own lengths
            Tensor dq = any ? Tensor::empty(q.shape()) : zeros(q.shape());
