@@ -24,7 +24,8 @@
 // code in one. A file that is all SIMD is one such block (gemm.cpp, whose
 // reference section is gemm_reference.cpp; gemm_edges.cpp); a file with no
 // SIMD has none (copy.cpp). Include this header before `#if QKV_SIMD`: the
-// library compiles with -Wundef, so a file that forgets does not build.
+// library compiles with -Wundef, so a file that forgets is warned (in CI,
+// where warnings are errors, it does not build).
 // (dropout.cpp is the one kernel defined once for both builds: its SIMD
 // section draws on AVX-512 DQ alone, and its #else draws nothing.)
 //
