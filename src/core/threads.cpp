@@ -9,7 +9,7 @@ namespace qkv {
 
 void set_num_threads(int n) {
   if (n < 1 || n > 1024) fail("set_num_threads: {} threads: expected a count from 1 to 1024", n);
-#ifdef QKV_NO_THREADS
+#if !QKV_THREADS
   if (n != 1) fail("set_num_threads: {} threads: this build of qkv has no threads (QKV_THREADS=OFF), only 1", n);
 #endif
   kernels::set_num_threads(n);

@@ -13,6 +13,9 @@
 // one by one costs more than the plain loop saves. Elsewhere (AVX2 has no
 // 64-bit multiply), and for the last n mod 16 elements, the plain loop,
 // which is also the reference the tests hold the SIMD one to.
+// So, unlike the other kernel files (simd.hpp), the public kernel is one
+// function for every build, below the two sections: each piece starts with
+// the SIMD draws, of which a build without AVX-512 DQ makes none.
 // Measurements, and what was tried: docs/kernel_notes.md.
 //
 // Threads: draw i depends on state and i alone, so a long array is cut into
@@ -27,6 +30,8 @@
 
 namespace qkv::kernels {
 
+// ==== reference: one draw at a time ==================================================
+
 namespace {
 
 constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL;  // as Generator::kGamma
@@ -37,9 +42,6 @@ uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-
-// Elements a task should take, at least.
-constexpr int64_t GRAIN = 1 << 15;
 
 // Draws begin … end - 1 one at a time; s is the state after draw begin.
 void dropout_scalar(int64_t begin, int64_t end, uint64_t s, float p, float scale, const float* x, float* y,
@@ -52,7 +54,13 @@ void dropout_scalar(int64_t begin, int64_t end, uint64_t s, float p, float scale
   }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(QKV_SCALAR_KERNELS)
+}  // namespace
+
+// ==== SIMD: sixteen draws at a time, on AVX-512 DQ ===================================
+#if QKV_SIMD && defined(__AVX512F__) && defined(__AVX512DQ__)
+
+namespace {
+
 using u64s = xsimd::batch<uint64_t, xsimd::avx512bw>;  // eight 64-bit lanes
 
 u64s mix(u64s z) {  // mix() above, lane by lane
@@ -89,17 +97,29 @@ int64_t dropout_simd(int64_t begin, int64_t end, uint64_t s, float p, float scal
   }
   return i;
 }
+
+}  // namespace
+
+#else  // no 64-bit lane multiply (AVX2, SSE, NEON) or no SIMD: every draw is the reference's
+
+namespace {
+
+int64_t dropout_simd(int64_t begin, int64_t, uint64_t, float, float, const float*, float*, float*) { return begin; }
+
+}  // namespace
+
 #endif
 
+// ==== the kernel: the SIMD draws from each piece's start, then the reference's =======
+
+namespace {
+constexpr int64_t GRAIN = 1 << 15;  // elements a task should take, at least
 }  // namespace
 
 void dropout(int64_t n, uint64_t state, float p, float scale, const float* x, float* y, float* mask) {
   parallel_ranges(n, GRAIN, 16, [&](int64_t begin, int64_t end) {
     const uint64_t s = state + static_cast<uint64_t>(begin) * kGamma;  // the state after draw begin (wrapping, as ever)
-    int64_t i = begin;
-#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(QKV_SCALAR_KERNELS)
-    i = dropout_simd(begin, end, s, p, scale, x, y, mask);
-#endif
+    const int64_t i = dropout_simd(begin, end, s, p, scale, x, y, mask);
     dropout_scalar(i, end, s + static_cast<uint64_t>(i - begin) * kGamma, p, scale, x, y, mask);
   });
 }

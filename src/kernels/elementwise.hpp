@@ -5,11 +5,12 @@
 // (step 0). That covers tensor∘tensor, tensor∘scalar and scalar∘tensor rows.
 //
 // An op is named here by an enum value; its formula is a struct in
-// elementwise.cpp (a scalar form and a SIMD form), and one table there binds
-// each value to its struct. The enum, rather than the struct as a template
-// argument, is what callers pass because the structs are written in xsimd and
-// only src/kernels/ may see xsimd: the op layer picks an op by name, and the
-// kernels stay plain functions compiled once, in one file.
+// elementwise.cpp (its scalar form in the reference section, its SIMD form in
+// the SIMD section), and one switch there binds each value to its struct. The
+// enum, rather than the struct as a template argument, is what callers pass
+// because the SIMD forms are written in xsimd and only src/kernels/ may see
+// xsimd: the op layer picks an op by name, and the kernels stay plain
+// functions compiled once, in one file.
 #pragma once
 #include <cstdint>
 

@@ -1,8 +1,9 @@
 // GEMM: C = op(A)·op(B), the kernel under every matmul, bmm and Linear.
 //
-// This file reads top-down: the reference loop that defines the product,
-// then the fast version, which follows the GotoBLAS / BLIS design kept to
-// its bones:
+// This file is the fast GEMM, the SIMD section of the GEMM kernels
+// (simd.hpp); their reference section, the loops that define the product
+// and the scalar build's gemm_rows, is gemm_reference.cpp. It follows the
+// GotoBLAS / BLIS design kept to its bones:
 //
 //   1. Cut K into slices of KC, N into blocks of NC and M into blocks of MC,
 //      so the pieces being worked on stay in cache.
@@ -35,100 +36,16 @@
 
 #include <algorithm>
 #include <utility>
-#include <vector>
 
-#ifndef QKV_SCALAR_KERNELS
+#include "kernels/simd.hpp"
+
+#if QKV_SIMD
 #include "kernels/gemm_edges.hpp"
 #include "kernels/gemm_simd.hpp"
 #include "kernels/gemm_tile.hpp"
 #include "kernels/parallel.hpp"
-#include "kernels/simd.hpp"
-#endif
 
 namespace qkv::kernels {
-
-// ---- reference -------------------------------------------------------------------
-
-// C[i, j] (+)= Σₖ op(A)[i, k] · op(B)[k, j], k in order: what gemm computes,
-// in another order of summation (tests/kernels/test_gemm.cpp holds the two equal).
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                    const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  for (int64_t i = 0; i < M; ++i) {
-    for (int64_t j = 0; j < N; ++j) {
-      float sum = 0.0f;
-      for (int64_t k = 0; k < K; ++k) {
-        float a = trans_a ? A[k * lda + i] : A[i * lda + k];
-        float b = trans_b ? B[j * ldb + k] : B[k * ldb + j];
-        sum += a * b;
-      }
-      C[i * ldc + j] = accumulate ? C[i * ldc + j] + sum : sum;
-    }
-  }
-}
-
-// Every C[i, j] is gemm_reference's float: a sum that starts at 0 and adds
-// op(A)[i, k] · op(B)[k, j] for k in order (multiply-adds are not fused in
-// qkv's builds), then goes into C. Only the order of the loops differs, so
-// that memory is read along rows and a compiler can vectorise without
-// reordering any sum. A tile of 4 rows × 8 columns of C keeps its 32 sums in
-// registers while k runs: each k reads 8 floats of a row of op(B) and the 4
-// rows' values of op(A), packed side by side for the tile's rows first. The
-// edges that fill no tile keep a row of running sums instead. A transposed B
-// is first copied into rows.
-void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-               int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  std::vector<float> b_rows;  // op(B) (K, N), when B is stored transposed
-  if (trans_b) {
-    b_rows.resize(static_cast<size_t>(K * N));
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) b_rows[static_cast<size_t>(k * N + j)] = B[j * ldb + k];
-    B = b_rows.data();
-    ldb = N;
-  }
-  auto a_at = [&](int64_t i, int64_t k) { return trans_a ? A[k * lda + i] : A[i * lda + k]; };
-  float* const out = C;  // written through store
-  auto store = [&](int64_t i, int64_t j, float sum) {
-    float& c = out[i * ldc + j];
-    c = accumulate ? c + sum : sum;
-  };
-  // Row i, columns [j0, N): a row of running sums.
-  std::vector<float> sums(static_cast<size_t>(N));
-  auto row = [&](int64_t i, int64_t j0) {
-    std::fill(sums.begin() + j0, sums.end(), 0.0f);
-    for (int64_t k = 0; k < K; ++k) {
-      const float a = a_at(i, k);
-      const float* b = B + k * ldb;
-      for (int64_t j = j0; j < N; ++j) sums[static_cast<size_t>(j)] += a * b[j];
-    }
-    for (int64_t j = j0; j < N; ++j) store(i, j, sums[static_cast<size_t>(j)]);
-  };
-  constexpr int TR = 4, TW = 8;                             // the tile: TR rows × TW columns of C
-  std::vector<float> a_panel(static_cast<size_t>(K * TR));  // a_panel[k·TR + r] = op(A)[i + r, k]
-  int64_t i = 0;
-  for (; i + TR <= M; i += TR) {
-    for (int64_t k = 0; k < K; ++k)
-      for (int r = 0; r < TR; ++r) a_panel[static_cast<size_t>(k * TR + r)] = a_at(i + r, k);
-    int64_t j = 0;
-    for (; j + TW <= N; j += TW) {
-      float tile[TR][TW] = {};
-      for (int64_t k = 0; k < K; ++k) {
-        const float* a = a_panel.data() + k * TR;
-        float b[TW];
-        for (int w = 0; w < TW; ++w) b[w] = B[k * ldb + j + w];
-        for (int r = 0; r < TR; ++r)
-          for (int w = 0; w < TW; ++w) tile[r][w] += a[r] * b[w];
-      }
-      for (int r = 0; r < TR; ++r)
-        for (int w = 0; w < TW; ++w) store(i + r, j + w, tile[r][w]);
-    }
-    if (j < N)
-      for (int r = 0; r < TR; ++r) row(i + r, j);
-  }
-  for (; i < M; ++i) row(i, 0);
-}
-
-// ---- the SIMD GEMM (none in the scalar build: kernels/scalar.cpp) ----------------
-#ifndef QKV_SCALAR_KERNELS
 
 namespace {
 
@@ -547,6 +464,26 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t 
     for (int64_t i = t * per_task; i < std::min(batch, (t + 1) * per_task); ++i) one(i, 1);
   });
 }
-#endif
 
 }  // namespace qkv::kernels
+
+#else  // the scalar build: gemm is gemm_rows, one matrix at a time
+
+namespace qkv::kernels {
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  gemm_rows(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, const float* A,
+                  const int64_t* a_offsets, int64_t lda, const float* B, const int64_t* b_offsets, int64_t ldb,
+                  float* C, int64_t c_stride, int64_t ldc, bool accumulate) {
+  for (int64_t i = 0; i < batch; ++i)
+    gemm_rows(trans_a, trans_b, M, N, K, A + a_offsets[i], lda, B + b_offsets[i], ldb, C + i * c_stride, ldc,
+              accumulate);
+}
+
+}  // namespace qkv::kernels
+
+#endif  // QKV_SIMD

@@ -17,7 +17,7 @@
 
 namespace qkv::kernels {
 
-// Packed, register-blocked, SIMD GEMM (xsimd).
+// Packed, register-blocked, SIMD GEMM (gemm.cpp); in the scalar build, gemm_rows.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate);
 
@@ -36,9 +36,9 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
 
 // gemm_reference's floats, bit for bit, with the loops turned so that memory
-// is read along rows, in tiles of C: the scalar build's gemm
-// (kernels/scalar.cpp), many times faster than the triple loop, whose inner
-// loop strides down B.
+// is read along rows, in tiles of C: the scalar build's gemm, many times
+// faster than the triple loop, whose inner loop strides down B. Both are in
+// gemm_reference.cpp.
 void gemm_rows(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                int64_t ldb, float* C, int64_t ldc, bool accumulate);
 

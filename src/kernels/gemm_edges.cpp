@@ -20,10 +20,15 @@
 // Which kernel sums an element of C depends only on where the element is
 // in C (blocks start at multiples of MR and NR whatever the threads), so
 // the result does not depend on the thread count.
-#include "kernels/gemm_edges.hpp"
+//
+// All of it is SIMD: one SIMD section (simd.hpp), empty in the scalar build.
+#include "kernels/simd.hpp"
 
+#if QKV_SIMD
 #include <algorithm>
 #include <utility>
+
+#include "kernels/gemm_edges.hpp"
 
 namespace qkv::kernels::gemm_detail {
 
@@ -261,3 +266,5 @@ void dot_products(int64_t cols, int64_t rows, int64_t kc, const float* a, int64_
 }
 
 }  // namespace qkv::kernels::gemm_detail
+
+#endif  // QKV_SIMD

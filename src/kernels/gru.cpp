@@ -6,8 +6,9 @@
 // H = 32) recording them cost more than the arithmetic. Here a step is one
 // pass over the B·H elements each way.
 //
-// Each row: SIMD over the full registers of H, then the scalar code, which is
-// also the reference, for the tail. In a row, x_, h_ and g point at the three
+// The two sections every kernel file has (simd.hpp): the reference, one
+// element at a time, and the SIMD kernels, which run each row over the full
+// registers of H, then the reference's code for the tail. In a row, x_, h_ and g point at the three
 // blocks [r | z | n] of xw, hw and gates: block j, element k is at j·H + k.
 #include "kernels/gru.hpp"
 
@@ -17,15 +18,12 @@
 
 namespace qkv::kernels {
 
+// ==== reference: element k of one row ================================================
+
 namespace {
 
 // σ(a) = 1 / (1 + e⁻ᵃ), as the elementwise kernels compute it.
 float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
-#ifndef QKV_SCALAR_KERNELS
-batch sigmoid(batch a) { return divide(batch(1.0f), batch(1.0f) + xsimd::exp(-a)); }
-#endif
-
-// ---- scalar: element k of one row ---------------------------------------------------
 
 void forward_element(int64_t H, int64_t k, const float* x_, const float* h_, const float* h, float* h_next, float* g) {
   const float r = sigmoid(x_[k] + h_[k]);
@@ -52,8 +50,6 @@ void backward_element(int64_t H, int64_t k, const float* h_, const float* h, con
 
 }  // namespace
 
-// ---- forward ----------------------------------------------------------------------
-
 void gru_cell_reference(int64_t B, int64_t H, const float* xw, const float* hw, const float* h, float* h_next,
                         float* gates) {
   for (int64_t b = 0; b < B; ++b)
@@ -61,7 +57,23 @@ void gru_cell_reference(int64_t B, int64_t H, const float* xw, const float* hw, 
       forward_element(H, k, xw + b * 3 * H, hw + b * 3 * H, h + b * H, h_next + b * H, gates + b * 3 * H);
 }
 
-#ifndef QKV_SCALAR_KERNELS
+void gru_cell_backward_reference(int64_t B, int64_t H, const float* hw, const float* h, const float* gates,
+                                 const float* dh_next, float* dxw, float* dhw, float* dh) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t k = 0; k < H; ++k)
+      backward_element(H, k, hw + b * 3 * H, h + b * H, gates + b * 3 * H, dh_next + b * H, dxw + b * 3 * H,
+                       dhw + b * 3 * H, dh + b * H);
+}
+
+// ==== SIMD: W elements of a row at a time ============================================
+#if QKV_SIMD
+
+namespace {
+
+batch sigmoid(batch a) { return divide(batch(1.0f), batch(1.0f) + xsimd::exp(-a)); }
+
+}  // namespace
+
 void gru_cell(int64_t B, int64_t H, const float* xw, const float* hw, const float* h, float* h_next, float* gates) {
   const batch one(1.0f);
   for (int64_t b = 0; b < B; ++b) {
@@ -82,19 +94,7 @@ void gru_cell(int64_t B, int64_t H, const float* xw, const float* hw, const floa
     for (; k < H; ++k) forward_element(H, k, x_, h_, h + b * H, h_next + b * H, g);
   }
 }
-#endif
 
-// ---- backward ---------------------------------------------------------------------
-
-void gru_cell_backward_reference(int64_t B, int64_t H, const float* hw, const float* h, const float* gates,
-                                 const float* dh_next, float* dxw, float* dhw, float* dh) {
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t k = 0; k < H; ++k)
-      backward_element(H, k, hw + b * 3 * H, h + b * H, gates + b * 3 * H, dh_next + b * H, dxw + b * 3 * H,
-                       dhw + b * 3 * H, dh + b * H);
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void gru_cell_backward(int64_t B, int64_t H, const float* hw, const float* h, const float* gates, const float* dh_next,
                        float* dxw, float* dhw, float* dh) {
   const batch one(1.0f);
@@ -123,6 +123,17 @@ void gru_cell_backward(int64_t B, int64_t H, const float* hw, const float* h, co
     for (; k < H; ++k) backward_element(H, k, h_, h + b * H, g, dh_next + b * H, dx_, dh_, dh + b * H);
   }
 }
-#endif
+
+#else  // the scalar build: each kernel is its reference
+
+void gru_cell(int64_t B, int64_t H, const float* xw, const float* hw, const float* h, float* h_next, float* gates) {
+  gru_cell_reference(B, H, xw, hw, h, h_next, gates);
+}
+void gru_cell_backward(int64_t B, int64_t H, const float* hw, const float* h, const float* gates, const float* dh_next,
+                       float* dxw, float* dhw, float* dh) {
+  gru_cell_backward_reference(B, H, hw, h, gates, dh_next, dxw, dhw, dh);
+}
+
+#endif  // QKV_SIMD
 
 }  // namespace qkv::kernels

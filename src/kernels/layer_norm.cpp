@@ -6,6 +6,9 @@
 // per block. Here the forward is three passes over a row (mean, variance,
 // write) and the backward two (the two means, then dx), with no temporaries.
 //
+// The two sections every kernel file has (simd.hpp): the reference's plain
+// loops, and the SIMD kernels.
+//
 // The backward's formula: with x̂ = (x - μ)·rstd and g = dy ⊙ w, the
 // Jacobian of x̂ with respect to x is rstd·(I - 1/D - x̂ x̂ᵀ/D), so
 //   dx = rstd · (g - mean(g) - x̂ · mean(g ⊙ x̂)).
@@ -18,7 +21,7 @@
 
 namespace qkv::kernels {
 
-// ---- reference: plain loops -----------------------------------------------------------
+// ==== reference: plain loops =========================================================
 
 void layer_norm_reference(int64_t rows, int64_t D, const float* x, const float* weight, const float* bias, float eps,
                           float* y, float* mean, float* rstd) {
@@ -60,8 +63,8 @@ void layer_norm_backward_reference(int64_t rows, int64_t D, const float* x, cons
   }
 }
 
-#ifndef QKV_SCALAR_KERNELS  // the scalar build's kernels: kernels/scalar.cpp
-// ---- SIMD: a register of D at a time, then the tail ----------------------------------------
+// ==== SIMD: a register of D at a time, then the tail =================================
+#if QKV_SIMD
 
 namespace {
 
@@ -167,6 +170,18 @@ void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* w
     }
   }
 }
-#endif
+
+#else  // the scalar build: each kernel is its reference
+
+void layer_norm(int64_t rows, int64_t D, const float* x, const float* weight, const float* bias, float eps, float* y,
+                float* mean, float* rstd) {
+  layer_norm_reference(rows, D, x, weight, bias, eps, y, mean, rstd);
+}
+void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* weight, const float* mean,
+                         const float* rstd, const float* dy, float* dx, float* dweight, float* dbias) {
+  layer_norm_backward_reference(rows, D, x, weight, mean, rstd, dy, dx, dweight, dbias);
+}
+
+#endif  // QKV_SIMD
 
 }  // namespace qkv::kernels

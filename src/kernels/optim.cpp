@@ -1,6 +1,7 @@
-// The optimizers' updates (optim.hpp): each a scalar function of one
-// element, which the reference loop and the SIMD loop's tail both call, and
-// the same formula written once more for a SIMD batch of W elements.
+// The optimizers' updates (optim.hpp), in the two sections every kernel file
+// has (simd.hpp): the reference, a scalar function of one element, which the
+// reference loop and the SIMD loop's tail both call; and the SIMD kernels,
+// the same formula written once more for a batch of W elements.
 #include "kernels/optim.hpp"
 
 #include <cmath>
@@ -11,21 +12,9 @@
 
 namespace qkv::kernels {
 
-namespace {
+// ==== reference: one element at a time ===============================================
 
-// ---- threads ---------------------------------------------------------------------
-//
-// A long parameter is cut into pieces, one task each (parallel.hpp). Each
-// update computes every element alone, and the SIMD body and the scalar
-// tail compute the same float (madd and fmadd, divide and /: simd.hpp), so
-// any cut gives the same result.
-// Floats a task should take, at least: about 10 µs of work, what waking a
-// thread costs. Adam reads four arrays and writes three, with a square root
-// and a division: a quarter of a plain add's 64K. (The scalar build runs
-// its updates on one thread and uses none of them.)
-[[maybe_unused]] constexpr int64_t GRAIN_ADAM = 1 << 14;
-[[maybe_unused]] constexpr int64_t GRAIN_SGD = 1 << 15;
-[[maybe_unused]] constexpr int64_t GRAIN_SCALE = 1 << 16;  // one multiply: a plain add's grain
+namespace {
 
 // ---- Adam ------------------------------------------------------------------------
 
@@ -58,7 +47,44 @@ void adam_reference(const AdamStep& s, int64_t n, float* p, const float* g, floa
   for (int64_t i = 0; i < n; ++i) adam_one(s, p[i], g[i], m[i], v[i]);
 }
 
-#ifndef QKV_SCALAR_KERNELS
+void sgd_reference(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
+  for (int64_t i = 0; i < n; ++i) sgd_one(s, p[i], g[i], buf != nullptr ? buf + i : nullptr);
+}
+
+// ---- sum of squares, scale -----------------------------------------------------------
+
+double sum_squares_reference(int64_t n, const float* x) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+void scale_reference(int64_t n, float c, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= c;
+}
+
+// ==== SIMD: W elements at a time =====================================================
+#if QKV_SIMD
+
+namespace {
+
+// ---- threads ---------------------------------------------------------------------
+//
+// A long parameter is cut into pieces, one task each (parallel.hpp). Each
+// update computes every element alone, and the SIMD body and the scalar
+// tail compute the same float (madd and fmadd, divide and /: simd.hpp), so
+// any cut gives the same result.
+// Floats a task should take, at least: about 10 µs of work, what waking a
+// thread costs. Adam reads four arrays and writes three, with a square root
+// and a division: a quarter of a plain add's 64K.
+constexpr int64_t GRAIN_ADAM = 1 << 14;
+constexpr int64_t GRAIN_SGD = 1 << 15;
+constexpr int64_t GRAIN_SCALE = 1 << 16;  // one multiply: a plain add's grain
+
+}  // namespace
+
+// ---- Adam ------------------------------------------------------------------------
+
 namespace {
 
 void adam_simd(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
@@ -85,13 +111,9 @@ void adam_simd(const AdamStep& s, int64_t n, float* p, const float* g, float* m,
 void adam(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
   parallel_ranges(n, GRAIN_ADAM, W, [&](int64_t b, int64_t e) { adam_simd(s, e - b, p + b, g + b, m + b, v + b); });
 }
-#endif
 
-void sgd_reference(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
-  for (int64_t i = 0; i < n; ++i) sgd_one(s, p[i], g[i], buf != nullptr ? buf + i : nullptr);
-}
+// ---- SGD -------------------------------------------------------------------------
 
-#ifndef QKV_SCALAR_KERNELS
 namespace {
 
 void sgd_simd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
@@ -117,17 +139,9 @@ void sgd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
   parallel_ranges(n, GRAIN_SGD, W,
                   [&](int64_t b, int64_t e) { sgd_simd(s, e - b, p + b, g + b, buf != nullptr ? buf + b : nullptr); });
 }
-#endif
 
 // ---- sum of squares ---------------------------------------------------------------
 
-double sum_squares_reference(int64_t n, const float* x) {
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  return sum;
-}
-
-#ifndef QKV_SCALAR_KERNELS
 namespace {
 
 // Doubles, as the reference: each load widens W/2 floats (a double batch is
@@ -169,15 +183,9 @@ double sum_squares(int64_t n, const float* x) {
   for (double piece : sums) sum += piece;
   return sum;
 }
-#endif
 
 // ---- scale ----------------------------------------------------------------------
 
-void scale_reference(int64_t n, float c, float* x) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= c;
-}
-
-#ifndef QKV_SCALAR_KERNELS
 namespace {
 
 void scale_simd(int64_t n, float c, float* x) {
@@ -192,6 +200,16 @@ void scale_simd(int64_t n, float c, float* x) {
 void scale(int64_t n, float c, float* x) {
   parallel_ranges(n, GRAIN_SCALE, W, [&](int64_t b, int64_t e) { scale_simd(e - b, c, x + b); });
 }
-#endif
+
+#else  // the scalar build: each kernel is its reference
+
+void adam(const AdamStep& s, int64_t n, float* p, const float* g, float* m, float* v) {
+  adam_reference(s, n, p, g, m, v);
+}
+void sgd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) { sgd_reference(s, n, p, g, buf); }
+double sum_squares(int64_t n, const float* x) { return sum_squares_reference(n, x); }
+void scale(int64_t n, float c, float* x) { scale_reference(n, c, x); }
+
+#endif  // QKV_SIMD
 
 }  // namespace qkv::kernels

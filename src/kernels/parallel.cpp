@@ -26,7 +26,7 @@
 //
 // The default count follows the machine's load (see default count below).
 //
-// A build without threads (QKV_NO_THREADS: WebAssembly in a page, where
+// A build without threads (QKV_THREADS=0: WebAssembly in a page, where
 // there are none) keeps only the last part of this file: one thread, and
 // every loop's tasks in order on the caller.
 //
@@ -34,7 +34,7 @@
 // Measurements: docs/kernel_notes.md.
 #include "kernels/parallel.hpp"
 
-#ifndef QKV_NO_THREADS
+#if QKV_THREADS
 #include <pthread.h>
 #include <sys/resource.h>
 #endif
@@ -56,7 +56,7 @@
 
 namespace qkv::kernels {
 
-#ifndef QKV_NO_THREADS
+#if QKV_THREADS
 namespace {
 
 // How long a waiting thread polls before it sleeps: longer than the gap
@@ -304,7 +304,7 @@ void follow_the_load() {
 }
 
 }  // namespace
-#endif  // QKV_NO_THREADS
+#endif  // QKV_THREADS
 
 int parse_num_threads(const char* text) {
   char* end = nullptr;
@@ -323,7 +323,7 @@ int threads_for_load(int cores, double load_average, double own_cores) {
 
 int64_t tasks_for(int64_t work, int64_t grain) { return work < 2 * grain ? 1 : work / grain; }
 
-#ifndef QKV_NO_THREADS
+#if QKV_THREADS
 int num_threads() {
   if (int n = threads_wanted.load(); n > 0) return n;
   std::lock_guard lock(count_mutex);
@@ -366,7 +366,7 @@ void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* co
   for (int64_t t = 0; t < tasks; ++t) call(context, t);
 }
 
-#else  // QKV_NO_THREADS: one thread, always
+#else  // no threads: one thread, always
 
 int num_threads() { return 1; }
 
@@ -382,6 +382,6 @@ void run_tasks(int64_t tasks, void (*call)(const void*, int64_t), const void* co
   for (int64_t t = 0; t < tasks; ++t) call(context, t);
 }
 
-#endif  // QKV_NO_THREADS
+#endif  // QKV_THREADS
 
 }  // namespace qkv::kernels

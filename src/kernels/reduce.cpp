@@ -7,8 +7,10 @@
 //   inner > 1   slice k, x[o, k, :], is contiguous, so whole slices are
 //               combined elementwise into out[o, :], W outputs at a time.
 //
-// Large reductions run on the kernels' threads, with the same result whatever
-// their number (see "threads" below).
+// The two sections every kernel file has (simd.hpp): the reference, one
+// output at a time down its column, and the SIMD kernels, which run the way
+// the memory does. Large reductions run on the kernels' threads, with the
+// same result whatever their number (see "threads" below).
 //
 // Left out on purpose: several accumulators per row and pairwise summation
 // (faster and more accurate, but more to read), and a SIMD argmax.
@@ -23,6 +25,8 @@
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
+
+// ==== reference: one output at a time ================================================
 
 namespace {
 
@@ -41,8 +45,57 @@ float combine(Reduce op, float acc, float v) {
   return op == Reduce::Max ? std::max(acc, v) : std::min(acc, v);
 }
 
-#ifndef QKV_SCALAR_KERNELS  // the scalar build's reduce: kernels/scalar.cpp
-// The same on W lanes at once. Op is a template parameter so the choice is
+}  // namespace
+
+// out[o, i] = x[o, 0, i] ∘ x[o, 1, i] ∘ … ∘ x[o, n-1, i]
+void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      float acc = identity(op);
+      for (int64_t k = 0; k < n; ++k) acc = combine(op, acc, x[(o * n + k) * inner + i]);
+      out[o * inner + i] = acc;
+    }
+  }
+}
+
+// ---- argmax / argmin (scalar) ----------------------------------------------------
+
+namespace {
+
+// out[o, i] = the k whose x[o, k, i] is largest (or smallest). Only a strictly
+// better value takes over, so ties keep the first index. NaN counts as better
+// than anything (PyTorch: a NaN is both the max and the min), and once found it
+// is kept.
+void arg_best(bool largest, int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* column = x + o * n * inner + i;  // column[k * inner] = x[o, k, i]
+      int64_t best = 0;
+      for (int64_t k = 1; k < n && !std::isnan(column[best * inner]); ++k) {
+        float v = column[k * inner], b = column[best * inner];
+        if (std::isnan(v) || (largest ? v > b : v < b)) best = k;
+      }
+      out[o * inner + i] = best;
+    }
+  }
+}
+
+}  // namespace
+
+void argmax(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
+  arg_best(true, outer, n, inner, x, out);
+}
+
+void argmin(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
+  arg_best(false, outer, n, inner, x, out);
+}
+
+// ==== SIMD: W lanes along a row, or W columns side by side ===========================
+#if QKV_SIMD
+
+namespace {
+
+// combine on W lanes at once. Op is a template parameter so the choice is
 // made once per call, not once per batch.
 template <Reduce Op>
 batch combine(batch acc, batch v) {
@@ -170,24 +223,8 @@ void reduce_simd(int64_t outer, int64_t n, int64_t inner, const float* x, float*
     reduce_columns<Op>(outer, n, inner, x, out);
 }
 
-#endif
-
 }  // namespace
 
-// ---- reduce ----------------------------------------------------------------------
-
-// out[o, i] = x[o, 0, i] ∘ x[o, 1, i] ∘ … ∘ x[o, n-1, i]
-void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      float acc = identity(op);
-      for (int64_t k = 0; k < n; ++k) acc = combine(op, acc, x[(o * n + k) * inner + i]);
-      out[o * inner + i] = acc;
-    }
-  }
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
   switch (op) {
     case Reduce::Sum:
@@ -198,38 +235,13 @@ void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, 
       return reduce_simd<Reduce::Min>(outer, n, inner, x, out);
   }
 }
-#endif
 
-// ---- argmax / argmin (scalar) ----------------------------------------------------
+#else  // the scalar build: the kernel is its reference
 
-namespace {
-
-// out[o, i] = the k whose x[o, k, i] is largest (or smallest). Only a strictly
-// better value takes over, so ties keep the first index. NaN counts as better
-// than anything (PyTorch: a NaN is both the max and the min), and once found it
-// is kept.
-void arg_best(bool largest, int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* column = x + o * n * inner + i;  // column[k * inner] = x[o, k, i]
-      int64_t best = 0;
-      for (int64_t k = 1; k < n && !std::isnan(column[best * inner]); ++k) {
-        float v = column[k * inner], b = column[best * inner];
-        if (std::isnan(v) || (largest ? v > b : v < b)) best = k;
-      }
-      out[o * inner + i] = best;
-    }
-  }
+void reduce(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
+  reduce_reference(op, outer, n, inner, x, out);
 }
 
-}  // namespace
-
-void argmax(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
-  arg_best(true, outer, n, inner, x, out);
-}
-
-void argmin(int64_t outer, int64_t n, int64_t inner, const float* x, int64_t* out) {
-  arg_best(false, outer, n, inner, x, out);
-}
+#endif  // QKV_SIMD
 
 }  // namespace qkv::kernels

@@ -1,7 +1,35 @@
-// The one way kernels reach xsimd: the include, the register type, and the
-// few operations whose meaning must not change with the machine or with
-// xsimd's version. Private to src/kernels/, and bench/bench.cpp, whose FMA
-// peak loop runs on this register type; nothing else includes it.
+// The one way kernels reach xsimd, and the one place that decides whether
+// they do. Private to src/kernels/, and bench/bench.cpp, whose FMA peak loop
+// runs on this register type; nothing else includes it.
+//
+// ---- the two builds: how a kernel file is laid out ---------------------------------
+//
+// QKV_SIMD (below) is 1, or 0 in the scalar build: CMake's QKV_SCALAR_KERNELS=ON,
+// for targets xsimd has no instruction set for, such as WebAssembly. That
+// build includes no xsimd. Every kernel file has two sections (softmax.cpp
+// is the one to copy):
+//
+//   // ==== reference ====            always compiled: name_reference, the
+//   void softmax_reference(…) {…}     plain loop that defines the kernel, which
+//                                     the tests hold the SIMD kernel equal to
+//   // ==== SIMD ====
+//   #if QKV_SIMD                      the fast kernel under the public name,
+//   void softmax(…) {…}               with its helpers and its threads
+//   #else                             the scalar build: each public name is
+//   void softmax(…) { softmax_reference(…); }   its reference, one call
+//   #endif
+//
+// One `#if QKV_SIMD` a file, and no other test of the build: each kernel is
+// written once per kind, the public names exist in every build, and the SIMD
+// code in one. A file that is all SIMD is one such block (gemm.cpp, whose
+// reference section is gemm_reference.cpp; gemm_edges.cpp); a file with no
+// SIMD has none (copy.cpp). Include this header before `#if QKV_SIMD`: the
+// library compiles with -Wundef, so a file that forgets is warned (in CI,
+// where warnings are errors, it does not build).
+// (dropout.cpp is the one kernel defined once for both builds: its SIMD
+// section draws on AVX-512 DQ alone, and its #else draws nothing.)
+//
+// ---- the operations whose meaning must not change -----------------------------------
 //
 //   fmadd, madd   a·b + c in one rounding wherever the hardware fuses (every
 //                 x86 build with FMA, every ARM64 one), in two elsewhere:
@@ -19,9 +47,16 @@
 // range); where they differ, the branch is here.
 #pragma once
 
-// The scalar build (QKV_SCALAR_KERNELS, kernels/scalar.cpp) includes no
-// xsimd: it gets madd and aligned_floats alone, which its loops use too.
-#ifndef QKV_SCALAR_KERNELS
+// CMake defines QKV_SCALAR_KERNELS as 1 or 0 for the library; a program
+// that includes this header without it (bench) gets SIMD.
+#if QKV_SCALAR_KERNELS
+#define QKV_SIMD 0
+#else
+#define QKV_SIMD 1
+#endif
+
+// The scalar build gets madd and aligned_floats alone, which the references use too.
+#if QKV_SIMD
 // NOTE: GCC 12's AVX-512 headers trip a false "used uninitialized" warning
 // wherever their intrinsics get inlined (GCC bug 105593); hush it for xsimd only.
 #pragma GCC diagnostic push
@@ -60,7 +95,7 @@ inline float madd(float a, float b, float c) {
   return a * b + c;
 }
 
-#ifndef QKV_SCALAR_KERNELS
+#if QKV_SIMD
 // One SIMD register of floats, as wide as the build's instruction set allows
 // (16 for AVX-512, 8 for AVX2, 4 for SSE and NEON).
 using batch = xsimd::batch<float>;
@@ -115,7 +150,7 @@ template <class V>
 #endif
 }
 
-#endif
+#endif  // QKV_SIMD
 
 // Memory at a 64-byte boundary (a cache line, and the widest register), for
 // aligned loads. C++17's aligned new, not xsimd::aligned_allocator, whose

@@ -4,9 +4,11 @@
 //   softmax(x)ₖ     = exp(xₖ - m) / Σⱼ exp(xⱼ - m)
 //   log_softmax(x)ₖ = (xₖ - m) - log Σⱼ exp(xⱼ - m)          with m = maxⱼ xⱼ
 //
-// inner == 1 (the last dim: every attention row, every classifier's logits) is
-// the SIMD path, one contiguous row at a time in three passes: max, exp-and-sum,
-// write. inner > 1 runs the reference's scalar code down each strided column.
+// The file has the two sections every kernel file has (simd.hpp): the
+// reference, plain loops down one column x[k · inner] of the view at a time,
+// and the SIMD kernels, for inner == 1 (the last dim: every attention row,
+// every classifier's logits), one contiguous row at a time in three passes:
+// max, exp-and-sum, write. inner > 1 runs the reference down each column.
 //
 // Why the backwards and cross-entropy are kernels and not ops: composed from
 // ops, each is four or five full-size temporaries and graph nodes per call,
@@ -20,6 +22,7 @@
 // What was measured and tried: docs/kernel_notes.md.
 #include "kernels/softmax.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -28,11 +31,11 @@
 
 namespace qkv::kernels {
 
+// ==== reference: one column x[k · stride], k < n, at a time ==========================
+
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-// ---- scalar: one column x[k · stride], k < n ---------------------------------------
 
 // NOTE: a NaN may be skipped by the max, but it still reaches the sum, so a
 // row holding a NaN comes out all NaN, as in PyTorch.
@@ -71,8 +74,126 @@ void log_softmax_backward_column(int64_t n, int64_t stride, const float* y, cons
   for (int64_t k = 0; k < n; ++k) dx[k * stride] = dy[k * stride] - std::exp(y[k * stride]) * sum;
 }
 
-#ifndef QKV_SCALAR_KERNELS  // the scalar build's kernels: kernels/scalar.cpp
-// ---- SIMD: one contiguous row x[0:n] ---------------------------------------------
+// d2l's mask, written while copying: x' = x on the first len entries, -1e6 after.
+void mask_row(int64_t n, int64_t len, const float* x, float* y) {
+  for (int64_t k = 0; k < n; ++k) y[k] = k < len ? x[k] : -1e6f;
+}
+
+// The masked entries get no gradient: dx = 0 from len on.
+void zero_masked(int64_t n, int64_t len, float* dx) {
+  for (int64_t k = std::max<int64_t>(len, 0); k < n; ++k) dx[k] = 0.0f;
+}
+
+// Column (o, i) of the (outer, n, inner) view starts at x[o·n·inner + i] and
+// has stride inner: column(at) is called with that offset for every column.
+template <class Column>
+void each_column(int64_t outer, int64_t n, int64_t inner, Column column) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) column(o * n * inner + i);
+}
+
+}  // namespace
+
+void softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
+  each_column(outer, n, inner, [&](int64_t at) { softmax_column(n, inner, x + at, y + at); });
+}
+
+void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
+  each_column(outer, n, inner, [&](int64_t at) { log_softmax_column(n, inner, x + at, y + at); });
+}
+
+void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
+  each_column(outer, n, inner, [&](int64_t at) { softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
+}
+
+void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
+                                    float* dx) {
+  each_column(outer, n, inner, [&](int64_t at) { log_softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
+}
+
+// ---- masked softmax ------------------------------------------------------------------
+
+void masked_softmax_reference(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    mask_row(n, lens[r], x + r * n, y + r * n);
+    softmax_column(n, 1, y + r * n, y + r * n);
+  }
+}
+
+// masked_softmax's backward: softmax's on each row, then 0 at the masked
+// entries. NOTE: softmax's backward alone would send y·(dy - Σ dy y) to the
+// masked entries, which is 0 where y underflowed to 0 but not in a row of
+// length 0 (y = 1/n everywhere): those entries were replaced by -1e6, so x
+// gets none.
+void masked_softmax_backward_reference(int64_t rows, int64_t n, const int64_t* lens, const float* y, const float* dy,
+                                       float* dx) {
+  for (int64_t r = 0; r < rows; ++r) {
+    softmax_backward_column(n, 1, y + r * n, dy + r * n, dx + r * n);
+    zero_masked(n, lens[r], dx + r * n);
+  }
+}
+
+// ---- cross-entropy ------------------------------------------------------------------
+// Row i: logits x[i·C : (i+1)·C], stats[2i] = m, stats[2i + 1] = log Σ exp(x - m).
+
+void cross_entropy_reference(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
+                             int64_t ignore_index, float smoothing, float* loss, float* stats) {
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = x + i * C;
+    const float m = column_max(C, 1, row);
+    float sum = 0.0f;
+    for (int64_t c = 0; c < C; ++c) sum += std::exp(row[c] - m);
+    const float log_sum = std::log(sum);
+    stats[2 * i] = m;
+    stats[2 * i + 1] = log_sum;
+    const int64_t t = target[i];
+    if (t == ignore_index) {
+      loss[i] = 0.0f;
+      continue;
+    }
+    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
+    float smooth = 0.0f;  // -Σ_c w[c] · logp[c]
+    for (int64_t c = 0; c < C; ++c) smooth -= w(c) * ((row[c] - m) - log_sum);
+    const float nll = -w(t) * ((row[t] - m) - log_sum);
+    loss[i] = (1 - smoothing) * nll + smoothing / static_cast<float>(C) * smooth;
+  }
+}
+
+namespace {
+
+// Σ_c w[c]: the smoothing term's share of dx is ε/C · (Σw · p - w).
+float weight_sum(int64_t C, const float* weight) {
+  if (weight == nullptr) return static_cast<float>(C);
+  float s = 0.0f;
+  for (int64_t c = 0; c < C; ++c) s += weight[c];
+  return s;
+}
+
+}  // namespace
+
+void cross_entropy_backward_reference(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
+                                      const float* weight, int64_t ignore_index, float smoothing, const float* dloss,
+                                      float* dx) {
+  const float eps_c = smoothing / static_cast<float>(C);
+  const float w_sum = weight_sum(C, weight);
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t t = target[i];
+    for (int64_t c = 0; c < C; ++c) dx[i * C + c] = 0.0f;
+    if (t == ignore_index) continue;
+    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
+    const float a = (1 - smoothing) * w(t) + eps_c * w_sum;
+    for (int64_t c = 0; c < C; ++c) {
+      const float p = std::exp((x[i * C + c] - stats[2 * i]) - stats[2 * i + 1]);
+      dx[i * C + c] = dloss[i] * (a * p - eps_c * w(c));
+    }
+    dx[i * C + t] -= dloss[i] * (1 - smoothing) * w(t);
+  }
+}
+
+// ==== SIMD: one contiguous row x[0:n] at a time (inner == 1) =========================
+#if QKV_SIMD
+
+namespace {
 
 float row_max(int64_t n, const float* x) {
   batch m(-kInf);
@@ -173,21 +294,9 @@ void log_softmax_backward_row(int64_t n, const float* y, const float* dy, float*
   for (; k < n; ++k) dx[k] = dy[k] - std::exp(y[k]) * sum;
 }
 
-#endif
-
-// d2l's mask, written while copying: x' = x on the first len entries, -1e6 after.
-void mask_row(int64_t n, int64_t len, const float* x, float* y) {
-  for (int64_t k = 0; k < n; ++k) y[k] = k < len ? x[k] : -1e6f;
-}
-
-}  // namespace
-
-// ---- public kernels --------------------------------------------------------------
-//
 // Threads: every row (and every column) is computed alone, so the rows are
 // shared out among the threads whole (each_row), the same numbers on any
 // count. A task should take ~10 µs: about 16K floats of exp.
-namespace {
 constexpr int64_t GRAIN = 1 << 14;
 
 template <class Row>
@@ -196,73 +305,29 @@ void each_row(int64_t rows, int64_t n, Row row) {
     for (int64_t r = first; r < last; ++r) row(r);
   });
 }
+
 }  // namespace
 
-// Column (o, i) of the (outer, n, inner) view starts at x[o·n·inner + i] and
-// has stride inner: column(at) is called with that offset for every column.
-namespace {
-template <class Column>
-void each_column(int64_t outer, int64_t n, int64_t inner, Column column) {
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) column(o * n * inner + i);
-}
-}  // namespace
-
-void softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
-  each_column(outer, n, inner, [&](int64_t at) { softmax_column(n, inner, x + at, y + at); });
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   if (inner != 1) return softmax_reference(outer, n, inner, x, y);
   each_row(outer, n, [&](int64_t o) { softmax_row(n, x + o * n, y + o * n); });
 }
-#endif
 
-void log_softmax_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
-  each_column(outer, n, inner, [&](int64_t at) { log_softmax_column(n, inner, x + at, y + at); });
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
   if (inner != 1) return log_softmax_reference(outer, n, inner, x, y);
   each_row(outer, n, [&](int64_t o) { log_softmax_row(n, x + o * n, y + o * n); });
 }
-#endif
 
-void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
-  each_column(outer, n, inner, [&](int64_t at) { softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
   if (inner != 1) return softmax_backward_reference(outer, n, inner, y, dy, dx);
   each_row(outer, n, [&](int64_t o) { softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n); });
 }
-#endif
 
-void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
-                                    float* dx) {
-  each_column(outer, n, inner, [&](int64_t at) { log_softmax_backward_column(n, inner, y + at, dy + at, dx + at); });
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void log_softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
   if (inner != 1) return log_softmax_backward_reference(outer, n, inner, y, dy, dx);
   each_row(outer, n, [&](int64_t o) { log_softmax_backward_row(n, y + o * n, dy + o * n, dx + o * n); });
 }
-#endif
 
-// ---- masked softmax ------------------------------------------------------------------
-
-void masked_softmax_reference(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    mask_row(n, lens[r], x + r * n, y + r * n);
-    softmax_column(n, 1, y + r * n, y + r * n);
-  }
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void masked_softmax(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
   each_row(rows, n, [&](int64_t r) {
     mask_row(n, lens[r], x + r * n, y + r * n);
@@ -270,44 +335,14 @@ void masked_softmax(int64_t rows, int64_t n, const int64_t* lens, const float* x
   });
 }
 
-// NOTE: softmax's backward alone would send y·(dy - Σ dy y) to the masked
-// entries, which is 0 where y underflowed to 0 but not in a row of length 0
-// (y = 1/n everywhere): those entries were replaced by -1e6, so x gets none.
+// As the reference: softmax's backward on each row, then 0 at the masked entries.
 void masked_softmax_backward(int64_t rows, int64_t n, const int64_t* lens, const float* y, const float* dy, float* dx) {
   each_row(rows, n, [&](int64_t r) {
     softmax_backward_row(n, y + r * n, dy + r * n, dx + r * n);
-    for (int64_t k = std::max<int64_t>(lens[r], 0); k < n; ++k) dx[r * n + k] = 0.0f;
+    zero_masked(n, lens[r], dx + r * n);
   });
 }
-#endif
 
-// ---- cross-entropy ------------------------------------------------------------------
-// Row i: logits x[i·C : (i+1)·C], stats[2i] = m, stats[2i + 1] = log Σ exp(x - m).
-
-void cross_entropy_reference(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
-                             int64_t ignore_index, float smoothing, float* loss, float* stats) {
-  for (int64_t i = 0; i < N; ++i) {
-    const float* row = x + i * C;
-    const float m = column_max(C, 1, row);
-    float sum = 0.0f;
-    for (int64_t c = 0; c < C; ++c) sum += std::exp(row[c] - m);
-    const float log_sum = std::log(sum);
-    stats[2 * i] = m;
-    stats[2 * i + 1] = log_sum;
-    const int64_t t = target[i];
-    if (t == ignore_index) {
-      loss[i] = 0.0f;
-      continue;
-    }
-    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
-    float smooth = 0.0f;  // -Σ_c w[c] · logp[c]
-    for (int64_t c = 0; c < C; ++c) smooth -= w(c) * ((row[c] - m) - log_sum);
-    const float nll = -w(t) * ((row[t] - m) - log_sum);
-    loss[i] = (1 - smoothing) * nll + smoothing / static_cast<float>(C) * smooth;
-  }
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
                    int64_t ignore_index, float smoothing, float* loss, float* stats) {
   each_row(N, C, [&](int64_t i) {
@@ -338,40 +373,7 @@ void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, 
     loss[i] = (1 - smoothing) * loss[i] + smoothing / static_cast<float>(C) * smooth;
   });
 }
-#endif
 
-namespace {
-
-// Σ_c w[c]: the smoothing term's share of dx is ε/C · (Σw · p - w).
-float weight_sum(int64_t C, const float* weight) {
-  if (weight == nullptr) return static_cast<float>(C);
-  float s = 0.0f;
-  for (int64_t c = 0; c < C; ++c) s += weight[c];
-  return s;
-}
-
-}  // namespace
-
-void cross_entropy_backward_reference(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
-                                      const float* weight, int64_t ignore_index, float smoothing, const float* dloss,
-                                      float* dx) {
-  const float eps_c = smoothing / static_cast<float>(C);
-  const float w_sum = weight_sum(C, weight);
-  for (int64_t i = 0; i < N; ++i) {
-    const int64_t t = target[i];
-    for (int64_t c = 0; c < C; ++c) dx[i * C + c] = 0.0f;
-    if (t == ignore_index) continue;
-    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
-    const float a = (1 - smoothing) * w(t) + eps_c * w_sum;
-    for (int64_t c = 0; c < C; ++c) {
-      const float p = std::exp((x[i * C + c] - stats[2 * i]) - stats[2 * i + 1]);
-      dx[i * C + c] = dloss[i] * (a * p - eps_c * w(c));
-    }
-    dx[i * C + t] -= dloss[i] * (1 - smoothing) * w(t);
-  }
-}
-
-#ifndef QKV_SCALAR_KERNELS
 void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
                             const float* weight, int64_t ignore_index, float smoothing, const float* dloss, float* dx) {
   const float eps_c = smoothing / static_cast<float>(C);
@@ -402,6 +404,36 @@ void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* s
     d[t] -= g * (1 - smoothing) * w_t;  // the one-hot target
   });
 }
-#endif
+
+#else  // the scalar build: each kernel is its reference
+
+void softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
+  softmax_reference(outer, n, inner, x, y);
+}
+void log_softmax(int64_t outer, int64_t n, int64_t inner, const float* x, float* y) {
+  log_softmax_reference(outer, n, inner, x, y);
+}
+void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
+  softmax_backward_reference(outer, n, inner, y, dy, dx);
+}
+void log_softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx) {
+  log_softmax_backward_reference(outer, n, inner, y, dy, dx);
+}
+void masked_softmax(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y) {
+  masked_softmax_reference(rows, n, lens, x, y);
+}
+void masked_softmax_backward(int64_t rows, int64_t n, const int64_t* lens, const float* y, const float* dy, float* dx) {
+  masked_softmax_backward_reference(rows, n, lens, y, dy, dx);
+}
+void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, const float* weight,
+                   int64_t ignore_index, float smoothing, float* loss, float* stats) {
+  cross_entropy_reference(N, C, x, target, weight, ignore_index, smoothing, loss, stats);
+}
+void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
+                            const float* weight, int64_t ignore_index, float smoothing, const float* dloss, float* dx) {
+  cross_entropy_backward_reference(N, C, x, stats, target, weight, ignore_index, smoothing, dloss, dx);
+}
+
+#endif  // QKV_SIMD
 
 }  // namespace qkv::kernels

@@ -7,7 +7,8 @@
 //
 // with m = maxⱼ xⱼ. NOTE: subtracting the max changes nothing mathematically
 // and keeps every exp ≤ 1, so logits of ±1e4 stay finite.
-// inner == 1 (softmax over the last dim: every attention row) is the SIMD path.
+// inner == 1 (softmax over the last dim: every attention row) is the SIMD path;
+// each kernel's `_reference` is the plain loop that defines it.
 // x and y may be the same array (in place).
 #pragma once
 #include <cstdint>
@@ -38,6 +39,8 @@ void log_softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, con
 void masked_softmax(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y);
 void masked_softmax_reference(int64_t rows, int64_t n, const int64_t* lens, const float* x, float* y);
 void masked_softmax_backward(int64_t rows, int64_t n, const int64_t* lens, const float* y, const float* dy, float* dx);
+void masked_softmax_backward_reference(int64_t rows, int64_t n, const int64_t* lens, const float* y, const float* dy,
+                                       float* dx);
 
 // Cross-entropy of N rows of C logits x against class indices, PyTorch's
 // definition with class weights w (weight == nullptr: all 1) and label

@@ -278,6 +278,36 @@ TEST_CASE("kernels/masked_softmax") {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < n; ++k) CHECK(dx[r * n + k] == (k < lens[r] ? dx_plain[r * n + k] : 0.0f));
   }
+
+  SUBCASE("backward against the reference, lengths 0 to past n") {
+    for (int64_t n : {10, 37}) {
+      CAPTURE(n);
+      const int64_t rows = 6;
+      const int64_t lens[rows] = {0, 1, 3, n - 1, n, n + 5};
+      std::vector<float> x = random_vector(rows * n, 93, -6.0f, 6.0f), dy = random_vector(rows * n, 95, -2.0f, 2.0f);
+      std::vector<float> y(rows * n), dx(rows * n), dx_ref(rows * n);
+      masked_softmax_reference(rows, n, lens, x.data(), y.data());
+      masked_softmax_backward(rows, n, lens, y.data(), dy.data(), dx.data());
+      masked_softmax_backward_reference(rows, n, lens, y.data(), dy.data(), dx_ref.data());
+      // softmax_backward's tolerance on a kept key (the same sum over the row),
+      // and exactly 0 on a masked one in both.
+      const double tol_scale = static_cast<double>(2 * n + 8) * kU;
+      for (int64_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        double dot = 0;  // Σⱼ |dyⱼ yⱼ| over the row
+        for (int64_t j = 0; j < n; ++j) dot += std::abs(double(dy[r * n + j]) * y[r * n + j]);
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t i = r * n + k;
+          if (k >= lens[r]) {
+            CHECK(dx[i] == 0.0f);
+            CHECK(dx_ref[i] == 0.0f);
+          } else {
+            CHECK(std::abs(double(dx[i]) - dx_ref[i]) <= tol_scale * y[i] * (std::abs(dy[i]) + dot));
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---- cross-entropy ------------------------------------------------------------------
