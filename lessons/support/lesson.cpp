@@ -200,7 +200,7 @@ void write_text(const std::filesystem::path& file, const std::string& text) noex
 // could fail in turn, and a second exception in the terminate handler aborts
 // the process. The report is formatted into a fixed buffer and written with
 // write(2).
-[[noreturn]] void fail_run(std::string_view prefix, const char* what, bool memory) noexcept {
+[[noreturn]] void fail_run(std::string_view prefix, const char* what, bool memory) {
   static char report[8192];  // "<program> failed:\n" (the marker's first line), then what the terminal gets
   const RunState& run = run_state();
   const size_t room = sizeof report - 1;  // one byte kept for the closing '\n'

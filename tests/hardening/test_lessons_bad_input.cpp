@@ -36,7 +36,7 @@ qkv::lesson_test::Run run_into(const TempDir& dir, const std::string& program, c
 
 // A --data folder: the repository's files, with `file` (e.g. "sentiment/test.txt") replaced by `text`.
 fs::path data_with(const TempDir& dir, const std::string& file, const std::string& text) {
-  const fs::path data = dir.path / "data";
+  fs::path data = dir.path / "data";
   for (const char* corpus : {"sentiment", "eng-fra"}) {
     fs::create_directories(data / corpus);
     for (const char* name : {"train.txt", "test.txt"})
@@ -180,14 +180,16 @@ TEST_CASE("hardening/lessons: the error is reported when not a byte more can be 
     if (fd < 0 || dup2(fd, STDERR_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0) std::_Exit(3);
     std::vector<std::string> args = {"01_average_pooling", "--out", out.string(), "--n-train", "12"};
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     qkv::lesson::Lesson lesson(static_cast<int>(args.size()), argv.data(), 1);
     int64_t n_train = 50;
     lesson.option("--n-train", n_train, "training points", {.min = 2, .max = 100});
     lesson.start();
-    const qkv::Error error(
-        "GRU: out of memory allocating shape (288, 96) (110592 bytes)");  // made while there is memory
+    // The error, made while there is memory.
+    const std::exception_ptr error =
+        std::make_exception_ptr(qkv::Error("GRU: out of memory allocating shape (288, 96) (110592 bytes)"));
     // The address space as it is, plus 64 MB, then every block malloc will give: large ones, then small.
     long pages = 0;
     if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
@@ -206,7 +208,7 @@ TEST_CASE("hardening/lessons: the error is reported when not a byte more can be 
     // As if uncaught: std::terminate with the error current (here inside a
     // catch, since the test runner around this function catches what it throws).
     try {
-      throw error;
+      std::rethrow_exception(error);
     } catch (...) {
       std::terminate();
     }
