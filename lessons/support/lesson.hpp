@@ -5,7 +5,7 @@
 //   int main(int argc, char** argv) {
 //     qkv::lesson::Lesson lesson(argc, argv, 2);   // lesson 02 of catalog.hpp
 //     int64_t n = 50;
-//     lesson.option("--n-train", n, "training points");
+//     lesson.option("--n-train", n, "training points", {.max = 10'000});  // --help: (from 1 to 10000)
 //     lesson.start();                              // parse flags, make the folder, print the header
 //     lesson.section("2、非参数注意力汇聚");
 //     lesson.print("weights {}\n", w.shape());
