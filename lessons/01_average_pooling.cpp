@@ -71,7 +71,7 @@ void contrast_with_pooling(lesson::Lesson& lesson, const lesson::ToyData& data, 
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 1);
   int64_t n_train = 50;
-  lesson.option("--n-train", n_train, "number of training points (keys and values)");
+  lesson.option("--n-train", n_train, "number of training points (keys and values)", {.min = 2, .max = 10'000});
   lesson.start();
 
   lesson.section("注意力 and 注意力提示: queries, keys and values");

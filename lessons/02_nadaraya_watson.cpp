@@ -20,7 +20,7 @@ using namespace qkv;
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 2);
   int64_t n_train = 50;
-  lesson.option("--n-train", n_train, "number of training points (keys and values)");
+  lesson.option("--n-train", n_train, "number of training points (keys and values)", {.min = 2, .max = 10'000});
   lesson.start();
 
   Generator gen(lesson.seed());

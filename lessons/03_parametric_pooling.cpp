@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 3);
   int64_t n_train = 50, epochs = 5;
   float lr = 0.5f;
-  lesson.option("--n-train", n_train, "number of training points");
-  lesson.option("--epochs", epochs, "passes of gradient descent over the training set");
+  lesson.option("--n-train", n_train, "number of training points", {.min = 2, .max = 2'000});
+  lesson.option("--epochs", epochs, "passes of gradient descent over the training set", {.max = 100'000});
   lesson.option("--lr", lr, "SGD learning rate");
   lesson.start();
   if (epochs < 1) fail("03_parametric_pooling: --epochs must be at least 1, got {}", epochs);

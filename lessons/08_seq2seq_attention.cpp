@@ -273,12 +273,13 @@ std::string word_orders_cross(lesson::Lesson& lesson, nn::EncoderDecoder& model,
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 8);
   Sizes z;
-  lesson.option("--epochs", z.epochs, "passes over the training pairs");
-  lesson.option("--batch-size", z.batch_size, "pairs per minibatch");
-  lesson.option("--embed", z.embed, "embedding size E (both sides)");
-  lesson.option("--hidden", z.hidden, "GRU hidden size H (encoder, decoder and attention)");
-  lesson.option("--layers", z.layers, "GRU layers L");
-  lesson.option("--num-steps", z.num_steps, "tokens per padded sentence T (and the longest translation)");
+  lesson.option("--epochs", z.epochs, "passes over the training pairs", {.max = 10'000});
+  lesson.option("--batch-size", z.batch_size, "pairs per minibatch", {.max = 4096});
+  lesson.option("--embed", z.embed, "embedding size E (both sides)", {.max = 1024});
+  lesson.option("--hidden", z.hidden, "GRU hidden size H (encoder, decoder and attention)", {.max = 1024});
+  lesson.option("--layers", z.layers, "GRU layers L", {.max = 16});
+  lesson.option("--num-steps", z.num_steps, "tokens per padded sentence T (and the longest translation)",
+                {.min = 2, .max = 256});
   lesson.option("--lr", z.lr, "Adam learning rate");
   lesson.option("--dropout", z.dropout, "dropout between GRU layers and on the attention weights");
   lesson.option("--label-smoothing", z.label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");

@@ -476,7 +476,7 @@ Slopes comparison(lesson::Lesson& lesson, int64_t reps, Generator& gen) {
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 10);
   int64_t reps = 5;
-  lesson.option("--reps", reps, "timed repetitions per size (the median is kept)");
+  lesson.option("--reps", reps, "timed repetitions per size (the median is kept)", {.max = 1000});
   lesson.start();
   Generator gen(lesson.seed());
   if (reps < 1) reps = 1;

@@ -132,8 +132,11 @@ void vocabulary_threshold(lesson::Lesson& lesson, const data::NMTData& nmt, int6
     if (read.front() == "<unk>" && examples.size() < 4)
       examples.push_back(fmt::format("{} => {}", fmt::join(tokens.source[i], " "), fmt::join(read, " ")));
   }
-  auto [most, most_count] = *std::max_element(first_words.begin(), first_words.end(),
-                                              [](const auto& a, const auto& b) { return a.second < b.second; });
+  // A --data corpus may have no one-word sentence, and then no first word to count.
+  const auto most_common = std::max_element(first_words.begin(), first_words.end(),
+                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+  const std::string most = most_common == first_words.end() ? "(none)" : most_common->first;
+  const int64_t most_count = most_common == first_words.end() ? 0 : most_common->second;
   const int64_t unknown_first = first_words["<unk>"];
   lesson.print(
       "d2l keeps the words seen at least twice (min_freq 2) and reads the others as <unk>. Here that turns\n"
@@ -523,14 +526,15 @@ void the_parts(lesson::Lesson& lesson, nn::EncoderDecoder& model, nn::Transforme
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 11);
   Sizes z;
-  lesson.option("--epochs", z.epochs, "passes over the training pairs");
-  lesson.option("--batch-size", z.batch_size, "sentence pairs per minibatch");
-  lesson.option("--num-hiddens", z.num_hiddens, "d_model H: the features of every position");
-  lesson.option("--heads", z.num_heads, "attention heads h (H must be a multiple of h)");
-  lesson.option("--blocks", z.num_blks, "encoder blocks, and as many decoder blocks");
-  lesson.option("--ffn", z.ffn_num_hiddens, "hidden units F of the position-wise FFN");
-  lesson.option("--num-steps", z.num_steps, "tokens per sentence after truncating or padding");
-  lesson.option("--min-freq", z.min_freq, "keep the words seen at least this often (d2l: 2); the rest are <unk>");
+  lesson.option("--epochs", z.epochs, "passes over the training pairs", {.max = 10'000});
+  lesson.option("--batch-size", z.batch_size, "sentence pairs per minibatch", {.max = 4096});
+  lesson.option("--num-hiddens", z.num_hiddens, "d_model H: the features of every position", {.min = 2, .max = 1024});
+  lesson.option("--heads", z.num_heads, "attention heads h (H must be a multiple of h)", {.max = 64});
+  lesson.option("--blocks", z.num_blks, "encoder blocks, and as many decoder blocks", {.max = 16});
+  lesson.option("--ffn", z.ffn_num_hiddens, "hidden units F of the position-wise FFN", {.max = 4096});
+  lesson.option("--num-steps", z.num_steps, "tokens per sentence after truncating or padding", {.min = 2, .max = 256});
+  lesson.option("--min-freq", z.min_freq, "keep the words seen at least this often (d2l: 2); the rest are <unk>",
+                {.max = 10'000});
   lesson.option("--dropout", z.dropout, "dropout rate (in training only; d2l: 0.2)");
   lesson.option("--lr", z.lr, "Adam learning rate");
   lesson.option("--label-smoothing", z.label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");

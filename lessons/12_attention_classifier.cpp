@@ -133,9 +133,12 @@ struct Split {
   std::vector<int64_t> labels;
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 };
+// The lesson's two classes: 0 negative, 1 positive. Both files are read with
+// them, so a label outside them is an error naming the file, the line and the label.
+constexpr int64_t kClasses = 2;
 Split read_split(const std::filesystem::path& file) {  // the ids (array) are made once the vocabulary is
   Split s;
-  s.text = data::read_text_classification(file.string());
+  s.text = data::read_text_classification(file.string(), kClasses);
   for (const auto& words : s.text.tokens) s.kinds.push_back(kind_of(words));
   s.labels = s.text.labels.to_vector();
   return s;
@@ -277,10 +280,14 @@ void show_data(lesson::Lesson& lesson, const Split& train_split, const Split& te
   lesson.print("{:<13} {:>8} {:>9}   an example from the held-out set\n", "kind", "training", "held-out");
   for (size_t k = 0; k < KINDS.size(); ++k) {
     auto count = [&](const Split& s) { return std::count(s.kinds.begin(), s.kinds.end(), k); };
-    auto example = std::find(test_split.kinds.begin(), test_split.kinds.end(), k) - test_split.kinds.begin();
-    lesson.print("{:<13} {:>8} {:>9}   \"{}\" {}\n", KINDS[k], count(train_split), count(test_split),
-                 fmt::join(test_split.text.tokens[static_cast<size_t>(example)], " "),
-                 test_split.labels[static_cast<size_t>(example)]);
+    // A --data folder may have no held-out sentence of a kind.
+    const auto example =
+        static_cast<size_t>(std::find(test_split.kinds.begin(), test_split.kinds.end(), k) - test_split.kinds.begin());
+    const std::string shown =
+        example == test_split.kinds.size()
+            ? "(none)"
+            : fmt::format("\"{}\" {}", fmt::join(test_split.text.tokens[example], " "), test_split.labels[example]);
+    lesson.print("{:<13} {:>8} {:>9}   {}\n", KINDS[k], count(train_split), count(test_split), shown);
   }
   lesson.print(
       "In a contrast the clause after \"but\" decides, and both orders of two clauses are as likely: the\n"
@@ -558,10 +565,11 @@ int main(int argc, char** argv) {
   int64_t epochs = 15, batch_size = 32, embed = 32, hidden = 32;
   const int64_t num_steps = 16;  // T: the corpus' longest sentence has 12 words
   float lr = 0.01f;
-  lesson.option("--epochs", epochs, "passes over the training sentences");
-  lesson.option("--batch-size", batch_size, "sentences per minibatch");
-  lesson.option("--embed", embed, "embedding size D (even: the positional encoding pairs sin and cos)");
-  lesson.option("--hidden", hidden, "hidden units F of the classifier head");
+  lesson.option("--epochs", epochs, "passes over the training sentences", {.max = 10'000});
+  lesson.option("--batch-size", batch_size, "sentences per minibatch", {.max = 4096});
+  lesson.option("--embed", embed, "embedding size D (even: the positional encoding pairs sin and cos)",
+                {.min = 2, .max = 1024});
+  lesson.option("--hidden", hidden, "hidden units F of the classifier head", {.max = 4096});
   lesson.option("--lr", lr, "AdamW learning rate");
   lesson.data_option();
   lesson.start();

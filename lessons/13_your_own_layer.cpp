@@ -273,9 +273,10 @@ int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 13);
   int64_t steps = 300, hidden = 16, n_train = 200;
   float lr = 0.02f;
-  lesson.option("--steps", steps, "Adam steps, each on the whole training set");
-  lesson.option("--hidden", hidden, "hidden units of each layer");
-  lesson.option("--n-train", n_train, "training points (as many held-out points are drawn)");
+  lesson.option("--steps", steps, "Adam steps, each on the whole training set", {.max = 100'000});
+  lesson.option("--hidden", hidden, "hidden units of each layer", {.max = 4096});
+  lesson.option("--n-train", n_train, "training points (as many held-out points are drawn)",
+                {.min = 2, .max = 100'000});
   lesson.option("--lr", lr, "Adam learning rate");
   lesson.start();
   if (steps < 1 || hidden < 1 || n_train < 2)

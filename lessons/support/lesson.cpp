@@ -2,6 +2,7 @@
 // transcript, results.json through nlohmann-json, the progress line.
 #include "lesson.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <fmt/chrono.h>
@@ -13,6 +14,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <fstream>
@@ -171,6 +173,17 @@ RunState& run_state() {
   return state;
 }
 
+// All `size` bytes of `text` to the file descriptor `fd`, as far as it takes them.
+void write_all(int fd, const char* text, size_t size) noexcept {
+  while (size > 0) {
+    const ssize_t wrote = ::write(fd, text, size);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return;
+    text += wrote;
+    size -= static_cast<size_t>(wrote);
+  }
+}
+
 // Best effort, and never throws: it runs while a lesson is failing.
 void write_text(const std::filesystem::path& file, const std::string& text) noexcept {
   if (std::FILE* f = std::fopen(file.c_str(), "w")) {
@@ -179,15 +192,37 @@ void write_text(const std::filesystem::path& file, const std::string& text) noex
   }
 }
 
-// Print the error, name the flags, mark the folder, and end the process with status 1.
-[[noreturn]] void fail_run(std::string message, bool memory) {
+// Print the error, name the flags, mark the folder, and end the process with
+// status 1. `prefix` and `what` make the message ("out of memory", then the
+// library's message). Nothing here allocates: when memory has run out, the
+// model that took it is still held (an exception no one catches does not
+// unwind the stack), so a std::string or an fopen (which mallocs its buffer)
+// could fail in turn, and a second exception in the terminate handler aborts
+// the process. The report is formatted into a fixed buffer and written with
+// write(2).
+[[noreturn]] void fail_run(std::string_view prefix, const char* what, bool memory) {
+  static char report[8192];  // "<program> failed:\n" (the marker's first line), then what the terminal gets
   const RunState& run = run_state();
+  const size_t room = sizeof report - 1;  // one byte kept for the closing '\n'
+  const size_t header = std::min(room, fmt::format_to_n(report, room, "{} failed:\n", run.program).size);
+  size_t used = header;
+  used += fmt::format_to_n(report + used, room - used, "error: {}{}", prefix, what).size;
+  used = std::min(used, room);
   if (!run.flags.empty())
-    message += fmt::format("\n  with the flags {}{}", run.flags, memory ? ": smaller values need less memory" : "");
+    used += fmt::format_to_n(report + used, room - used, "\n  with the flags {}{}", run.flags,
+                             memory ? ": smaller values need less memory" : "")
+                .size;
+  used = std::min(used, room);
+  report[used++] = '\n';
   std::fflush(stdout);
-  fmt::print(stderr, "error: {}\n", message);
-  if (!run.marker.empty()) write_text(run.marker, fmt::format("{} failed:\nerror: {}\n", run.program, message));
-  std::fflush(stderr);
+  write_all(STDERR_FILENO, report + header, used - header);
+  if (!run.marker.empty()) {
+    const int fd = ::open(run.marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      write_all(fd, report, used);
+      ::close(fd);
+    }
+  }
   std::_Exit(1);
 }
 
@@ -211,23 +246,21 @@ Lesson::Lesson(int argc, char** argv, int number)
   // (a qkv::Error, memory that cannot be had) ends it with the message, the
   // flags it was given, its folder marked unfinished, and exit status 1.
   std::set_terminate([] {
-    std::string message = "an unknown exception";
-    bool memory = false;
+    // No std::string here either (fail_run says why): the messages are the
+    // exception's own text and string literals.
     if (std::exception_ptr error = std::current_exception()) {
       try {
         std::rethrow_exception(error);
       } catch (const std::bad_alloc&) {
-        message = "out of memory (std::bad_alloc)";
-        memory = true;
+        fail_run("out of memory (std::bad_alloc)", "", true);
       } catch (const std::length_error& e) {
-        message = fmt::format("a size too large to allocate ({})", e.what());
-        memory = true;
-      } catch (const std::exception& e) {
-        message = e.what();
+        fail_run("a size too large to allocate: ", e.what(), true);
+      } catch (const std::exception& e) {  // the library's errors say "out of memory allocating shape …"
+        fail_run("", e.what(), std::strstr(e.what(), "out of memory") != nullptr);
       } catch (...) {
       }
     }
-    fail_run(message, memory);
+    fail_run("an unknown exception", "", false);
   });
   std::optional<CatalogEntry> entry = find_lesson(number);
   if (!entry) fail("lesson: the catalogue has no lesson {}", number);
@@ -271,7 +304,7 @@ void Lesson::option(const std::string& flag, int64_t& value, const std::string& 
             value = parse_integer<int64_t>(flag, text, range.min, range.max);
             impl->numbers_given.push_back(fmt::format("{} {}", flag, text));
           },
-          help)
+          fmt::format("{} (from {} to {})", help, range.min, range.max))
       ->type_name("INT")
       ->default_str(std::to_string(value));
   impl_->flags.push_back(

@@ -5,7 +5,7 @@
 //   int main(int argc, char** argv) {
 //     qkv::lesson::Lesson lesson(argc, argv, 2);   // lesson 02 of catalog.hpp
 //     int64_t n = 50;
-//     lesson.option("--n-train", n, "training points");
+//     lesson.option("--n-train", n, "training points", {.max = 10'000});  // --help: (from 1 to 10000)
 //     lesson.start();                              // parse flags, make the folder, print the header
 //     lesson.section("2、非参数注意力汇聚");
 //     lesson.print("weights {}\n", w.shape());
@@ -23,9 +23,9 @@
 //
 // Flags are checked before anything runs: a value that is empty, not a
 // number, out of its range (an integer flag is a count or a size: at least 1
-// unless the lesson says otherwise) or not finite is refused with a message
-// naming the flag, and the program exits non-zero without touching its
-// folder.
+// unless the lesson says otherwise, and at most the bound the lesson gives
+// it, which --help states) or not finite is refused with a message naming
+// the flag, and the program exits non-zero without touching its folder.
 //
 // `--describe` prints the lesson's catalogue row and its flags (name, type,
 // default, help, range) as one line of JSON and exits: the live course page
@@ -36,7 +36,11 @@
 // new results.json and removes the mark. An error (or a kill) in between
 // leaves the mark, with the error in it, and the course page shows the
 // lesson as failed. An error names the number flags the run was given, so
-// a size too large to allocate points at the flag that asked for it.
+// a size too large to allocate points at the flag that asked for it (the
+// library's own out-of-memory errors name the shape and the bytes). The
+// error is reported without allocating: when memory has run out, the model
+// that took it is still held (an uncaught exception does not unwind), and a
+// report that needed memory would itself fail.
 #pragma once
 #include <qkv/qkv.hpp>
 #include <qkv/viz.hpp>
@@ -102,10 +106,15 @@ class Progress {
 // (batch 7): the loss is nan, not a finite number …".
 void check_finite_loss(double loss, std::string_view unit, int64_t step, std::string_view detail = "");
 
-// The range an integer flag must be in: by default a count or a size, at least 1.
+// The range an integer flag must be in. A count or a size is at least 1
+// unless the lesson says otherwise, and every integer flag states its upper
+// bound (there is no default): far above what a learner would ask for, and
+// low enough that the flag alone, the others at their defaults, stays within
+// a laptop's memory. --help shows the range beside the flag's help.
+//   lesson.option("--n-train", n_train, "training points", {.max = 1'000'000});
 struct Range {
   int64_t min = 1;
-  int64_t max = std::numeric_limits<int64_t>::max();
+  int64_t max;
 };
 
 class Lesson {
@@ -115,7 +124,7 @@ class Lesson {
   Lesson(int argc, char** argv, int number);
   ~Lesson();
 
-  void option(const std::string& flag, int64_t& value, const std::string& help, Range range = {});
+  void option(const std::string& flag, int64_t& value, const std::string& help, Range range);
   void option(const std::string& flag, float& value, const std::string& help);  // any finite float
   void option(const std::string& flag, std::filesystem::path& value, const std::string& help);
   // --data: the folder a lesson reads its files from (default: the repository's data/).

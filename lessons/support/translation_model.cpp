@@ -12,9 +12,13 @@ namespace {
 
 constexpr const char* kSeq2Seq = "seq2seq_attention";
 constexpr const char* kTransformer = "transformer";
-// No size of these lessons is near this; a larger one in a file is damage, and
-// building it could ask for more memory than there is before the weights are checked.
-constexpr int64_t kMaxSize = 1 << 16;
+// The largest size each key can have: the bound of the flag of lessons 08 and
+// 11 that sets it (their --help states it). A model they saved is within
+// these; a larger size in a file is damage, and building the model from it
+// would ask for memory (16 GRU layers of 65536 would be 400 GB) before its
+// weights could be checked against the file's tensors.
+constexpr int64_t kMaxNumSteps = 256, kMaxHiddens = 1024, kMaxEmbed = 1024, kMaxLayers = 16, kMaxFfn = 4096,
+                  kMaxHeads = 64, kMaxBlocks = 16;
 
 // The metadata as it is read: each value looked up by key, its errors naming the key and the file.
 struct MetadataReader {
@@ -28,12 +32,12 @@ struct MetadataReader {
            key);
     return it->second;
   }
-  int64_t size(const std::string& key) const {
+  int64_t size(const std::string& key, int64_t max) const {
     const std::string& s = text(key);
     int64_t value = 0;
     const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (s.empty() || error != std::errc() || end != s.data() + s.size() || value < 1 || value > kMaxSize)
-      fail("{}: metadata '{}' is \"{}\", not a whole number from 1 to {}", where, key, s, kMaxSize);
+    if (s.empty() || error != std::errc() || end != s.data() + s.size() || value < 1 || value > max)
+      fail("{}: metadata '{}' is \"{}\", not a whole number from 1 to {}", where, key, s, max);
     return value;
   }
   float probability(const std::string& key) const {  // in [0, 1)
@@ -156,16 +160,16 @@ TranslationModel load_translation_model(const std::filesystem::path& file) {
     fail("{}: metadata 'architecture' is \"{}\", a model this program does not know (known: \"{}\", \"{}\")", where,
          c.architecture, kSeq2Seq, kTransformer);
   c.trained_by = meta.text("trained_by");
-  c.num_steps = meta.size("num_steps");
-  c.num_hiddens = meta.size("num_hiddens");
+  c.num_steps = meta.size("num_steps", kMaxNumSteps);
+  c.num_hiddens = meta.size("num_hiddens", kMaxHiddens);
   c.dropout = meta.probability("dropout");
   if (c.architecture == kSeq2Seq) {
-    c.embed_size = meta.size("embed_size");
-    c.num_layers = meta.size("num_layers");
+    c.embed_size = meta.size("embed_size", kMaxEmbed);
+    c.num_layers = meta.size("num_layers", kMaxLayers);
   } else {
-    c.ffn_num_hiddens = meta.size("ffn_num_hiddens");
-    c.num_heads = meta.size("num_heads");
-    c.num_blks = meta.size("num_blks");
+    c.ffn_num_hiddens = meta.size("ffn_num_hiddens", kMaxFfn);
+    c.num_heads = meta.size("num_heads", kMaxHeads);
+    c.num_blks = meta.size("num_blks", kMaxBlocks);
     c.use_bias = meta.flag("use_bias");
     if (c.num_hiddens % c.num_heads != 0)
       fail("{}: metadata num_hiddens {} is not a multiple of num_heads {}", where, c.num_hiddens, c.num_heads);

@@ -10,8 +10,9 @@
 
 namespace qkv::data {
 
-LabeledText read_text_classification(const std::string& path) {
+LabeledText read_text_classification(const std::string& path, int64_t num_classes) {
   constexpr const char* op = "read_text_classification";
+  if (num_classes < 0) fail("{}: '{}': num_classes {} must be >= 0 (0: the largest label + 1)", op, path, num_classes);
   std::string text = detail::read_text_file(path, op);
   LabeledText out;
   std::vector<int64_t> labels;
@@ -36,6 +37,9 @@ LabeledText read_text_classification(const std::string& path) {
     if (label == INT64_MAX)
       fail("{}: '{}': line {}: label {} is too large (the number of classes, label + 1, overflows int64)", op, path,
            line_number, label);
+    if (num_classes > 0 && label >= num_classes)
+      fail("{}: '{}': line {}: label {} is not one of the {} classes 0 … {}", op, path, line_number, label, num_classes,
+           num_classes - 1);
 
     std::vector<std::string> tokens = detail::split_spaces(preprocess_nmt(line.substr(tab + 1)));
     if (tokens.empty()) fail("{}: '{}': line {} has an empty sentence", op, path, line_number);
@@ -46,7 +50,7 @@ LabeledText read_text_classification(const std::string& path) {
   // load_data_nmt says of a corpus with no pair: zero examples would train on
   // nothing and report an accuracy of 0/0.
   if (labels.empty()) fail("{}: '{}' has no examples (the file is empty or blank)", op, path);
-  out.num_classes = *std::max_element(labels.begin(), labels.end()) + 1;
+  out.num_classes = num_classes > 0 ? num_classes : *std::max_element(labels.begin(), labels.end()) + 1;
   out.labels = IntTensor(std::move(labels), Shape{static_cast<int64_t>(out.tokens.size())});
   return out;
 }

@@ -46,6 +46,18 @@ TEST_CASE("data/read_text_classification: errors name the file and line") {
   check_bad("tc_empty_sentence.txt", "1\tgood\n0\t  \n", "line 2 has an empty sentence");
 }
 
+TEST_CASE("data/read_text_classification: the classes given, and a label outside them") {
+  // The fixture's labels are 1, 0, 2, 1: within 3 or 4 classes, not within 2.
+  const std::string path = test::fixture("sentiment.txt");
+  CHECK(data::read_text_classification(path, 3).num_classes == 3);
+  CHECK(data::read_text_classification(path, 4).num_classes == 4);  // a class no line has is still a class
+  CHECK(data::read_text_classification(path, 4).labels.to_vector() == std::vector<int64_t>{1, 0, 2, 1});
+  CHECK_THROWS_WITH_AS(
+      data::read_text_classification(path, 2),
+      fmt::format("read_text_classification: '{}': line 4: label 2 is not one of the 2 classes 0 … 1", path).c_str(),
+      Error);
+}
+
 TEST_CASE("data/read_text_classification: an empty or blank file is an error, as in load_data_nmt") {
   for (const char* text : {"", "\n\n", "  \r\n \n"}) {
     const std::string path = test::temp_file("tc_empty.txt", text);

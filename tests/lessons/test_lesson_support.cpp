@@ -134,7 +134,7 @@ TEST_CASE("lesson support/flags, transcript and results.json") {
 
   lesson::Lesson l(static_cast<int>(args.size()), argv.data(), 1);
   int64_t n_train = 50;
-  l.option("--n-train", n_train, "training points");
+  l.option("--n-train", n_train, "training points", {.max = 100});
   l.start();
   CHECK(l.seed() == 7);
   CHECK(n_train == 12);
@@ -235,22 +235,31 @@ TEST_CASE("lesson support/a run completes its folder or leaves it marked unfinis
     CHECK_FALSE(std::filesystem::exists(out / "unfinished.txt"));
   }
   SUBCASE("a run that fails: the old results are gone, the folder says why, the course page says failed") {
-    qkv::lesson_test::Run r = run("--n-train 9223372036854775807");
+    // Lesson 12 read from a --data folder whose held-out file has a label of no class.
+    const std::filesystem::path out12 = course / "12_attention_classifier", data = dir.path / "data";
+    std::filesystem::create_directories(data / "sentiment");
+    std::filesystem::copy_file(std::filesystem::path(QKV_DATA_DIR) / "sentiment" / "train.txt",
+                               data / "sentiment" / "train.txt");
+    std::ofstream(data / "sentiment" / "test.txt") << "1\tthe food was good\n7\tthe room was clean\n";
+    REQUIRE(run("--epochs 1", "", "12_attention_classifier").status == 0);
+    REQUIRE(std::filesystem::exists(out12 / "results.json"));
+    qkv::lesson_test::Run r = run(fmt::format("--epochs 1 --data '{}'", data.string()), "", "12_attention_classifier");
     CHECK(r.status == 1);
-    CHECK_FALSE(std::filesystem::exists(out / "results.json"));
-    const std::string mark = read_text(out / "unfinished.txt");
-    CHECK(mark.find("01_average_pooling failed:\nerror: a size too large to allocate") == 0);
-    CHECK(mark.find("--n-train 9223372036854775807") != std::string::npos);
-    const std::string transcript = read_text(out / "transcript.txt");  // this run's, cut short
-    CHECK(transcript.find("Lesson 01") == 0);
+    CHECK_FALSE(std::filesystem::exists(out12 / "results.json"));
+    const std::string mark = read_text(out12 / "unfinished.txt");
+    CHECK(mark.find("12_attention_classifier failed:\nerror: read_text_classification: ") == 0);
+    CHECK(mark.find("line 2: label 7 is not one of the 2 classes") != std::string::npos);
+    CHECK(mark.find("with the flags --epochs 1") != std::string::npos);
+    const std::string transcript = read_text(out12 / "transcript.txt");  // this run's, cut short
+    CHECK(transcript.find("Lesson 12") == 0);
     CHECK(transcript.find("== Summary ==") == std::string::npos);
     const std::string html = page();
     CHECK(html.find("<td class=\"state-failed\">failed (an earlier run)</td>") != std::string::npos);
-    CHECK(html.find("a size too large to allocate") != std::string::npos);
+    CHECK(html.find("label 7 is not one of the 2 classes") != std::string::npos);
     // The next run that finishes clears the mark.
-    REQUIRE(run("").status == 0);
-    CHECK_FALSE(std::filesystem::exists(out / "unfinished.txt"));
-    CHECK(std::filesystem::exists(out / "results.json"));
+    REQUIRE(run("--epochs 1", "", "12_attention_classifier").status == 0);
+    CHECK_FALSE(std::filesystem::exists(out12 / "unfinished.txt"));
+    CHECK(std::filesystem::exists(out12 / "results.json"));
   }
   SUBCASE("a run killed on the way: the mark it wrote at the start stays") {
     // Lesson 08 trains for longer than the second it is given.

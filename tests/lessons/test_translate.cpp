@@ -190,6 +190,16 @@ TEST_CASE("translate: bad input is refused, named, with a non-zero exit") {
     rewrite_metadata(model, file, [](io::Metadata& m) { m["num_layers"] = "two"; });
     refused(file, "'Go.'", {"bad_size.safetensors", "'num_layers'", "\"two\""});
   }
+  SUBCASE("a size past the bound of the lesson flag that sets it") {
+    // 100000 GRU layers would be built (and allocated) before the weights are checked against the file.
+    const std::filesystem::path file = dir.path / "deep.safetensors";
+    rewrite_metadata(model, file, [](io::Metadata& m) { m["num_layers"] = "100000"; });
+    refused(file, "'Go.'",
+            {"deep.safetensors", "metadata 'num_layers' is \"100000\", not a whole number from 1 to 16"});
+    rewrite_metadata(model, file, [](io::Metadata& m) { m["num_hiddens"] = "1025"; });
+    refused(file, "'Go.'",
+            {"deep.safetensors", "metadata 'num_hiddens' is \"1025\", not a whole number from 1 to 1024"});
+  }
   SUBCASE("a model of an unknown kind") {
     const std::filesystem::path file = dir.path / "lstm.safetensors";
     rewrite_metadata(model, file, [](io::Metadata& m) { m["architecture"] = "lstm"; });

@@ -15,6 +15,14 @@
 // Blank lines are skipped; anything else that is not "label<TAB>sentence"
 // is an Error naming the file and the line number, and so is a file with no
 // example at all.
+//
+// With num_classes > 0 the classes are fixed: every label must be one of
+// 0 … num_classes - 1, and a label outside them is an Error naming the file,
+// the line and the label. Read a training and a held-out file this way, with
+// the classes the model is built for: without it, num_classes is each file's
+// own largest label + 1, and a held-out label the training file never had
+// would index past the model's logits.
+//   auto test = data::read_text_classification("data/sentiment/test.txt", /*num_classes=*/2);
 #pragma once
 #include <qkv/core/tensor.hpp>
 #include <qkv/data/nmt.hpp>  // TokenLines, build_array
@@ -26,9 +34,9 @@ namespace qkv::data {
 struct LabeledText {
   TokenLines tokens;        // N sentences, each a list of tokens
   IntTensor labels;         // (N) class ids
-  int64_t num_classes = 0;  // the largest label + 1
+  int64_t num_classes = 0;  // the num_classes asked for, or (0) the largest label + 1
 };
 
-LabeledText read_text_classification(const std::string& path);
+LabeledText read_text_classification(const std::string& path, int64_t num_classes = 0);
 
 }  // namespace qkv::data
