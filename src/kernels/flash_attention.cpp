@@ -3,7 +3,7 @@
 //
 // The file has two sections. The reference, always compiled: plain loops,
 // one query row at a time. The SIMD kernels, in one block at the end under
-// #ifndef QKV_SCALAR_KERNELS: tiles of BR queries × BC keys, whose five
+// #if QKV_SIMD (simd.hpp's convention): tiles of BR queries × BC keys, whose five
 // products (q·kᵀ, p·v, pᵀ·dout, dout·vᵀ, dsᵀ·q, ds·k) all run on one small
 // register-blocked product, tile_product. Without that block (the scalar
 // build) the public kernels are the reference.
@@ -18,6 +18,8 @@
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
+
+// ==== reference: one query row at a time ===================================================
 
 namespace {
 
@@ -147,8 +149,8 @@ void flash_attention_backward_reference(const AttentionSizes& s, const float* q,
   }
 }
 
-#ifndef QKV_SCALAR_KERNELS
-// ---- SIMD: tiles of BR queries × BC keys ----------------------------------------------------
+// ==== SIMD: tiles of BR queries × BC keys ===================================================
+#if QKV_SIMD
 
 namespace {
 
@@ -432,8 +434,7 @@ void flash_attention_backward(const AttentionSizes& s, const float* q, const flo
   });
 }
 
-#else
-// ---- the scalar build: the reference ---------------------------------------------------------
+#else  // the scalar build: each public kernel is its reference
 
 void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out, float* lse) {
   flash_attention_reference(s, q, k, v, out, lse);

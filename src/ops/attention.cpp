@@ -94,16 +94,16 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
            const Tensor& k = saved[1];
            const Tensor& v = saved[2];
            const Tensor& y = saved[3];
-           const Tensor& lse = saved[4];
+           const Tensor& row_lse = saved[4];
            kernels::AttentionSizes s = sizes;
            s.lens = lens.empty() ? nullptr : lens.data();  // the copy's own lengths
            Tensor dq = any ? Tensor::empty(q.shape()) : zeros(q.shape());
            Tensor dk = any ? Tensor::empty(k.shape()) : zeros(k.shape());
-           Tensor dv = any ? Tensor::empty(v.shape()) : zeros(v.shape());
+           Tensor dvalue = any ? Tensor::empty(v.shape()) : zeros(v.shape());
            if (any)
-             kernels::flash_attention_backward(s, q.data(), k.data(), v.data(), y.data(), lse.data(), dout.data(),
-                                               dq.data(), dk.data(), dv.data());
-           return {dq, dk, dv};
+             kernels::flash_attention_backward(s, q.data(), k.data(), v.data(), y.data(), row_lse.data(), dout.data(),
+                                               dq.data(), dk.data(), dvalue.data());
+           return {dq, dk, dvalue};
          });
   return out;
 }
