@@ -7,6 +7,8 @@
 //              alone), lesson 11's sizes, a valid length of 1 and of the full
 //              length, one head, a batch of 1 with one position, no valid
 //              lengths, PyTorch's cases, gradcheck
+//   mistakes:  among them add & norm's layer norm written out over the wrong
+//              axis (the batch, the sequence, or (T, H) together)
 #include "11_encoder_block.hpp"
 #include "grader.hpp"
 
@@ -15,20 +17,45 @@ using namespace qkv::exercises;
 
 namespace {
 
+// The dims an add & norm takes its mean and variance over: each position's
+// features alone is right (the block's LayerNorm(H)); the others are the
+// wrong axes a learner who writes the norm out can pick: the batch (batch
+// norm's axis, dim 0), the sequence (dim 1, the features' dim of a 2-D
+// (N, D) input), or the sequence and the features together (a norm_shape of
+// (T, H), as in d2l's first editions).
+enum class NormOver { features, batch, sequence, sequence_and_features };
+
 struct Variant {
   bool mask = true, residual = true, ffn_reads_Y = true, second_residual_Y = true, swapped = false,
        second_residual = true;
+  NormOver norm1 = NormOver::features, norm2 = NormOver::features;
 };
+
+// an(X, Y) = LayerNorm(dropout(Y) + X), with the mean and the (biased)
+// variance taken over `over`, then the layer's weight and bias per feature.
+Tensor add_norm(const nn::AddNorm& an, const Tensor& X, const Tensor& Y, NormOver over) {
+  if (over == NormOver::features) return an(X, Y);
+  Tensor Z = (*an.dropout)(Y) + X;  // (B, T, H); the dropout draws its mask as an(X, Y) does
+  Tensor normed;
+  if (over == NormOver::sequence_and_features) {
+    normed = layer_norm(Z, {Z.size(1), Z.size(2)}, Tensor(), Tensor(), an.ln->eps);
+  } else {
+    const int64_t dim = over == NormOver::batch ? 0 : 1;
+    Tensor centred = Z - Z.mean(dim, true);
+    normed = centred / ((centred * centred).mean(dim, true) + an.ln->eps).sqrt();
+  }
+  return normed * an.ln->weight + an.ln->bias;  // weight, bias (H)
+}
 
 EncoderBlockSteps variant(nn::TransformerEncoderBlock& blk, const Tensor& X, const IntTensor& lens, Variant how) {
   Tensor attended = (*blk.attention)(X, X, X, how.mask ? lens : IntTensor());
   Tensor Y = !how.residual ? blk.addnorm1->ln->forward(attended)
              : how.swapped ? (*blk.addnorm1)(attended, X)
-                           : (*blk.addnorm1)(X, attended);
+                           : add_norm(*blk.addnorm1, X, attended, how.norm1);
   Tensor residual = how.second_residual_Y ? Y : X, sublayer = (*blk.ffn)(how.ffn_reads_Y ? Y : X);
   Tensor out = !how.second_residual ? blk.addnorm2->ln->forward(sublayer)
                : how.swapped        ? (*blk.addnorm2)(sublayer, residual)
-                                    : (*blk.addnorm2)(residual, sublayer);
+                                    : add_norm(*blk.addnorm2, residual, sublayer, how.norm2);
   return {attended, Y, out};
 }
 
@@ -61,6 +88,18 @@ void grade_block(
          "AddNorm(X, Y) is layer_norm(dropout(Y) + X): the residual comes first, the sublayer's output second "
          "(dropout acts on the second alone): addnorm1(X, attended), addnorm2(Y, ffn(Y))",
          run({.swapped = true})}};
+    // A norm written out over the wrong axis, in both add & norms (one helper
+    // for both) or in the second alone.
+    for (auto [over, axis] : {std::pair{NormOver::batch, "the batch (dim 0: that is batch norm)"},
+                              std::pair{NormOver::sequence, "the sequence (dim 1)"},
+                              std::pair{NormOver::sequence_and_features, "the sequence and the features together"}}) {
+      const std::string fix = fmt::format(
+          "yours normalises over {}; layer norm takes each position's mean and variance over its H features alone, "
+          "the last dim: Z.mean(-1, true); or call the block's own add & norms, whose LayerNorm(H) does it",
+          axis);
+      list.push_back({"layer norm over the wrong axis", fix, run({.norm1 = over, .norm2 = over})});
+      list.push_back({"layer norm over the wrong axis", fix, run({.norm2 = over})});
+    }
     if (lens.defined())
       list.push_back({"the padded positions attended to",
                       "pass valid_lens to the self-attention, so no position attends to the padding",
