@@ -13,7 +13,7 @@ namespace {
 
 // The gradients a wrong backward gives, from y = softmax(x) and dout.
 std::vector<Mistake> backward_mistakes(const Tensor& y, const Tensor& dout) {
-  return {{"the Jacobian's diagonal only",
+  return {{"the Jacobian's diagonal only: the backward's subtraction term missing",
            "dyᵢ/dxⱼ = yᵢ(δᵢⱼ - yⱼ) has off-diagonal terms -yᵢyⱼ: dx = y ⊙ (dout - Σⱼ doutⱼ yⱼ), not y ⊙ dout",
            [=] { return y * dout; }},
           {"the sum in the backward without the y",

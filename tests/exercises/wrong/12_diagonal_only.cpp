@@ -1,6 +1,6 @@
 // A wrong solution of exercise 12, kept for the tests: a backward with the Jacobian's diagonal only,
 // dx = y ⊙ dout.
-// grader says: the Jacobian's diagonal only
+// grader says: the Jacobian's diagonal only: the backward's subtraction term missing
 // grader says: finite diff
 #include "12_softmax_op.hpp"
 
