@@ -315,24 +315,14 @@ std::vector<double> training(lesson::Lesson& lesson, nn::EncoderDecoder& model, 
       "token (padding masked)\n",
       z.epochs, (nmt.src_array.size(0) + z.batch_size - 1) / z.batch_size, z.batch_size, z.lr, z.dropout,
       z.label_smoothing, z.weight_decay);
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<double> losses = lesson::train_seq2seq(model, nmt,
-                                                     {.epochs = z.epochs,
-                                                      .lr = z.lr,
-                                                      .batch_size = z.batch_size,
-                                                      .grad_clip = 1,
-                                                      .weight_decay = z.weight_decay,
-                                                      .label_smoothing = z.label_smoothing},
-                                                     gen, lesson);
-  const double seconds = seconds_since(start);
-  lesson.print("loss {:.4f} -> {:.4f} in {:.1f} s\n", losses.front(), losses.back(), seconds);
-  std::vector<float> epoch_numbers;
-  for (int64_t e = 1; e <= z.epochs; ++e) epoch_numbers.push_back(static_cast<float>(e));
-  lesson.line_plot("loss.svg", {{"loss", epoch_numbers, std::vector<float>(losses.begin(), losses.end())}},
-                   {.title = "Training loss per target token", .xlabel = "epoch", .ylabel = "cross-entropy"});
-  lesson.result("losses", losses);
-  lesson.result("train_seconds", seconds);
-  return losses;
+  return lesson::train_seq2seq_and_plot(model, nmt,
+                                        {.epochs = z.epochs,
+                                         .lr = z.lr,
+                                         .batch_size = z.batch_size,
+                                         .grad_clip = 1,
+                                         .weight_decay = z.weight_decay,
+                                         .label_smoothing = z.label_smoothing},
+                                        gen, lesson);
 }
 
 // One sentence decoded by hand as EncoderDecoder::predict decodes it: the encoder once, then the decoder

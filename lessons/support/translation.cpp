@@ -1,10 +1,12 @@
-// Machine translation for lessons 08 and 11: d2l's train_seq2seq,
-// predict_seq2seq and BLEU over held-out pairs (see translation.hpp).
+// Machine translation for lessons 08 and 11: d2l's train_seq2seq (and the
+// loss curve both lessons draw of it), predict_seq2seq and BLEU over held-out
+// pairs (see translation.hpp).
 //
 // Letters: B batch, T source steps, S target steps, V target vocabulary.
 #include "translation.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace qkv::lesson {
 
@@ -88,6 +90,21 @@ std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData
     progress.update(epoch + 1, {{"loss", losses.back()}});
   }
   progress.finish();
+  return losses;
+}
+
+std::vector<double> train_seq2seq_and_plot(nn::EncoderDecoder& model, const data::NMTData& nmt,
+                                           const TrainOptions& options, Generator& gen, Lesson& lesson) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<double> losses = train_seq2seq(model, nmt, options, gen, lesson);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  lesson.print("loss per target token {:.4f} -> {:.4f} in {:.1f} s\n", losses.front(), losses.back(), seconds);
+  std::vector<float> epochs;  // 1, 2, …, the x of the plot
+  for (int64_t e = 1; e <= options.epochs; ++e) epochs.push_back(static_cast<float>(e));
+  lesson.line_plot("loss.svg", {{"loss", epochs, std::vector<float>(losses.begin(), losses.end())}},
+                   {.title = "Training loss per target token", .xlabel = "epoch", .ylabel = "cross-entropy"});
+  lesson.result("losses", losses);
+  lesson.result("train_seconds", seconds);
   return losses;
 }
 

@@ -76,6 +76,13 @@ struct TrainOptions {
 std::vector<double> train_seq2seq(nn::EncoderDecoder& model, const data::NMTData& nmt, const TrainOptions& options,
                                   Generator& gen, Lesson& lesson);
 
+// train_seq2seq as lessons 08 and 11 show it: timed; the first and the last
+// epoch's loss printed with the time ("loss per target token 5.1234 -> 0.1234
+// in 9.8 s"); the loss of every epoch drawn as loss.svg; and results.json
+// given "losses" (as train_seq2seq returns them) and "train_seconds".
+std::vector<double> train_seq2seq_and_plot(nn::EncoderDecoder& model, const data::NMTData& nmt,
+                                           const TrainOptions& options, Generator& gen, Lesson& lesson);
+
 // One sentence translated greedily (d2l's predict_seq2seq, through
 // EncoderDecoder::predict).
 struct Translation {

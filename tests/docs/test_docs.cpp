@@ -195,7 +195,8 @@ TEST_CASE("docs/every C++ example is compiled and run") {
       CHECK(!found_in(block.code).empty());
     }
   }
-  // The README alone has three (a first look, an op, its gradcheck).
+  // The README alone has five (attention on its first screen, a loss, multi-head attention, an op, its
+  // gradcheck).
   CHECK(examples >= 10);
 
   // The check can fail: an example changed by one character is not found.

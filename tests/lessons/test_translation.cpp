@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "run_lesson.hpp"
 #include "translation.hpp"
@@ -123,6 +124,26 @@ TEST_CASE("lesson support/translation: train_seq2seq learns a tiny corpus, and B
   CHECK_THROWS_WITH_AS(lesson::train_seq2seq(*model, nmt, {.epochs = 0}, gen, *l.lesson),
                        doctest::Contains("train_seq2seq: epochs 0"), Error);
   CHECK_THROWS_WITH_AS(lesson::bleu(*model, nmt, {}, 6), doctest::Contains("bleu: no pairs"), Error);
+}
+
+TEST_CASE("lesson support/translation: train_seq2seq_and_plot is train_seq2seq, with the curve and the results") {
+  TempDir dir("translation_plot");
+  write_corpus(dir.path);
+  data::NMTData nmt = lesson::load_translation_data(dir.path, 6);
+  const lesson::TrainOptions options{.epochs = 3, .lr = 0.01f, .batch_size = 4};
+  // The same seed, the same model and the same shuffles: the same losses, to the bit.
+  Generator gen_a(0), gen_b(0);
+  auto model_a = make_model(nmt, gen_a), model_b = make_model(nmt, gen_b);
+  TestLesson l(dir.path);
+  const std::vector<double> plain = lesson::train_seq2seq(*model_a, nmt, options, gen_a, *l.lesson);
+  const std::vector<double> plotted = lesson::train_seq2seq_and_plot(*model_b, nmt, options, gen_b, *l.lesson);
+  CHECK(plotted == plain);
+  CHECK(std::filesystem::exists(dir.path / "out" / "loss.svg"));
+  l.lesson->finish("done");
+  std::ifstream in(dir.path / "out" / "results.json");
+  const nlohmann::json results = nlohmann::json::parse(in).at("results");
+  CHECK(results.at("losses").get<std::vector<double>>() == plain);
+  CHECK(results.at("train_seconds").get<double>() >= 0);
 }
 
 TEST_CASE("lesson support/translation_report: BLEU by hand is d2l's BLEU") {

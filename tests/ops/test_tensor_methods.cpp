@@ -171,7 +171,7 @@ TEST_CASE("ops/argmin of the whole tensor (from mathematics)") {
 }
 
 TEST_CASE("ops/tensor methods chain as in PyTorch, with gradients") {
-  // README, "A first look": q.matmul(k.transpose(1, 2)).softmax(-1) is
+  // README, "Using the library": q.matmul(k.transpose(1, 2)).softmax(-1) is
   // softmax(matmul(q, transpose(k, 1, 2)), -1).
   Generator gen(5);
   auto chained = [](const std::vector<Tensor>& x) {

@@ -86,7 +86,7 @@ class Tensor {
   // The numbers, row-major. NOTE: views share storage, so writing through
   // data() of a reshape writes the source too. The non-const data() counts
   // as a write (it bumps the storage's version, see Version above): to only
-  // read, call it on a const Tensor (std::as_const(x).data()), or use
+  // read, call it through a const Tensor& or on a const Tensor, or use
   // at(), item() or to_vector().
   float* data();
   const float* data() const;
