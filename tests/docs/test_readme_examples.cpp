@@ -49,8 +49,8 @@ TEST_CASE("docs/README: attention on the first screen") {
   // row) is the weight that row gets.
   REQUIRE(out.shape() == Shape{2, 1, 4});
   for (int64_t j = 0; j < 4; ++j) {
-    CHECK(out.at({0, 0, j}) == doctest::Approx(2 + j).epsilon(1e-6));
-    CHECK(out.at({1, 0, j}) == doctest::Approx(50 + j).epsilon(1e-6));
+    CHECK(out.at({0, 0, j}) == doctest::Approx(static_cast<double>(2 + j)).epsilon(1e-6));
+    CHECK(out.at({1, 0, j}) == doctest::Approx(static_cast<double>(50 + j)).epsilon(1e-6));
   }
   REQUIRE(values.grad().shape() == Shape{2, 10, 4});
   for (int64_t b = 0; b < 2; ++b) {
