@@ -112,7 +112,9 @@ TEST_CASE("hardening/lessons: every integer flag has an upper bound, which --hel
     const qkv::lesson_test::Run help = run_program(program, "--help", dir.path);
     REQUIRE(described.status == 0);
     REQUIRE(help.status == 0);
-    for (const nlohmann::json& flag : nlohmann::json::parse(described.output)["flags"]) {
+    // Held in a variable: a range-for over a temporary's member would read freed memory.
+    const nlohmann::json description = nlohmann::json::parse(described.output);
+    for (const nlohmann::json& flag : description["flags"]) {
       if (flag["type"] != "int") continue;
       const std::string name = flag["flag"];
       const int64_t min = flag["min"], max = flag["max"];
