@@ -6,8 +6,10 @@
 //   001 绝对位置信息            the binary counter: higher dims change more slowly, like higher bits
 //   001 相对位置信息            P[i+δ] is a fixed linear map (a rotation per column pair) of P[i]
 //   001 对比                    CNN, RNN and self-attention: compute, sequential operations, longest path
-//   004 2.2 位置编码            the same formula (and two errata: what attention "consists of", and
-//                               "位置编码越靠近某个时间步，它的作用就越小")
+//   004 2.2 位置编码            the same formula, and its errata: what attention "consists of",
+//                               PE(pos, i) called "一行" (it is one element), "非线性信息", and
+//                               "位置编码越靠近某个时间步，它的作用就越小"; 001's "自编码输入" and
+//                               "位置于计δ处" are flagged where 001 comes up
 //
 // The learner sees that self-attention without positions is blind to order
 // (permuting the inputs only permutes the outputs), the 60 × 32 encoding
