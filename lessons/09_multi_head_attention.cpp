@@ -11,7 +11,9 @@
 // so that one bmm serves every head, and how transpose_output puts them back;
 // the weights of every head drawn as one grid (rows = examples, cols =
 // heads), the padded keys blank; and, computed from those weights, that each
-// head's rows sum to 1 and the padded keys get zero weight.
+// head's rows sum to 1 and the padded keys get zero weight. 004 2.1's errata
+// are flagged where they come up: the context listed as an input, QKᵀ/√d
+// called a cosine similarity, a row of K called a query.
 //
 // Letters: B examples, Q queries, K key–value pairs, H num_hiddens, h heads
 // (each head sees H/h = 20 features).
