@@ -470,9 +470,9 @@ std::string fitted_sentence(const Curves& c, int64_t epochs) {
   if (!fitted(c.unordered)) short_of.emplace_back("attn");
   if (!fitted(c.attention)) short_of.emplace_back("attn + P");
   return fmt::format(
-      "{}\nNot all of them fit the training sentences: {} stayed below {}, so its held-out numbers\n"
+      "{}\nNot all of them fit the training sentences: {} stayed below {}, so {} held-out numbers\n"
       "say as much about too short a training as about the model (try more --epochs).",
-      accuracies, fmt::join(short_of, " and "), kFitted);
+      accuracies, fmt::join(short_of, ", "), kFitted, short_of.size() == 1 ? "its" : "their");
 }
 
 Curves train_all(lesson::Lesson& lesson, AveragePooling& average, AttentionClassifier& unordered,
@@ -549,7 +549,8 @@ std::string word_kinds_sentence(const Split& test_split, const std::vector<const
   if (below.empty())
     return "On the kinds the words alone decide (plain, negation, far negation), attn + P is at least as good as\n"
            "either other model on each.";
-  return fmt::format("Where the words alone decide, knowing the order is no advantage:\n{}.", fmt::join(below, ";\n"));
+  return fmt::format("Where the words alone decide, attn + P is below another model on some kinds:\n{}.",
+                     fmt::join(below, ";\n"));
 }
 
 void held_out(lesson::Lesson& lesson, const Split& test_split, const std::vector<const Scored*>& models) {
