@@ -18,12 +18,15 @@
 // smoothing 0.1, AdamW's weight decay 0.1); the loss curve; BLEU, d2l's
 // formula worked by hand on two sentences; d2l's four test sentences
 // translated, scored, checked against their references (a wrong one is
-// called wrong) and their attention drawn; BLEU over the 100 held-out pairs
-// (0.89 at the default seed, 0.88-0.91 at seeds 0-2), every pair saved; and,
-// for a held-out sentence whose French puts the adjective after the noun,
-// which English word each French word attended to most, and whether the
-// alignment crosses where the word orders do (at the default seed it does:
-// `chien` looks at `dog`, `noir` at `black`).
+// called wrong) and their attention drawn; BLEU over the 100 held-out pairs,
+// every pair saved; for a held-out sentence whose French puts the adjective
+// after the noun, which English word each French word attended to most, and
+// whether the alignment crosses where the word orders do (`chien` looking at
+// `dog`, `noir` at `black`); and beam search (d2l 10.8, lessons/support/
+// beam_search.hpp): the held-out pairs decoded with beams of 1 (greedy), 2
+// and 4, one sentence's beam step by step, and what each beam changes in BLEU.
+// Every number the lesson states is computed by the run (tests/lessons/
+// test_lesson08.cpp checks them at seeds 0-2).
 //
 // The trained model is saved with its vocabularies as <out>/model.safetensors
 // (lessons/support/translation_model.hpp); lessons/translate.cpp loads it and
@@ -38,7 +41,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
+#include "beam_search.hpp"
 #include "lesson.hpp"
 #include "translation.hpp"
 #include "translation_model.hpp"
@@ -52,15 +57,41 @@ struct Sizes {
   // d2l trains 2 layers with dropout 0.1 for 250 epochs; on this corpus, in seconds, one layer without
   // dropout learns faster and attends more sharply (dropout on the attention weights spreads them).
   // Two regularisers d2l does not use keep it from learning the training pairs by heart (see the
-  // training section): label smoothing 0.1 and AdamW's weight decay 0.1. Without them held-out BLEU
-  // stays at 0.73-0.77 (seeds 0-2), whatever the sizes and the number of epochs; with them 0.88-0.91.
-  // 28 epochs rather than 30 pay for the smoothed loss's extra work and still leave a margin.
+  // training section): label smoothing 0.1 and AdamW's weight decay 0.1; --label-smoothing 0
+  // --weight-decay 0 trains as d2l does, for a learner to compare the held-out BLEU.
+  // 28 epochs rather than 30 pay for the smoothed loss's extra work.
   int64_t epochs = 28, batch_size = 64, embed = 48, hidden = 96, layers = 1, num_steps = 10;
   float lr = 0.01f, dropout = 0.0f, label_smoothing = 0.1f, weight_decay = 0.1f;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// d2l 10.8's length penalty exponent: a beam's candidates are scored by log P / L^α.
+constexpr double kAlpha = 0.75;
+
+// "i lost ." -> {"i", "lost", "."}.
+std::vector<std::string> split_words(const std::string& sentence) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : sentence) {
+    if (c != ' ') {
+      word.push_back(c);
+    } else if (!word.empty()) {
+      words.push_back(word);
+      word.clear();
+    }
+  }
+  if (!word.empty()) words.push_back(word);
+  return words;
+}
+
+// One line per string, as results.json keeps lists of sentences.
+std::string lines(const std::vector<std::string>& each) {
+  std::string out;
+  for (const std::string& s : each) out += s + "\n";
+  return out;
 }
 
 // Row r of the (N, T) array a.
@@ -165,9 +196,8 @@ std::vector<double> training(lesson::Lesson& lesson, nn::EncoderDecoder& model, 
       "teacher forcing (the decoder reads <bos> y_1 … y_(S-1)), loss = masked softmax cross-entropy\n",
       z.embed, z.hidden, z.layers, z.dropout, z.lr, z.batch_size, z.epochs);
   lesson.print(
-      "Two changes to d2l's training, against learning {} pairs by heart (trained as d2l does, the loss\n"
-      "falls to 0.03 per token, yet only about 2 held-out sentences in 5 come out exactly right, most of the\n"
-      "others one content word off):\n"
+      "Two changes to d2l's training, against learning the {} pairs by heart (run with --label-smoothing 0\n"
+      "--weight-decay 0 to train as d2l does and compare the held-out BLEU below):\n"
       "  label smoothing ε = {}: the target of each step is 1-ε on the right token and ε/V spread over all V,\n"
       "    so the model gains nothing by growing its logits without end on pairs it already knows;\n"
       "  weight decay λ = {} (AdamW): every weight shrinks by lr·λ each step, so only weights the data\n"
@@ -258,7 +288,181 @@ std::string word_orders_cross(lesson::Lesson& lesson, nn::EncoderDecoder& model,
                      crossing ? ", its attention crossing where the word orders do" : "");
 }
 
+// --- beam search (d2l 10.8) -------------------------------------------------------------------------
+
+// A preprocessed sentence ("i lost .") as the encoder reads it: its ids, then <eos>.
+std::vector<int64_t> source_ids(const data::NMTData& nmt, const std::string& sentence) {
+  std::vector<std::string> words = split_words(sentence);
+  words.push_back("<eos>");
+  return nmt.src_vocab[words];
+}
+
+// One beam size over the held-out pairs: each translation, its BLEU and its log-probability under the model.
+struct BeamRun {
+  int64_t k;
+  std::vector<std::string> translations;
+  std::vector<double> bleus, log_probs;
+  double mean_bleu = 0;
+};
+BeamRun decode_held_out(nn::EncoderDecoder& model, const data::NMTData& nmt,
+                        const std::vector<lesson::TranslationPair>& pairs, int64_t num_steps, int64_t k) {
+  BeamRun run{k, {}, {}, {}, 0};
+  for (const lesson::TranslationPair& pair : pairs) {
+    lesson::BeamSearch b = lesson::beam_search(model, source_ids(nmt, pair.source),
+                                               {.beam_size = k,
+                                                .num_steps = num_steps,
+                                                .pad = nmt.src_vocab["<pad>"],
+                                                .bos = nmt.tgt_vocab["<bos>"],
+                                                .eos = nmt.tgt_vocab["<eos>"],
+                                                .max_len = num_steps,
+                                                .alpha = kAlpha});
+    run.translations.push_back(fmt::format("{}", fmt::join(nmt.tgt_vocab.to_tokens(b.tokens), " ")));
+    run.bleus.push_back(data::bleu(run.translations.back(), pair.target, 2));
+    run.log_probs.push_back(b.best.log_prob);
+    run.mean_bleu += run.bleus.back() / static_cast<double>(pairs.size());
+  }
+  return run;
+}
+
+// What beam k changed against beam 1 (greedy), counted pair by pair: one line for the transcript.
+struct BeamChange {
+  int64_t changed = 0, better = 0, worse = 0;
+};
+BeamChange compare(const BeamRun& greedy, const BeamRun& beam) {
+  BeamChange c;
+  for (size_t i = 0; i < greedy.translations.size(); ++i) {
+    if (beam.translations[i] == greedy.translations[i]) continue;
+    ++c.changed;
+    c.better += beam.bleus[i] > greedy.bleus[i];
+    c.worse += beam.bleus[i] < greedy.bleus[i];
+  }
+  return c;
+}
+
+std::string change_sentence(const BeamRun& greedy, const BeamRun& beam) {
+  const BeamChange c = compare(greedy, beam);
+  if (c.changed == 0)
+    return fmt::format("beam {} gives every held-out translation greedy gives: BLEU stays {:.3f}", beam.k,
+                       beam.mean_bleu);
+  const std::string direction = beam.mean_bleu > greedy.mean_bleu   ? "raises"
+                                : beam.mean_bleu < greedy.mean_bleu ? "lowers"
+                                                                    : "leaves";
+  return fmt::format(
+      "beam {} changes {} of {} translations ({} score higher BLEU, {} lower) and {} the mean BLEU {} {:.3f}", beam.k,
+      c.changed, greedy.translations.size(), c.better, c.worse, direction,
+      direction == "leaves" ? "at" : fmt::format("from {:.3f} to", greedy.mean_bleu), beam.mean_bleu);
+}
+
+// One sentence's beam, step by step: every hypothesis kept after each step, with its log-probability.
+void show_beam(lesson::Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt,
+               const lesson::TranslationPair& pair, int64_t num_steps, int64_t k) {
+  lesson::BeamSearch b = lesson::beam_search(model, source_ids(nmt, pair.source),
+                                             {.beam_size = k,
+                                              .num_steps = num_steps,
+                                              .pad = nmt.src_vocab["<pad>"],
+                                              .bos = nmt.tgt_vocab["<bos>"],
+                                              .eos = nmt.tgt_vocab["<eos>"],
+                                              .max_len = num_steps,
+                                              .alpha = kAlpha});
+  lesson.print("\"{}\" (reference: {}), beam {}, step by step (log P, natural log; * = ended with <eos>):\n",
+               pair.source, pair.target, k);
+  std::string trace;
+  for (size_t t = 0; t < b.steps.size(); ++t) {
+    for (const lesson::Hypothesis& h : b.steps[t]) {
+      const std::string words = fmt::format("{}", fmt::join(nmt.tgt_vocab.to_tokens(h.tokens), " "));
+      const std::string line =
+          fmt::format("  step {:<2}  {:<40} {:8.4f}{}\n", t + 1, words, h.log_prob, h.finished ? " *" : "");
+      lesson.print("{}", line);
+      trace += line;
+    }
+  }
+  lesson.print(
+      "A beam runs until every hypothesis in it has finished, or for max_len = {} steps: hypotheses go on\n"
+      "after the first <eos>, and the answer is the best-scored of all the finished ones (*) and of those\n"
+      "still live at the end.\n",
+      num_steps);
+  lesson.print("chosen: \"{}\", log P {:.4f}, score log P / L^{} = {:.4f} (L = {} tokens)\n",
+               fmt::join(nmt.tgt_vocab.to_tokens(b.tokens), " "), b.best.log_prob, kAlpha, b.score,
+               b.best.tokens.size());
+  lesson.result("beam_trace_source", pair.source);
+  lesson.result("beam_trace_size", k);
+  lesson.result("beam_trace", trace);
+  lesson.result("beam_trace_chosen", fmt::format("{}", fmt::join(nmt.tgt_vocab.to_tokens(b.tokens), " ")));
+  lesson.result("beam_trace_log_prob", b.best.log_prob);
+}
+
+// Greedy decoding, then beams of 2 and 4, over the held-out pairs; one sentence's beam shown. Returns
+// the summary's line.
+std::string beam_search_section(lesson::Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt,
+                                const std::vector<lesson::TranslationPair>& pairs, int64_t num_steps) {
+  lesson.section("Beam search (d2l 10.8): beams of 1, 2 and 4");
+  lesson.print(
+      "Greedy decoding keeps the one most likely token at each step. Beam search keeps the k most likely\n"
+      "partial translations: at each step every one of them is extended by every token, log P adds up, and\n"
+      "the k best of the k·V extensions stay; one that says <eos> is finished. The answer is the finished\n"
+      "sequence of largest log P / L^α (α = {}, d2l's; L counts the <eos>). k = 1 is greedy decoding.\n",
+      kAlpha);
+  std::vector<BeamRun> runs;
+  for (int64_t k : {1, 2, 4}) runs.push_back(decode_held_out(model, nmt, pairs, num_steps, k));
+  // The first pair where beam 2 or 4 differs from greedy shows best what a beam does; else the first pair.
+  size_t shown = 0;
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (runs[1].translations[i] != runs[0].translations[i] || runs[2].translations[i] != runs[0].translations[i]) {
+      shown = i;
+      break;
+    }
+  show_beam(lesson, model, nmt, pairs[shown], num_steps,
+            runs[1].translations[shown] != runs[0].translations[shown] ? 2 : 4);
+
+  lesson.print("\n{:<6} {:>10} {:>28} {:>22}\n", "beam", "mean BLEU", "translations unlike greedy's",
+               "mean log P of output");
+  for (const BeamRun& r : runs) {
+    const double mean_log_prob =
+        std::accumulate(r.log_probs.begin(), r.log_probs.end(), 0.0) / static_cast<double>(r.log_probs.size());
+    lesson.print("{:<6} {:>10.3f} {:>28} {:>22.4f}\n", r.k, r.mean_bleu, compare(runs[0], r).changed, mean_log_prob);
+    lesson.result(fmt::format("beam_{}_translations", r.k), lines(r.translations));
+    lesson.result(fmt::format("beam_{}_bleus", r.k), r.bleus);
+    lesson.result(fmt::format("beam_{}_log_probs", r.k), r.log_probs);
+    lesson.result(fmt::format("beam_{}_mean_bleu", r.k), r.mean_bleu);
+  }
+  const std::string said = fmt::format("{};\n{}", change_sentence(runs[0], runs[1]), change_sentence(runs[0], runs[2]));
+  lesson.print("{}.\n", said);
+  // Does the model's own probability of what it outputs rise with the beam? (The beam picks by
+  // log P / L^α, so it need not.)
+  std::vector<double> mean_log_probs;
+  for (const BeamRun& r : runs)
+    mean_log_probs.push_back(std::accumulate(r.log_probs.begin(), r.log_probs.end(), 0.0) /
+                             static_cast<double>(r.log_probs.size()));
+  const bool rises = mean_log_probs[1] >= mean_log_probs[0] && mean_log_probs[2] >= mean_log_probs[1];
+  lesson.print(
+      "The mean log P of the output {} with the beam ({:.4f}, {:.4f}, {:.4f}){}.\n"
+      "BLEU measures agreement with one reference, which is another thing than the model's probability.\n",
+      rises ? "rises" : "does not rise steadily", mean_log_probs[0], mean_log_probs[1], mean_log_probs[2],
+      rises ? ":\nthe wider beams find translations the model itself finds likelier" : "");
+  lesson.result("beam_log_prob_rises", rises);
+  return said;
+}
+
 }  // namespace
+
+// What the lesson will show, printed before its first section.
+void what_you_will_see(lesson::Lesson& lesson) {
+  lesson.print(
+      "What this lesson shows: note 003's encoder–decoder with Bahdanau attention, its decoder's state and\n"
+      "one decoding step worked by hand; the model trained on English–French pairs; BLEU explained, then\n"
+      "measured on held-out pairs; which English word each French word looks at; and beam search against\n"
+      "greedy decoding.\n");
+}
+
+// What to keep from it, printed before the summary.
+void what_to_remember(lesson::Lesson& lesson) {
+  lesson.print(
+      "\nWhat to remember: at every step the decoder's last hidden state is the query, the encoder's outputs\n"
+      "are keys and values, and the valid lengths mask the padding; the context is fed to the GRU with the\n"
+      "step's input, so the decoder runs one step at a time. The weights align each output word with the\n"
+      "source words it needs, wherever they stand. A beam keeps several partial translations; it finds what\n"
+      "the model scores higher, which is not always what BLEU scores higher.\n");
+}
 
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 8);
@@ -270,7 +474,7 @@ int main(int argc, char** argv) {
   lesson.option("--layers", z.layers, "GRU layers L", {.max = 16});
   lesson.option("--num-steps", z.num_steps, "tokens per padded sentence T (and the longest translation)",
                 {.min = 2, .max = 256});
-  lesson.option("--lr", z.lr, "Adam learning rate");
+  lesson.option("--lr", z.lr, "AdamW learning rate");
   lesson.option("--dropout", z.dropout, "dropout between GRU layers and on the attention weights");
   lesson.option("--label-smoothing", z.label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");
   lesson.option("--weight-decay", z.weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
@@ -285,6 +489,7 @@ int main(int argc, char** argv) {
     fail("08_seq2seq_attention: --label-smoothing {} must be in [0, 1) and --weight-decay {} at least 0",
          z.label_smoothing, z.weight_decay);
   Generator gen(lesson.seed());
+  what_you_will_see(lesson);
 
   data::NMTData nmt = lesson::load_translation_data(lesson.data(), z.num_steps);
   std::vector<lesson::TranslationPair> test_pairs = lesson::load_test_pairs(lesson.data());
@@ -319,11 +524,13 @@ int main(int argc, char** argv) {
   lesson.result("bleu_seconds", seconds_since(bleu_start));
 
   const std::string crossing = word_orders_cross(lesson, model, nmt, z.num_steps);
+  const std::string beams = beam_search_section(lesson, model, nmt, test_pairs, z.num_steps);
+  what_to_remember(lesson);
 
   return lesson.finish(fmt::format(
       "003's seq2seq with attention: the decoder's state is the encoder's outputs (keys and values), its last\n"
       "hidden state (the decoder's first) and the source lengths (the mask); each step's query is the decoder's\n"
       "last hidden state. Trained for {} epochs, loss {:.4f} -> {:.4f}; mean BLEU {:.3f} on {} held-out pairs;\n"
-      "{}.",
-      z.epochs, losses.front(), losses.back(), scores.mean, scores.pairs.size(), crossing));
+      "{}.\nBeam search: {}.",
+      z.epochs, losses.front(), losses.back(), scores.mean, scores.pairs.size(), crossing, beams));
 }

@@ -6,14 +6,16 @@
 //   001 绝对位置信息            the binary counter: higher dims change more slowly, like higher bits
 //   001 相对位置信息            P[i+δ] is a fixed linear map (a rotation per column pair) of P[i]
 //   001 对比                    CNN, RNN and self-attention: compute, sequential operations, longest path
-//   004 2.2 位置编码            the same formula (and two errata: what attention "consists of", and
-//                               "位置编码越靠近某个时间步，它的作用就越小")
+//   004 2.2 位置编码            the same formula, and its errata: what attention "consists of",
+//                               PE(pos, i) called "一行" (it is one element), "非线性信息", and
+//                               "位置编码越靠近某个时间步，它的作用就越小"; 001's "自编码输入" and
+//                               "位置于计δ处" are flagged where 001 comes up
 //
 // The learner sees that self-attention without positions is blind to order
 // (permuting the inputs only permutes the outputs), the 60 × 32 encoding
 // matrix as a heatmap and four of its columns as curves, the bits of 0…7
 // beside the sign changes of the encoding's columns, the rotation that moves
-// every row δ positions on (its largest error over 1000 positions, ~1e-7),
+// every row δ positions on (its largest error over 1000 positions, computed),
 // the rows' equal lengths and P[i]·P[i+δ] depending on δ alone,
 // and the 对比 table measured: the engine's own Conv1d, RNN and scaled
 // dot-product attention timed as n and d grow, with log-log slopes beside
@@ -236,6 +238,18 @@ Tensor encoding_matrix(lesson::Lesson& lesson, Generator& gen) {
       "encoding. It does not: scaled dot-product attention is softmax(QKᵀ/√d_k)·V alone. Positional\n"
       "encoding is a separate step on the input, X + P, done once before the first attention layer\n"
       "(nn::PositionalEncoding here; the attention above ran without it).");
+  lesson.erratum(fmt::format(
+      "004 §2.2 says PE(pos, i) \"是位置编码矩阵的一行\" (is a row of the matrix). PE(pos, i) is one element,\n"
+      "row pos and column i: P[1, 0] = sin(1) = {:.4f} above. A row is PE(pos, ·), the {} numbers of one position.",
+      P.at({1, 0}), d_pe));
+  lesson.erratum(
+      "004 §2.2 says positional encoding gives the model \"非线性信息\" (nonlinear information) about\n"
+      "positions. P is a fixed table added to the input, X + P: nothing about it is a nonlinearity of the\n"
+      "model. Its entries are sines and cosines of the position, and what it gives is the position itself,\n"
+      "in a code where moving δ on is a linear map (the rotation in 相对位置信息 below).");
+  lesson.erratum(
+      "001 位置编码 calls X + P \"自编码输入\" (an auto-encoded input). Nothing is auto-encoded: X + P is\n"
+      "the input with its positions added, which self-attention reads as queries, keys and values.");
   lesson.result("pe_shape", P.shape());
   lesson.result("pe", P);
   return P;
@@ -294,6 +308,9 @@ double relative_position(lesson::Lesson& lesson, Generator& gen) {
   lesson.print(
       "R(δ) depends on δ alone (an angle ω_j·δ per pair), so a layer can learn to attend \"δ positions back\"\n"
       "with one linear map, wherever it is in the sequence. (The error is float32 rounding.)\n");
+  lesson.erratum(
+      "001 相对位置信息 writes \"位置于计δ处的位置编码\", which is garbled: it means the encoding at position\n"
+      "i + δ, which a linear projection of the encoding at position i gives, R(δ)·P[i], as computed above.");
   lesson.result("relative_max_error", relative_error);
 
   // What can be said of P and distance: every row has the same length, Σⱼ sin² + cos² = d/2, and
@@ -473,6 +490,24 @@ Slopes comparison(lesson::Lesson& lesson, int64_t reps, Generator& gen) {
 
 }  // namespace
 
+// What the lesson will show, printed before its first section.
+void what_you_will_see(lesson::Lesson& lesson) {
+  lesson.print(
+      "What this lesson shows: that self-attention alone cannot see the order of its inputs; the sinusoidal\n"
+      "positional encoding P that gives it the order, drawn, read as a binary counter, and moved δ positions\n"
+      "on by one rotation; and CNN, RNN and self-attention compared by counting and by timing the engine's\n"
+      "own layers.\n");
+}
+
+// What to keep from it, printed before the summary.
+void what_to_remember(lesson::Lesson& lesson) {
+  lesson.print(
+      "\nWhat to remember: permuting the inputs of self-attention only permutes its outputs, so the order must\n"
+      "be added to the input, X + P, once, before the first layer; each column pair of P is a sine and cosine\n"
+      "of its own wavelength, and P[i+δ] = R(δ)·P[i] for every i; self-attention connects any two positions\n"
+      "in one step, at a cost that grows as n², where an RNN needs n sequential steps.\n");
+}
+
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 10);
   int64_t reps = 5;
@@ -480,12 +515,14 @@ int main(int argc, char** argv) {
   lesson.start();
   Generator gen(lesson.seed());
   if (reps < 1) reps = 1;
+  what_you_will_see(lesson);
 
   introduction(lesson, gen);
   Tensor P = encoding_matrix(lesson, gen);
   absolute_position(lesson, P);
   const double relative_error = relative_position(lesson, gen);
   const Slopes slopes = comparison(lesson, reps, gen);
+  what_to_remember(lesson);
 
   return lesson.finish(fmt::format(
       "Self-attention alone is blind to order; adding the sinusoidal encoding P (60 × 32 drawn) gives each\n"

@@ -59,8 +59,8 @@ namespace {
 //   min_freq 1      d2l's min_freq 2 makes <unk> the likeliest first word of a short sentence (the data
 //                   section counts it), and at some seeds the model then answers `go .` with <unk>;
 //   no dropout      at this size and budget dropout only slows learning;
-//   label smoothing 0.1 (lesson 08's): against learning the pairs by heart, held-out BLEU 0.91–0.94
-//                   instead of 0.87–0.92 at seeds 0–7;
+//   label smoothing 0.1 (lesson 08's): against learning the pairs by heart (--label-smoothing 0
+//                   trains without it, for a learner to compare the held-out BLEU);
 //   40 epochs, no weight decay: a pair that occurs once (`go .` => `va !`, while `go home .` =>
 //                   `rentre chez toi .`) is learned only by fitting the training pairs closely;
 //                   lesson 08's weight decay, or fewer epochs, leave more seeds with one of d2l's
@@ -102,8 +102,9 @@ IntTensor teacher_input(const IntTensor& Y, int64_t bos) {
 // the embedded words then have the scale of P's entries, which lie in
 // [-1, 1]. From N(0, 1) a word vector is √H times larger than P, the order
 // of the words is a faint signal on top of it, and at this lesson's budget
-// the model learns it too slowly (held-out BLEU about 0.6 instead of above
-// 0.8). train_seq2seq then gives every other weight matrix d2l's Xavier init.
+// the model learns it too slowly. The transcript measures both scales
+// (embedding_scale). train_seq2seq then gives every other weight matrix
+// d2l's Xavier init.
 void init_embeddings(nn::Module& model, int64_t num_hiddens, Generator& gen) {
   for (auto& [name, p] : model.named_parameters())
     if (name.find("embedding") != std::string::npos)
@@ -167,6 +168,33 @@ void the_data(lesson::Lesson& lesson, const data::NMTData& nmt, const Sizes& z) 
   vocabulary_threshold(lesson, nmt, z.min_freq);
 }
 
+// The standard deviation of every entry of t.
+double std_of(const Tensor& t) {
+  const std::vector<float> v = t.to_vector();
+  double mean = 0, square = 0;
+  for (float x : v) mean += x / static_cast<double>(v.size());
+  for (float x : v) square += (x - mean) * (x - mean) / static_cast<double>(v.size());
+  return std::sqrt(square);
+}
+
+// Why the embeddings start at N(0, 1/H) and are multiplied by √H, measured on the untrained encoder:
+// the scaled word vectors then have P's scale, so the order P adds is not lost under the words.
+void embedding_scale(lesson::Lesson& lesson, nn::TransformerEncoder& encoder, const Tensor& P) {
+  const int64_t H = encoder.num_hiddens;
+  const double root_h = std::sqrt(static_cast<double>(H));
+  const double init_std = std_of(encoder.embedding->weight), scaled_std = init_std * root_h, p_std = std_of(P);
+  lesson.print(
+      "  Why ·√H: the embeddings start at N(0, 1/H), standard deviation 1/√H = {:.4f} (measured over the\n"
+      "  encoder's {} weights: {:.4f}), so embedding·√H has entries of standard deviation {:.3f}, the scale of\n"
+      "  P, whose entries lie in [-1, 1] (standard deviation {:.3f} over P[:T]). d2l starts them at N(0, 1),\n"
+      "  PyTorch's default: embedding·√H would then have standard deviation √H = {:.2f}, {:.1f} times P's, and\n"
+      "  the order P carries would be a faint signal on top of the words.\n",
+      1 / root_h, encoder.embedding->weight.numel(), init_std, scaled_std, p_std, root_h, root_h / p_std);
+  lesson.result("embedding_init_std", init_std);
+  lesson.result("embedding_scaled_std", scaled_std);
+  lesson.result("positional_encoding_std", p_std);
+}
+
 // The encoder's parts on a batch of two source sentences, then block 0's first head computed by hand.
 // Returns the encoder's outputs (B, T, H).
 Tensor encoder_parts(lesson::Lesson& lesson, nn::TransformerEncoder& encoder, const IntTensor& X,
@@ -185,6 +213,7 @@ Tensor encoder_parts(lesson::Lesson& lesson, nn::TransformerEncoder& encoder, co
   lesson.print("  P[:T]                  {}   P[i, 2j] = sin(i / 10000^(2j/H)), P[i, 2j+1] = cos(i / 10000^(2j/H))\n",
                P.shape());
   lesson.print("  embedding·√H + P       {}   the input of block 0: each position now knows where it is\n", Xp.shape());
+  embedding_scale(lesson, encoder, P);
 
   lesson.print(
       "\nEncoder block 0 (TransformerEncoderBlock::forward in src/nn/transformer.cpp; each block keeps\n"
@@ -513,6 +542,24 @@ void the_parts(lesson::Lesson& lesson, nn::EncoderDecoder& model, nn::Transforme
 
 }  // namespace
 
+// What the lesson will show, printed before its first section.
+void what_you_will_see(lesson::Lesson& lesson) {
+  lesson.print(
+      "What this lesson shows: d2l's encoder–decoder Transformer part by part, with the shapes each part\n"
+      "makes on a real batch (the scaled embedding plus P, multi-head self-attention, add & norm, the FFN,\n"
+      "the decoder's masked and cross attention); LayerNorm against BatchNorm; the model trained on lesson\n"
+      "08's corpus, one sentence decoded step by step, BLEU on the held-out pairs, and its attention drawn.\n");
+}
+
+// What to keep from it, printed before the summary.
+void what_to_remember(lesson::Lesson& lesson) {
+  lesson.print(
+      "\nWhat to remember: the Transformer has no recurrence: positions enter once, as P added to the scaled\n"
+      "embeddings; every block is attention then a position-wise FFN, each wrapped in add & norm; the\n"
+      "decoder's self-attention is masked so a step sees only the steps before it, and its cross-attention\n"
+      "reads the encoder's outputs. Scaled dot-product attention is the same softmax(QKᵀ/√d_k)·V in every head.\n");
+}
+
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 11);
   Sizes z;
@@ -526,7 +573,7 @@ int main(int argc, char** argv) {
   lesson.option("--min-freq", z.min_freq, "keep the words seen at least this often (d2l: 2); the rest are <unk>",
                 {.max = 10'000});
   lesson.option("--dropout", z.dropout, "dropout rate (in training only; d2l: 0.2)");
-  lesson.option("--lr", z.lr, "Adam learning rate");
+  lesson.option("--lr", z.lr, "AdamW learning rate");
   lesson.option("--label-smoothing", z.label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");
   lesson.option("--weight-decay", z.weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
   lesson.data_option();
@@ -545,6 +592,7 @@ int main(int argc, char** argv) {
     fail("11_transformer: --label-smoothing {} and --dropout {} must be in [0, 1), --weight-decay {} at least 0",
          z.label_smoothing, z.dropout, z.weight_decay);
   Generator gen(lesson.seed());
+  what_you_will_see(lesson);
 
   data::NMTData nmt = data::load_data_nmt((lesson.data() / "eng-fra" / "train.txt").string(), z.num_steps, z.min_freq);
   std::vector<lesson::TranslationPair> test_pairs = lesson::load_test_pairs(lesson.data());
@@ -595,6 +643,7 @@ int main(int argc, char** argv) {
   lesson.result("num_heads", z.num_heads);
   lesson.result("min_freq", z.min_freq);
   lesson.result("total_seconds", seconds_since(start));
+  what_to_remember(lesson);
 
   return lesson.finish(fmt::format(
       "d2l's Transformer (embedding·√H + positional encoding; {} encoder blocks of multi-head self-attention,\n"

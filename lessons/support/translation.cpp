@@ -137,6 +137,11 @@ Translation translate(nn::EncoderDecoder& model, const data::Vocab& src_vocab, c
   t.tokens = tgt.to_tokens(p.tokens);
   const int64_t T = std::min<int64_t>(static_cast<int64_t>(words.size()), num_steps);
   t.source = src_vocab.to_tokens(std::vector<int64_t>(src.begin(), src.begin() + T));  // unknown words: <unk>
+  for (const std::string& word : words)
+    if (word != "<eos>" && !src_vocab.contains(word) &&
+        std::find(t.unknown_words.begin(), t.unknown_words.end(), word) == t.unknown_words.end())
+      t.unknown_words.push_back(word);
+  t.cut_tokens.assign(words.begin() + T, words.end());
   // Step k's weights are (1, 1, num_steps) (the Bahdanau decoder) or, per
   // block, (1, heads, 1, num_steps) (a Transformer's cross-attention): the
   // step's row is the mean of the last tensor's rows (one row, or the heads

@@ -89,6 +89,10 @@ struct Translation {
   std::vector<std::string> tokens;  // the output, without <eos>
   // What the encoder read: the tokens (unknown ones as <unk>), then <eos>, cut to num_steps.
   std::vector<std::string> source;
+  // The sentence's words the source vocabulary does not hold, each once, in order: each reads as <unk>.
+  std::vector<std::string> unknown_words;
+  // The tokens past num_steps that the encoder never read (<eos> among them when cut), in order.
+  std::vector<std::string> cut_tokens;
   // (output steps, source steps) = (tokens.size() + 1 when the last step said <eos>, source.size()):
   // row k is the decoder's attention over the source while it produced output token k (for a
   // Transformer: the cross-attention of its last block, averaged over the heads).

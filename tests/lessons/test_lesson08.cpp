@@ -9,6 +9,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <numeric>
 #include <pugixml.hpp>
 
@@ -51,6 +53,86 @@ void check_brief_run() {
 }
 
 #else
+// Beam search over the held-out pairs (d2l 10.8): beam 1 is greedy decoding, so its translations are the
+// lesson's greedy ones; every beam's BLEU is recomputed with d2l's formula; what the lesson says each
+// beam changes is counted again here, pair by pair; the beam shown step by step is consistent with itself.
+void check_beams(const nlohmann::json& res, const std::string& transcript, const std::vector<std::string>& greedy,
+                 const std::vector<std::string>& references) {
+  using qkv::lesson_test::split_lines;
+  CHECK(split_lines(res.at("beam_1_translations").get<std::string>()) == greedy);
+  std::map<int, std::vector<std::string> > translations;
+  std::map<int, std::vector<double> > bleus;
+  std::map<int, double> means;
+  for (int k : {1, 2, 4}) {
+    INFO("beam " << k);
+    translations[k] = split_lines(res.at(fmt::format("beam_{}_translations", k)).get<std::string>());
+    REQUIRE(translations[k].size() == references.size());
+    double total = 0;
+    for (size_t i = 0; i < references.size(); ++i) {
+      const double b = qkv::lesson_test::plain_bleu(translations[k][i], references[i], 2);
+      total += b;
+      bleus[k].push_back(b);
+    }
+    means[k] = total / static_cast<double>(references.size());
+    CHECK(res.at(fmt::format("beam_{}_mean_bleu", k)).get<double>() == doctest::Approx(means[k]));
+    for (double lp : res.at(fmt::format("beam_{}_log_probs", k)).get<std::vector<double> >()) CHECK(lp <= 0.0);
+  }
+  // Whether the mean log-probability of the output rises with the beam, as the lesson says or denies.
+  std::map<int, double> mean_log_prob;
+  for (int k : {1, 2, 4}) {
+    const std::vector<double> lps = res.at(fmt::format("beam_{}_log_probs", k)).get<std::vector<double> >();
+    mean_log_prob[k] = std::accumulate(lps.begin(), lps.end(), 0.0) / static_cast<double>(lps.size());
+  }
+  const bool rises = mean_log_prob[2] >= mean_log_prob[1] && mean_log_prob[4] >= mean_log_prob[2];
+  CHECK(res.at("beam_log_prob_rises").get<bool>() == rises);
+  CHECK((transcript.find("The mean log P of the output rises with the beam") != std::string::npos) == rises);
+  // What beams 2 and 4 change against beam 1, counted here; the lesson's sentence must say the same.
+  for (int k : {2, 4}) {
+    INFO("beam " << k);
+    int changed = 0, better = 0, worse = 0;
+    for (size_t i = 0; i < references.size(); ++i) {
+      if (translations[k][i] == translations[1][i]) continue;
+      ++changed;
+      better += bleus[k][i] > bleus[1][i];
+      worse += bleus[k][i] < bleus[1][i];
+    }
+    std::string expected;
+    if (changed == 0) {
+      expected = fmt::format("beam {} gives every held-out translation greedy gives", k);
+    } else {
+      const std::string direction = means[k] > means[1] ? "raises" : means[k] < means[1] ? "lowers" : "leaves";
+      expected =
+          fmt::format("beam {} changes {} of {} translations ({} score higher BLEU, {} lower) and {} the mean BLEU", k,
+                      changed, references.size(), better, worse, direction);
+    }
+    INFO(expected);
+    CHECK(transcript.find(expected) != std::string::npos);
+  }
+  // The sentence whose beam is shown: its chosen translation is that beam's, each step's hypotheses are at
+  // most k and in order of their log-probability, which never rises along a hypothesis.
+  const std::vector<std::string> sources = split_lines(res.at("test_sources").get<std::string>());
+  const auto shown = std::find(sources.begin(), sources.end(), res.at("beam_trace_source").get<std::string>());
+  REQUIRE(shown != sources.end());
+  const int k = res.at("beam_trace_size").get<int>();
+  REQUIRE((k == 2 || k == 4));
+  CHECK(res.at("beam_trace_chosen").get<std::string>() ==
+        translations[k][static_cast<size_t>(shown - sources.begin())]);
+  std::map<int, std::vector<double> > steps;  // step -> the log-probabilities listed at it
+  for (const std::string& line : split_lines(res.at("beam_trace").get<std::string>())) {
+    int step = 0;
+    REQUIRE(std::sscanf(line.c_str(), "  step %d", &step) == 1);
+    const std::string rest = line.substr(0, line.find(" *"));
+    steps[step].push_back(std::stod(rest.substr(rest.find_last_of(' ') + 1)));
+  }
+  REQUIRE(!steps.empty());
+  for (const auto& [step, log_probs] : steps) {
+    INFO("step " << step);
+    CHECK(log_probs.size() <= static_cast<size_t>(k));
+    CHECK(std::is_sorted(log_probs.rbegin(), log_probs.rend()));
+    for (double lp : log_probs) CHECK(lp <= 0.0);
+  }
+}
+
 void check_run(uint64_t seed) {
   SeededRun r(seed, "");
   INFO("seed " << seed << "\n" << r.run.output);
@@ -61,8 +143,9 @@ void check_run(uint64_t seed) {
   // The transcript walks through 003's section in its words, and is plain text.
   std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
   CHECK(transcript.find('\x1b') == std::string::npos);
-  for (const char* title : {"带有注意力机制的seq2seq模型", "初始化解码器的状态", "编码器在所有时间步的最终层输出",
-                            "编码器在最后一个时间步的全层隐状态", "编码器有效长度", "== Summary =="}) {
+  for (const char* title : {"What this lesson shows", "带有注意力机制的seq2seq模型", "初始化解码器的状态",
+                            "编码器在所有时间步的最终层输出", "编码器在最后一个时间步的全层隐状态", "编码器有效长度",
+                            "Beam search (d2l 10.8)", "What to remember", "== Summary =="}) {
     INFO(title);
     CHECK(transcript.find(title) != std::string::npos);
   }
@@ -155,6 +238,8 @@ void check_run(uint64_t seed) {
   CHECK(res.at("crossing_chien_argmax").get<int64_t>() == 2);
   CHECK(res.at("crossing_noir_argmax").get<int64_t>() == 1);
   CHECK(res.at("crossing").get<bool>());
+
+  check_beams(res, transcript, translations, references);
 }
 
 #endif

@@ -33,9 +33,16 @@ TEST_CASE("lessons/10_positional_encoding") {
   REQUIRE(r.json.is_object());
 
   SUBCASE("transcript, sections and pictures") {
-    qkv::lesson_test::check_ran(r,
-                                {"自注意力 简介", "位置编码矩阵", "绝对位置信息", "相对位置信息", "对比", "004 §2.2"},
-                                {"positional_encoding.svg", "pe_columns.svg", "time_vs_n.svg", "time_vs_d.svg"});
+    qkv::lesson_test::check_ran(
+        r,
+        {"What this lesson shows", "自注意力 简介", "位置编码矩阵", "绝对位置信息", "相对位置信息", "对比", "004 §2.2",
+         "是位置编码矩阵的一行", "非线性信息", "自编码输入", "位置于计δ处", "What to remember"},
+        {"positional_encoding.svg", "pe_columns.svg", "time_vs_n.svg", "time_vs_d.svg"});
+  }
+
+  SUBCASE("the erratum's element PE(1, 0) is sin(1), printed to 4 places") {
+    const std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
+    CHECK(transcript.find(fmt::format("P[1, 0] = sin(1) = {:.4f}", std::sin(1.0))) != std::string::npos);
   }
 
   SUBCASE("the encoding matrix is P[i, 2j] = sin(i/10000^(2j/d)), P[i, 2j+1] = cos(…) (001 位置编码矩阵)") {

@@ -65,13 +65,22 @@ std::vector<double> normalise(const std::vector<float>& x, size_t rows, size_t c
 void check_parts(const qkv::lesson_test::LessonRun& r) {
   const nlohmann::json& res = r.results();
   std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
-  for (const char* t :
-       {"2.2 Transformer与Scaled Dot-Product Attention", "位置编码", "缩放点积注意力", "masked self-attention",
-        "add & norm", "position-wise FFN", "Erratum: 004 §2.2", "位置编码越靠近某个时间步",
-        "LayerNorm against BatchNorm", "greedy decoding, one token at a time", "== Summary =="}) {
+  for (const char* t : {"What this lesson shows", "What to remember", "2.2 Transformer与Scaled Dot-Product Attention",
+                        "位置编码", "缩放点积注意力", "masked self-attention", "add & norm", "position-wise FFN",
+                        "Erratum: 004 §2.2", "位置编码越靠近某个时间步", "LayerNorm against BatchNorm",
+                        "greedy decoding, one token at a time", "== Summary =="}) {
     INFO(t);
     CHECK(transcript.find(t) != std::string::npos);
   }
+  // Why the embeddings are scaled by √H: they start at N(0, 1/H) (H = 32 at the defaults the tests run,
+  // or the run's --num-hiddens), so over the V·H weights their standard deviation is 1/√H within a few
+  // percent, and embedding·√H has entries of standard deviation near 1; P's entries lie in [-1, 1].
+  CHECK(transcript.find("Why ·√H") != std::string::npos);
+  const double init_std = res.at("embedding_init_std").get<double>();
+  const double scaled_std = res.at("embedding_scaled_std").get<double>();
+  CHECK(scaled_std == doctest::Approx(1.0).epsilon(0.1));
+  CHECK(res.at("positional_encoding_std").get<double>() <= 1.0);
+  CHECK(res.at("positional_encoding_std").get<double>() > 0.0);
   // Head 0 of encoder block 0 by hand: the same computation as the block's, so equal to rounding.
   CHECK(res.at("head0_by_hand_max_diff").get<double>() <= 1e-6);
   // The causal mask: no weight above the diagonal, and each row of the drawn (S, S) weights sums to 1.

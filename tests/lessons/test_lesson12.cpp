@@ -68,9 +68,64 @@ double recount(const Saved& s, const std::vector<int>& predicted, const std::str
   return static_cast<double>(right) / n;
 }
 
+// The summary's sentences follow from the numbers: which one was printed is decided here again, from
+// the saved curves and predictions, by the rules the lesson states (fitted: a last training accuracy of
+// at least fitted_threshold; near a coin: within near_coin of 0.5; attn + P below another model on a
+// kind the words decide: a lower recounted accuracy there).
+void check_summary(const LessonRun& r, const Saved& s) {
+  const nlohmann::json& res = r.results();
+  const size_t at = r.run.output.find("== Summary ==");
+  REQUIRE(at != std::string::npos);
+  const std::string summary = r.run.output.substr(at);
+  INFO(summary);
+  const double fitted = res.at("fitted_threshold").get<double>(), near_coin = res.at("near_coin").get<double>();
+  bool all_fit = true;
+  for (const char* key : {"average_train_accuracies", "unordered_train_accuracies", "train_accuracies"})
+    all_fit = all_fit && res.at(key).get<std::vector<double>>().back() >= fitted;
+  CHECK((summary.find("All three fit the training sentences") != std::string::npos) == all_fit);
+  CHECK((summary.find("Not all of them fit") != std::string::npos) == !all_fit);
+  // The training accuracies it quotes are the curves' last points.
+  CHECK(summary.find(fmt::format("training accuracy: average {:.3f}, attn {:.3f}, attn + P {:.3f}",
+                                 res.at("average_train_accuracies").get<std::vector<double>>().back(),
+                                 res.at("unordered_train_accuracies").get<std::vector<double>>().back(),
+                                 res.at("train_accuracies").get<std::vector<double>>().back())) != std::string::npos);
+
+  const std::vector<int> average = s.predictions(res, "average_predictions"),
+                         unordered = s.predictions(res, "unordered_predictions"),
+                         attention = s.predictions(res, "attention_predictions");
+  const double ca = recount(s, average, "contrast"), cu = recount(s, unordered, "contrast"),
+               cp = recount(s, attention, "contrast");
+  CHECK(summary.find(fmt::format("average gets {:.3f} and attn {:.3f}", ca, cu)) != std::string::npos);
+  const bool near = std::abs(ca - 0.5) <= near_coin && std::abs(cu - 0.5) <= near_coin;
+  CHECK((summary.find("of a coin's 0.5") != std::string::npos) == near);
+  CHECK((summary.find("above the better of the two") != std::string::npos) == (cp > std::max(ca, cu)));
+
+  bool below_somewhere = false;
+  for (const char* kind : {"plain", "negation", "far negation"})
+    for (const std::vector<int>* other : {&average, &unordered}) {
+      const double o = recount(s, *other, kind), p = recount(s, attention, kind);
+      if (o > p) {
+        below_somewhere = true;
+        CHECK(summary.find(fmt::format("on {} sentences {} gets {:.3f} and attn + P {:.3f}", kind,
+                                       other == &average ? "average" : "attn", o, p)) != std::string::npos);
+      }
+    }
+  CHECK((summary.find("attn + P is below another model on some kinds") != std::string::npos) == below_somewhere);
+  CHECK((summary.find("at least as good as\neither other model") != std::string::npos) == !below_somewhere);
+  // training.svg draws all three models' curves.
+  const std::string svg = qkv::lesson_test::read_text(r.out / "training.svg");
+  for (const char* series : {"attn + P: loss", "attn: loss", "average: loss", "attn: accuracy"}) {
+    INFO(series);
+    CHECK(svg.find(series) != std::string::npos);
+  }
+}
+
 void check_run(const LessonRun& r, bool trained) {
   INFO(r.run.output);
-  qkv::lesson_test::check_ran(r, {"1.简介", "3.1 概览", "3.2 模型实现", "对输入进行嵌入", "Erratum: 004 3.2"},
+  qkv::lesson_test::check_ran(r,
+                              {"What this lesson shows", "1.简介", "3.1 概览", "3.2 模型实现", "对输入进行嵌入",
+                               "Erratum: 004 3.2", "SENN", "LEARNING_RATE", "NUM_EPOCHS", "train_data_loader",
+                               "(batch_size, num_heads, seq_len, seq_len)", "What to remember"},
                               {"training.svg"});
   const nlohmann::json& res = r.results();
   // The notes' Linear((10 + 5)·5, 10·5) on cat([embedded, embedded], -1), which has 2·5 features, is refused.
@@ -122,13 +177,18 @@ void check_run(const LessonRun& r, bool trained) {
   }
   // A contrast and its clauses swapped hold the same words: an average of their vectors is the same
   // whatever their order, so averaging gives both the same P(positive) (up to float rounding).
+  // So does attention whose keys see only the word: the softmax over the words and the weighted sum
+  // are the same whatever order the words come in.
   std::vector<double> swapped_average = res.at("swapped_average").get<std::vector<double>>(),
+                      swapped_unordered = res.at("swapped_unordered").get<std::vector<double>>(),
                       swapped_attention = res.at("swapped_attention").get<std::vector<double>>();
   REQUIRE(swapped_average.size() == swapped_attention.size());
+  REQUIRE(swapped_unordered.size() == swapped_attention.size());
   REQUIRE(swapped_average.size() % 2 == 0);
   int64_t turned = 0;
   for (size_t k = 0; k < swapped_average.size(); k += 2) {
     CHECK(std::abs(swapped_average[k] - swapped_average[k + 1]) <= 1e-5);
+    CHECK(std::abs(swapped_unordered[k] - swapped_unordered[k + 1]) <= 1e-5);
     turned += (swapped_attention[k] > 0.5) != (swapped_attention[k + 1] > 0.5);
   }
   CHECK(res.at("swaps_turned").get<int64_t>() == turned);
@@ -188,11 +248,17 @@ void check_run(const LessonRun& r, bool trained) {
   CHECK(res.at("second_clause_uniform_share").get<double>() ==
         doctest::Approx(second_uniform / contrasts).epsilon(1e-6));
 
+  check_summary(r, s);
   if (!trained) return;
   // Trained: the loss falls, attention with positions gets at least 90% of the held-out sentences right,
   // and on contrasts, which the words alone cannot decide, it beats averaging by far.
   std::vector<double> losses = res.at("losses").get<std::vector<double>>();
-  REQUIRE(losses.size() == 15);
+  REQUIRE(losses.size() == 50);
+  // All three fit the training sentences at the default budget (the comparison is fair).
+  for (const char* key : {"average_train_accuracies", "unordered_train_accuracies", "train_accuracies"}) {
+    INFO(key);
+    CHECK(res.at(key).get<std::vector<double>>().back() >= 0.99);
+  }
   CHECK(losses.back() < losses.front() / 4);
   CHECK(recount(s, attention, "") >= 0.9);
   CHECK(recount(s, attention, "contrast") >= recount(s, average, "contrast") + 0.2);

@@ -18,7 +18,10 @@ namespace {}  // namespace
 
 TEST_CASE("lessons/09_multi_head_attention") {
   LessonRun r("09_multi_head_attention");
-  check_ran(r, {"多头注意力机制", "transpose_qkv", "Erratum: 004 2.1"}, {"head_weights.svg"});
+  check_ran(
+      r,
+      {"What this lesson shows", "多头注意力机制", "transpose_qkv", "Erratum: 004 2.1", "上下文", "What to remember"},
+      {"head_weights.svg"});
   // d2l 11.5: queries (2, 4, 100) -> output (2, 4, 100); 5 heads of 100/5 = 20 features in the batch dim.
   CHECK(r.shape("output_shape") == std::vector<int64_t>{2, 4, 100});
   CHECK(r.shape("projected_shape") == std::vector<int64_t>{2, 4, 100});

@@ -214,3 +214,103 @@ TEST_CASE("translate: bad input is refused, named, with a non-zero exit") {
   SUBCASE("a sentence with no words") { refused(model, "'Go.' ' '", {"sentence 1", "no words"}); }
   SUBCASE("a bad flag value") { refused(model, "--color sometimes 'Go.'", {"--color", "sometimes"}); }
 }
+
+namespace {
+
+// `translate <args>` started from the folder `cwd`, its output captured there.
+lesson_test::Run translate_from(const std::filesystem::path& cwd, const std::string& args) {
+  const std::filesystem::path log = cwd / "translate.log";
+  const std::string command =
+      fmt::format("cd '{}' && '{}/translate' {} > '{}' 2>&1", cwd.string(), QKV_LESSONS_DIR, args, log.string());
+  const int raw = std::system(command.c_str());
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128, read_text(log)};
+}
+
+}  // namespace
+
+TEST_CASE("translate: without --model it finds lesson 08's model from the folder it runs in, or names each path") {
+  // The rule (lessons/translate.cpp): ./out/lessons/08_seq2seq_attention/model.safetensors, then
+  // ./out/lessons/11_transformer/…, then the same two under the repository it was built from.
+  SUBCASE("a model saved where lesson 08 saves it, in the current folder") {
+    TempDir dir("translate_find");
+    const std::filesystem::path model = dir.path / "out" / "lessons" / "08_seq2seq_attention" / "model.safetensors";
+    std::filesystem::create_directories(model.parent_path());
+    SavedModel saved(seq2seq_config(), model);
+    lesson_test::Run r = translate_from(dir.path, "--color never 'Go.'");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.find(fmt::format("from {}", std::filesystem::canonical(model).string())) != std::string::npos);
+  }
+  SUBCASE("lesson 11's model when lesson 08's is not there") {
+    TempDir dir("translate_find11");
+    const std::filesystem::path model = dir.path / "out" / "lessons" / "11_transformer" / "model.safetensors";
+    std::filesystem::create_directories(model.parent_path());
+    SavedModel saved(transformer_config(), model);
+    lesson_test::Run r = translate_from(dir.path, "--color never 'Go.'");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.find(fmt::format("from {}", std::filesystem::canonical(model).string())) != std::string::npos);
+  }
+  SUBCASE("a folder with no model: the repository's model, or every path it tried") {
+    TempDir dir("translate_nomodel");
+    const std::filesystem::path repo = QKV_SOURCE_DIR;
+    const std::filesystem::path repo_model = repo / "out" / "lessons" / "08_seq2seq_attention" / "model.safetensors";
+    const std::filesystem::path repo_model_11 = repo / "out" / "lessons" / "11_transformer" / "model.safetensors";
+    lesson_test::Run r = translate_from(dir.path, "--color never 'Go.'");
+    INFO(r.output);
+    if (std::filesystem::exists(repo_model) || std::filesystem::exists(repo_model_11)) {
+      CHECK(r.status == 0);
+      CHECK(r.output.find(fmt::format("from {}", repo.string())) != std::string::npos);
+    } else {
+      CHECK(r.status != 0);
+      CHECK(r.output.find("no model found") != std::string::npos);
+      const std::filesystem::path here = std::filesystem::canonical(dir.path);
+      for (const std::filesystem::path& p :
+           {here / "out" / "lessons" / "08_seq2seq_attention" / "model.safetensors",
+            here / "out" / "lessons" / "11_transformer" / "model.safetensors", repo_model, repo_model_11}) {
+        INFO(p.string());
+        CHECK(r.output.find(p.string()) != std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("translate: each unknown word is named, a sentence past num_steps is cut with a warning") {
+  TempDir dir("translate_warn");
+  const std::filesystem::path model = dir.path / "model.safetensors";
+  SavedModel saved(seq2seq_config(), model);  // num_steps 6
+  // "the" and "zebra" are not among kEnglish's words; the second sentence is 7 words and <eos>: 8 tokens > 6.
+  lesson_test::Run r = translate(dir, model, "'I lost the zebra, the zebra.' 'I lost. Go. I lost.'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("\"the\" is not in the model's vocabulary: it reads as <unk>") != std::string::npos);
+  CHECK(r.output.find("\"zebra\" is not in the model's vocabulary: it reads as <unk>") != std::string::npos);
+  CHECK(r.output.find("\",\" is not in the model's vocabulary") != std::string::npos);
+  CHECK(r.output.find("reads at most 6 tokens (<eos> included): cut after \"i lost . go . i\", dropping \"lost . "
+                      "<eos>\"") != std::string::npos);
+  std::ifstream in(dir.path / "out" / "results.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  const nlohmann::json& t = doc.at("translations");
+  // Each unknown word once, in the order it came.
+  CHECK(t[0].at("unknown_words").get<std::vector<std::string>>() == std::vector<std::string>{"the", "zebra", ","});
+  CHECK(t[0].at("cut_tokens").get<std::vector<std::string>>() ==
+        std::vector<std::string>{"zebra", ".", "<eos>"});  // "i lost the zebra , the" is 6 tokens
+  CHECK(t[1].at("unknown_words").empty());
+  CHECK(t[1].at("cut_tokens").get<std::vector<std::string>>() == std::vector<std::string>{"lost", ".", "<eos>"});
+  CHECK(doc.at("src_vocab_size") == saved.src.size());
+  CHECK(doc.at("tgt_vocab_size") == saved.tgt.size());
+}
+
+TEST_CASE("translate: --help says how many words the model knows") {
+  TempDir dir("translate_help");
+  const std::filesystem::path model = dir.path / "out" / "lessons" / "08_seq2seq_attention" / "model.safetensors";
+  std::filesystem::create_directories(model.parent_path());
+  SavedModel saved(seq2seq_config(), model);
+  lesson_test::Run r = translate_from(dir.path, "--help");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  // kEnglish's 6 words and the 4 reserved tokens; kFrench's 8 and the 4.
+  CHECK(saved.src.size() == 10);
+  CHECK(r.output.find(fmt::format("knows 10 English tokens and {} French", saved.tgt.size())) != std::string::npos);
+  CHECK(r.output.find("out/lessons/08_seq2seq_attention/model.safetensors") != std::string::npos);
+}
