@@ -1,8 +1,10 @@
 // computation_svg and save_computation_svg: 001's 计算过程 figure from numbers (see computation.hpp).
 //
 // Layout, left to right, one row per key i:
-//   Query box (spanning the rows) | Keyᵢ | sᵢ | softmax (spanning) | aᵢ + bar | × Valueᵢ | Σ -> output
-// Arrows join each step to the next; the three stages are titled above their columns.
+//   Keyᵢ | sᵢ | softmax (spanning the rows) | aᵢ + bar | × Valueᵢ | Σ -> output
+// The Query box stands above the scores: a line runs down from it past the
+// keys and branches into every score, beside that key's own arrow. The three
+// stages are titled above their columns, in a staircase so they never overlap.
 #include <qkv/viz/computation.hpp>
 
 #include <qkv/core/error.hpp>
@@ -18,7 +20,7 @@
 namespace qkv::viz {
 namespace {
 
-constexpr double ROW = 44, TOP = 100, MARGIN = 16, BOX_H = 28;
+constexpr double ROW = 44, TOP = 146, MARGIN = 16, BOX_H = 28;
 
 // A vector as "[0.12, -0.50, …]", 2 decimals.
 std::string vec(const std::vector<float>& v) {
@@ -82,18 +84,19 @@ std::string picture(const ComputationFigure& f, const char* op) {
     value_w = std::max(value_w, detail::text_extent(values.back(), 11));
   }
   const std::string query = vec(f.query.to_vector()), output = vec(f.output.to_vector());
-  const double query_w = std::max(detail::text_extent(query, 11), 60.0) + 12;
+  const double query_w = detail::text_extent("Query ") + detail::text_extent(query, 11) + 16;
   key_w += 12 + 48;  // "Key i " and the numbers
   value_w += 12 + 60;
   const double rows_h = static_cast<double>(n) * ROW, mid = TOP + rows_h / 2;
-  // Column positions.
-  const double x_query = MARGIN, x_key = x_query + query_w + 30, x_score = x_key + key_w + 30;
+  // Column positions: the query's line runs down at x_bus, between the keys and the scores.
+  const double x_key = MARGIN, x_bus = x_key + key_w + 18, x_score = x_bus + 24;
   const double score_w = 86, x_soft = x_score + score_w + 30, soft_w = 70, x_weight = x_soft + soft_w + 30;
   const double weight_w = 150, x_value = x_weight + weight_w + 30, x_sum = x_value + value_w + 36;
   const double out_w = std::max(detail::text_extent(output, 11), 90.0) + 12, x_out = x_sum + 40;
+  const double x_query = std::max(MARGIN, x_bus - query_w / 2), y_query = TOP - 56;
   const std::string stage1 = "stage 1: score " + f.score_name;
   const double width = std::max({x_out + out_w + MARGIN, x_key + detail::text_extent(stage1) + MARGIN,
-                                 detail::text_extent(f.title, 14) + 2 * MARGIN});
+                                 x_query + query_w + MARGIN, detail::text_extent(f.title, 14) + 2 * MARGIN});
   const double height = TOP + rows_h + 40;
 
   std::string body = detail::svg_begin(width, height);
@@ -101,15 +104,18 @@ std::string picture(const ComputationFigure& f, const char* op) {
       "<defs><marker id=\"arrow\" markerWidth=\"8\" markerHeight=\"8\" refX=\"7\" refY=\"4\" orient=\"auto\">"
       "<path d=\"M0,0 L8,4 L0,8 z\" fill=\"#555\"/></marker></defs>\n";
   body += detail::svg_text(width / 2, 22, f.title, {.size = 14, .cls = "title"});
-  // The stages' titles in a staircase, each from the column where its stage starts, so none can overlap.
-  body += detail::svg_text(x_key, TOP - 50, stage1, {.anchor = "start", .cls = "stage"});
-  body += detail::svg_text(x_soft, TOP - 32, "stage 2: softmax", {.anchor = "start", .cls = "stage"});
-  body += detail::svg_text(x_value, TOP - 14, fmt::format("stage 3: Σ {}ᵢ · Valueᵢ", f.weight_symbol),
+  body += detail::svg_text(x_key, 46, stage1, {.anchor = "start", .cls = "stage"});
+  body += detail::svg_text(x_soft, 64, "stage 2: softmax", {.anchor = "start", .cls = "stage"});
+  body += detail::svg_text(x_value, 82, fmt::format("stage 3: Σ {}ᵢ · Valueᵢ", f.weight_symbol),
                            {.anchor = "start", .cls = "stage"});
 
-  body += box(x_query, mid - 30, query_w, 60, "#fde9c9");
-  body += detail::svg_text(x_query + query_w / 2, mid - 8, "Query", {.cls = "label"});
-  body += detail::svg_text(x_query + query_w / 2, mid + 12, query, {.size = 11, .cls = "query"});
+  body += box(x_query, y_query, query_w, 30, "#fde9c9");
+  body += detail::svg_text(x_query + 8, y_query + 19, "Query", {.anchor = "start", .cls = "label"});
+  body += detail::svg_text(x_query + 8 + detail::text_extent("Query "), y_query + 19, query,
+                           {.anchor = "start", .size = 11, .cls = "query"});
+  const double last_cy = TOP + static_cast<double>(n - 1) * ROW + ROW / 2;
+  body += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#555\"/>\n", x_bus,
+                      y_query + 30, last_cy - 6);
   body += box(x_soft, TOP + 4, soft_w, rows_h - 8, "#e4ecf7");
   body += detail::svg_text(x_soft + soft_w / 2, mid + 4, "softmax", {.cls = "label"});
   body += box(x_out, mid - 30, out_w, 60, "#d9f0d3");
@@ -126,8 +132,8 @@ std::string picture(const ComputationFigure& f, const char* op) {
     body += box(x_key, y, key_w, BOX_H, "#f3f3f3");
     body += detail::svg_text(x_key + 6, cy + 4, fmt::format("Key {}", i), {.anchor = "start", .cls = "label"});
     body += detail::svg_text(x_key + 54, cy + 4, keys[k], {.anchor = "start", .size = 11, .cls = "key"});
-    body += arrow(x_query + query_w, mid, x_score - 2, cy);
-    body += arrow(x_key + key_w, cy, x_score - 2, cy);
+    body += arrow(x_bus, cy - 6, x_score - 2, cy - 6);          // the query
+    body += arrow(x_key + key_w, cy + 6, x_score - 2, cy + 6);  // key i
     body += box(x_score, y, score_w, BOX_H, "white");
     body += detail::svg_text(x_score + score_w / 2, cy + 4, fmt::format("{}{} = {:.3f}", f.score_symbol, i, scores[k]),
                              {.size = 11, .cls = "score"});
