@@ -215,9 +215,10 @@ void dot_product_section(lesson::Lesson& lesson, const D2lExample& ex, Generator
   lesson.print(
       "Why both layers give the same output whatever their random parameters: all keys are equal, so\n"
       "every key gets the same score, and the masked softmax gives each valid key the same weight\n"
-      "(1/2 in batch 0, 1/6 in batch 1). The output is the mean of the first valid_len rows of the\n"
-      "values: rows 0–1 average to {}, rows 0–5 to {}.\n",
-      mean_2, mean_6);
+      "({:.4f} = 1/{:.0f} in batch 0, {:.4f} = 1/{:.0f} in batch 1, read from the weights above). The output\n"
+      "is the mean of the first valid_len rows of the values:\n  rows 0–1: {}\n  rows 0–5: {}\n",
+      dot_product.attention_weights.at({0, 0, 0}), 1 / dot_product.attention_weights.at({0, 0, 0}),
+      dot_product.attention_weights.at({1, 0, 0}), 1 / dot_product.attention_weights.at({1, 0, 0}), mean_2, mean_6);
   lesson.erratum(
       "001 缩放点积注意力 writes the score as α(q, k) = qᵀk/√d. qᵀk/√d is the score a(q, k), any real\n"
       "number; α is the weight, the softmax of the scores over the keys (the same mix-up as its\n"
@@ -271,8 +272,8 @@ void why_sqrt_d_section(lesson::Lesson& lesson, Generator& gen) {
       "Unscaled, the scores spread as √d: at d = {} the largest weight averages {:.3f} and the entropy\n"
       "{:.3f}, so the softmax is nearly one-hot and its gradient nearly 0 (∂αᵢ/∂sⱼ = αᵢ(δᵢⱼ - αⱼ) vanishes\n"
       "as one α goes to 1). Divided by √d the scores have variance 1 at every d, and the weights look the\n"
-      "same at d = 4 and d = 512 (entropy {:.3f} and {:.3f}).\n",
-      ds.back(), largest.back(), entropy.back(), entropy_scaled.front(), entropy_scaled.back());
+      "same at d = {} and d = {} (entropy {:.3f} and {:.3f}).\n",
+      ds.back(), largest.back(), entropy.back(), ds.front(), ds.back(), entropy_scaled.front(), entropy_scaled.back());
   lesson.erratum(fmt::format(
       "001 缩放点积注意力 says the dot product has mean 0 and variance d without saying when: it holds for\n"
       "components that are independent with mean 0 and variance 1. The last row above has independent\n"
