@@ -9,9 +9,9 @@
 //   1. the note's SelfAttention module on them: scores (2, 4, 4), probabilities
 //      whose rows sum to 1, output [2, 4, 10];
 //   2. the same steps without projections (Q = K = V = X): the scores X Xᵀ and
-//      their softmax come out as the note printed them (0.8921, 0.9020, 0.6954,
-//      …), symmetric with ones on the diagonal, which shows that the note's
-//      printout is the projection-free case;
+//      their softmax come out as the note printed them, to within the rounding
+//      of its input, symmetric with ones on the diagonal, which shows that the
+//      note's printout is the projection-free case;
 //   3. the note's two other slips: no 1/√d in its scores, and a printout cut off.
 // Both sets of probabilities are drawn.
 //

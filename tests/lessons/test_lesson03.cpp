@@ -95,3 +95,20 @@ TEST_CASE("lessons/03_parametric_pooling: both panels of the weights picture rea
       CHECK(std::find(first, first + 50, "#fde725") != first + 50);
     }
 }
+
+// What the summary claims, at seeds 0, 1 and 2: the loss of the learned w is
+// below every epoch's (the last update helped too), w grew past lesson 02's 1,
+// and the learned attention is sharper (lower mean row entropy).
+TEST_CASE("lessons/03_parametric_pooling: the summary's claims at seeds 0, 1, 2") {
+  for (int seed = 0; seed < 3; ++seed) {
+    CAPTURE(seed);
+    qkv::lesson_test::LessonRun r("03_parametric_pooling", fmt::format("--seed {}", seed));
+    INFO(r.run.output);
+    REQUIRE(r.run.status == 0);
+    const auto losses = r.results().at("losses").get<std::vector<double>>();
+    REQUIRE(losses.size() == 5);
+    CHECK(r.results().at("final_loss").get<double>() < losses.back());
+    CHECK(r.results().at("w").get<double>() > 1);
+    CHECK(r.results().at("mean_row_entropy").get<double>() < r.results().at("mean_row_entropy_lesson02").get<double>());
+  }
+}
