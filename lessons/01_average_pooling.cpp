@@ -6,8 +6,10 @@
 //   001 注意力提示               the two kinds of cue
 //   001 注意力汇聚, 1、平均汇聚   f(x) = (1/n) Σᵢ yᵢ, the "dumbest" estimator
 //
-// The learner sees d2l's attention-cue picture (show_heatmaps(eye(10)): each
-// query puts all its weight on the key of its own index); d2l's toy
+// The learner sees d2l's attention cues computed over the same five objects on
+// a desk: the weights of salience alone (非自主性提示: the red coffee cup stands
+// out) against the weights of a query (自主性提示: "I want to read a book"),
+// drawn as one heatmap; d2l's toy
 // regression data (50 noisy training points of y = 2 sin(x) + x^0.8 + ε);
 // 003's contrast of attention with a fully connected layer and max and
 // average pooling, which read the inputs alone: three queries, and which of
@@ -66,6 +68,60 @@ void contrast_with_pooling(lesson::Lesson& lesson, const lesson::ToyData& data, 
   lesson.result("contrast_attention", attention);
 }
 
+// d2l's attention cues (10.1, the coffee cup and the book), computed. Five
+// objects on a desk, each a key of three features (how red, how much print,
+// how much a bound volume):
+//   non-volitional: no query; an object's score is how far it stands out from
+//                   the others, ‖kᵢ - mean(k)‖², so the red cup draws the eye;
+//   volitional:     the query q = "something printed and bound to read" scores
+//                   each object by q·kᵢ, so the book wins.
+// Each row of weights is a softmax over the same five objects.
+void attention_cues(lesson::Lesson& lesson) {
+  const std::vector<std::string> objects = {"newspaper", "research paper", "notebook", "book", "coffee cup"};
+  const Tensor keys = tensor({0.1f, 1.0f, 0.0f,                      // newspaper: printed, not bound
+                              0.1f, 1.0f, 0.3f,                      // research paper: printed, stapled
+                              0.2f, 0.2f, 1.0f,                      // notebook: bound, little print
+                              0.2f, 1.0f, 1.0f,                      // book: printed and bound
+                              1.0f, 0.0f, 0.0f},                     // coffee cup: red
+                             {5, 3});                                // (objects 5, features 3): red, print, bound
+  const Tensor query = tensor({0.0f, 1.0f, 1.0f}, {3, 1});           // (features 3, 1): to read a book
+  Tensor centred = keys - keys.mean(0, true);                        // (5, 3) - (1, 3)
+  Tensor salience = sum(centred * centred, 1);                       // (5,): ‖kᵢ - mean(k)‖²
+  Tensor relevance = keys.matmul(query).reshape({5});                // (5, 3) x (3, 1) -> (5,): q·kᵢ
+  Tensor cues = stack({salience.softmax(0), relevance.softmax(0)});  // (2 kinds of cue, 5 objects)
+  lesson.print("d2l's desk: five objects, each a key of three features (red, print, bound).\n");
+  lesson.print("Without a query only salience chooses: its score is ‖kᵢ - mean(k)‖². With the query\n");
+  lesson.print("q = ({:.1f}, {:.1f}, {:.1f}) (to read a book) the score is q·kᵢ. Each kind of score goes through\n",
+               query.at({0, 0}), query.at({1, 0}), query.at({2, 0}));
+  lesson.print("a softmax over the five objects:\n");
+  lesson.print("{:<15} {:<24} {:>9} {:>7} │ {:>6} {:>7}\n", "object", "key (red, print, bound)", "salience", "weight",
+               "q·k", "weight");
+  for (int64_t i = 0; i < 5; ++i) {
+    const std::string key = fmt::format("({:.1f}, {:.1f}, {:.1f})", keys.at({i, 0}), keys.at({i, 1}), keys.at({i, 2}));
+    lesson.print("{:<15} {:<24} {:>9.3f} {:>7.3f} │ {:>6.3f} {:>7.3f}\n", objects[static_cast<size_t>(i)], key,
+                 salience.at({i}), cues.at({0, i}), relevance.at({i}), cues.at({1, i}));
+  }
+  const auto top = [&](int64_t row) {  // the object with the largest weight in row `row`
+    Tensor w = cues.slice(0, row, row + 1).reshape({5});
+    size_t best = 0;
+    for (size_t i = 1; i < objects.size(); ++i)
+      if (w.at({static_cast<int64_t>(i)}) > w.at({static_cast<int64_t>(best)})) best = i;
+    return objects[best];
+  };
+  lesson.print("The eye goes to the {} by itself; the query sends it to the {}.\n", top(0), top(1));
+  lesson.heatmap("attention_cues.svg", cues,
+                 {.title = "Attention cues over the same five objects: salience alone, then a query",
+                  .xlabel = "objects on the desk (keys)",
+                  .ylabel = "cue",
+                  .row_labels = {"salience only", "query: a book"},
+                  .col_labels = objects});
+  lesson.result("cue_keys", keys);
+  lesson.result("cue_query", query.reshape({3}));
+  lesson.result("attention_cues", cues);
+  lesson.result("cue_salient_object", top(0));
+  lesson.result("cue_queried_object", top(1));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +129,10 @@ int main(int argc, char** argv) {
   int64_t n_train = 50;
   lesson.option("--n-train", n_train, "number of training points (keys and values)", {.min = 2, .max = 10'000});
   lesson.start();
+  lesson.print(
+      "This lesson shows what a query adds: attention cues with and without one over the same objects,\n"
+      "four layers that read the same inputs (only attention reads a query), and average pooling, the\n"
+      "estimator with no query at all, whose error lessons 02 and 03 will beat.\n");
 
   lesson.section("注意力 and 注意力提示: queries, keys and values");
   lesson.print(
@@ -82,17 +142,7 @@ int main(int argc, char** argv) {
       "Each key is paired with a value (感官输入), and attention pooling (注意力汇聚) mixes the\n"
       "values with weights that say how well each key matches the query.\n"
       "Without a query there is only pooling: every value gets the same weight. That is this lesson.\n");
-  // d2l 10.1.4: attention_weights = torch.eye(10).reshape((1, 1, 10, 10)); show_heatmaps(…)
-  Tensor cues = eye(10);  // (queries 10, keys 10): weight 1 where query i meets key i
-  lesson.print(
-      "d2l draws the simplest weights there are: eye(10), {} (queries, keys). Query i gives weight 1 to\n"
-      "key i and 0 to the other keys: the query chooses, and each row still sums to 1 ({} rows of {}).\n",
-      cues.shape(), cues.size(0), sum(cues, 1).at({0}));
-  lesson.heatmap("attention_cues.svg", cues,
-                 {.title = "d2l's show_heatmaps(eye(10)): weight 1 only where query and key match",
-                  .xlabel = "keys",
-                  .ylabel = "queries"});
-  lesson.result("attention_cues", cues);
+  attention_cues(lesson);
 
   lesson.section("The data: y = 2 sin(x) + x^0.8 + ε");
   Generator gen(lesson.seed());
@@ -128,7 +178,9 @@ int main(int argc, char** argv) {
   lesson.result("y_train", data.y_train);
 
   return lesson.finish(
-      fmt::format("Average pooling ignores the query: it predicts the mean {:.4f} of the training y for every x,\n"
-                  "a flat line far from the curve f(x) (test MSE {:.4f} against f). Lesson 02 lets the query choose.",
+      fmt::format("To remember: keys are what stands out by itself, the query is what we look for, and\n"
+                  "attention weighs the values by how well their keys match the query. Average pooling ignores\n"
+                  "the query: it predicts the mean {:.4f} of the training y for every x, a flat line far from\n"
+                  "the curve f(x) (test MSE {:.4f} against f). Lesson 02 lets the query choose.",
                   y_mean.item(), mse.item()));
 }

@@ -9,15 +9,17 @@
 //                                       of K is a key, not a query
 //
 // The learner sees three similarities computed on the same query and keys, the
-// softmax weights and the weighted sum of each; the masked softmax with 1-D and
+// softmax weights and the weighted sum of each, with 001's 计算过程 figure drawn
+// from the dot product's numbers (computation.svg); the masked softmax with 1-D and
 // 2-D valid lengths; d2l's two attention layers on d2l's example, whose
-// outputs [[2, 3, 4, 5]] and [[10, 11, 12, 13]] follow from the mathematics;
+// outputs follow from the mathematics (the mean of the valid values);
 // and why the dot product is divided by √d: its variance measured at d = 4, 64
 // and 512, and what it does to the softmax (largest weight, entropy) with and
 // without the scale; with the attention weights drawn.
 //
 // Run: build/release/lessons/04_scoring_functions [--seed S] [--out DIR]
 #include <qkv/qkv.hpp>
+#include <qkv/viz/computation.hpp>  // 001 计算过程 figure
 
 #include <cmath>
 
@@ -89,7 +91,39 @@ void similarities(lesson::Lesson& lesson, Generator& gen) {
                   .ylabel = "similarity",
                   .row_labels = {"dot", "cosine", "MLP"},
                   .col_labels = {"0", "1", "2"}});
+  lesson.print("values {}, Valueᵢ the row of key i:\n{}\n", values.shape(), values);
   lesson.print("Attention(Query, Source) = Σᵢ aᵢ · Valueᵢ, one row per similarity:\n{}\n", pooled);
+  lesson.print("for the dot row: {:.4f}·[{}, {}] + {:.4f}·[{}, {}] + {:.4f}·[{}, {}] = [{:.4f}, {:.4f}]\n",
+               weights.at({0, 0}), values.at({0, 0}), values.at({0, 1}), weights.at({0, 1}), values.at({1, 0}),
+               values.at({1, 1}), weights.at({0, 2}), values.at({2, 0}), values.at({2, 1}), pooled.at({0, 0}),
+               pooled.at({0, 1}));
+  // 001's 计算过程 figure, drawn from the dot row's numbers: query, keys, scores, softmax, weighted values.
+  const std::string figure_title = "001 计算过程 from this run: the dot-product similarity of one query to three keys";
+  viz::save_computation_svg(lesson.picture("computation.svg", figure_title),
+                            {.title = figure_title,
+                             .score_name = "Query · Keyᵢ",
+                             .query = query,
+                             .keys = keys,
+                             .scores = dot,
+                             .weights = reshape(slice(weights, 0, 0, 1), {3}),
+                             .values = values,
+                             .output = reshape(slice(pooled, 0, 0, 1), {2})});
+  // 003 注意力评分函数's figure is the same pipeline with the score named a(q, kᵢ): drawn for the MLP row.
+  const std::string scoring_title =
+      "003 注意力评分函数 from this run: the MLP score a(q, kᵢ), its softmax α, the output";
+  viz::save_computation_svg(lesson.picture("scoring_function.svg", scoring_title),
+                            {.title = scoring_title,
+                             .score_name = "a(q, kᵢ) = w_vᵀ tanh(W_q q + W_k kᵢ)",
+                             .score_symbol = "a",
+                             .weight_symbol = "α",
+                             .query = query,
+                             .keys = keys,
+                             .scores = mlp,
+                             .weights = reshape(slice(weights, 0, 2, 3), {3}),
+                             .values = values,
+                             .output = reshape(slice(pooled, 0, 2, 3), {2})});
+  lesson.print("The figures of 001 计算过程 (dot row) and 003 注意力评分函数 (MLP row) with these numbers:\n");
+  lesson.print("computation.svg and scoring_function.svg.\n");
   // Everything the table and the weighted sums were computed from, so that they can be checked.
   lesson.result("query", query);
   lesson.result("keys", keys);
@@ -174,11 +208,21 @@ void dot_product_section(lesson::Lesson& lesson, const D2lExample& ex, Generator
                   .row_labels = {"batch 0", "batch 1"}});
   lesson.result("dot_product_output", out);
   lesson.result("dot_product_weights", dot_product.attention_weights);
+  // All keys are equal, so every valid key gets the same score and the same weight 1/valid_len: the
+  // output is the mean of the first valid_len rows of the values, computed here from them.
+  Tensor mean_2 = mean(slice(slice(ex.values, 0, 0, 1), 1, 0, 2), 1);  // (1, 2, 4) -> (1, 4): rows 0–1
+  Tensor mean_6 = mean(slice(slice(ex.values, 0, 1, 2), 1, 0, 6), 1);  // (1, 6, 4) -> (1, 4): rows 0–5
   lesson.print(
-      "Why both layers give [[2, 3, 4, 5]] and [[10, 11, 12, 13]] whatever their random parameters: all\n"
-      "keys are equal, so every key gets the same score, and the masked softmax gives each valid key the\n"
-      "same weight (1/2 in batch 0, 1/6 in batch 1). The output is the mean of the first valid_len rows of\n"
-      "values: rows 0–1 of arange(40) as (10, 4) average to [2, 3, 4, 5], rows 0–5 to [10, 11, 12, 13].\n");
+      "Why both layers give the same output whatever their random parameters: all keys are equal, so\n"
+      "every key gets the same score, and the masked softmax gives each valid key the same weight\n"
+      "({:.4f} = 1/{:.0f} in batch 0, {:.4f} = 1/{:.0f} in batch 1, read from the weights above). The output\n"
+      "is the mean of the first valid_len rows of the values:\n  rows 0–1: {}\n  rows 0–5: {}\n",
+      dot_product.attention_weights.at({0, 0, 0}), 1 / dot_product.attention_weights.at({0, 0, 0}),
+      dot_product.attention_weights.at({1, 0, 0}), 1 / dot_product.attention_weights.at({1, 0, 0}), mean_2, mean_6);
+  lesson.erratum(
+      "001 缩放点积注意力 writes the score as α(q, k) = qᵀk/√d. qᵀk/√d is the score a(q, k), any real\n"
+      "number; α is the weight, the softmax of the scores over the keys (the same mix-up as its\n"
+      "加性注意力 line). The weights printed above are the α; the scores before the softmax are the a.");
 }
 
 // 缩放点积注意力's reason for the scale, measured: q·k = Σⱼ qⱼkⱼ is a sum of d products, each of
@@ -228,14 +272,14 @@ void why_sqrt_d_section(lesson::Lesson& lesson, Generator& gen) {
       "Unscaled, the scores spread as √d: at d = {} the largest weight averages {:.3f} and the entropy\n"
       "{:.3f}, so the softmax is nearly one-hot and its gradient nearly 0 (∂αᵢ/∂sⱼ = αᵢ(δᵢⱼ - αⱼ) vanishes\n"
       "as one α goes to 1). Divided by √d the scores have variance 1 at every d, and the weights look the\n"
-      "same at d = 4 and d = 512 (entropy {:.3f} and {:.3f}).\n",
-      ds.back(), largest.back(), entropy.back(), entropy_scaled.front(), entropy_scaled.back());
+      "same at d = {} and d = {} (entropy {:.3f} and {:.3f}).\n",
+      ds.back(), largest.back(), entropy.back(), ds.front(), ds.back(), entropy_scaled.front(), entropy_scaled.back());
   lesson.erratum(fmt::format(
       "001 缩放点积注意力 says the dot product has mean 0 and variance d without saying when: it holds for\n"
       "components that are independent with mean 0 and variance 1. The last row above has independent\n"
-      "components of standard deviation σ = 2: each product has variance σ²·σ² = 16, so Var(q·k) = 16·64 =\n"
-      "1024 (measured {:.1f}), and dividing by √d leaves 16 (measured {:.2f}), not 1.",
-      var_sigma2, var_sigma2_scaled));
+      "components of standard deviation σ = 2: each product has variance σ²·σ² = {:g}, so Var(q·k) = {:g}·{} =\n"
+      "{:g} (measured {:.1f}), and dividing by √d leaves {:g} (measured {:.2f}), not 1.",
+      std::pow(2.0, 4), std::pow(2.0, 4), 64, std::pow(2.0, 4) * 64, var_sigma2, std::pow(2.0, 4), var_sigma2_scaled));
   lesson.result("scaling_variance_sigma2_d64", var_sigma2);
   lesson.result("scaling_variance_scaled_sigma2_d64", var_sigma2_scaled);
   std::vector<std::string> titles;
@@ -260,6 +304,10 @@ void why_sqrt_d_section(lesson::Lesson& lesson, Generator& gen) {
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 4);
   lesson.start();
+  lesson.print(
+      "This lesson shows how attention scores a query against its keys (dot, cosine, MLP, additive,\n"
+      "scaled dot product), turns the scores into weights with a (masked) softmax, sums the values with\n"
+      "them, and why the dot product is divided by √d.\n");
   Generator gen(lesson.seed());
 
   similarities(lesson, gen);
@@ -276,8 +324,8 @@ int main(int argc, char** argv) {
       queries.shape(), example.keys.shape(), example.values.shape(), additive_out.shape());
 
   return lesson.finish(
-      "Dot, scaled dot, cosine and MLP scores of one query, their softmax weights and weighted sums; the\n"
-      "masked softmax with 1-D and 2-D valid lengths; additive and scaled dot-product attention on d2l's\n"
-      "example, both giving [[2, 3, 4, 5]] and [[10, 11, 12, 13]] because equal keys give uniform weights;\n"
-      "and the √d scale measured: Var(q·k) = d for unit-variance components, a near one-hot softmax without it.");
+      "To remember: attention is score, softmax, weighted sum. The score a(q, k) can be a dot product,\n"
+      "a cosine, an MLP or additive; α is its softmax over the keys, masked where keys are padding; the\n"
+      "output sums the values with the α. Equal keys give uniform weights, so d2l's example outputs the\n"
+      "mean of the valid values. Divide q·k by √d, or the softmax turns one-hot as d grows.");
 }

@@ -91,6 +91,9 @@ void dot_product_branch(lesson::Lesson& lesson, const Attn& attn, Generator& gen
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 6);
   lesson.start();
+  lesson.print(
+      "This lesson completes the notes' Attn module (its forward is cut off in 000 §4) in the three\n"
+      "steps of 3.3, runs it once on the notes' shapes, and shows 3.3's other branch, self-attention.\n");
   Generator gen(lesson.seed());
 
   lesson.section("3.1.注意力机制 and 3.2.注意力机制的作用");
@@ -122,7 +125,9 @@ int main(int argc, char** argv) {
   lesson.print("weights sum to {:.4f}; the largest is {:.4f} (on value row {})\n", sum(weights).item(),
                max(weights).item(), argmax(weights).item());
   lesson.heatmap("attention_weights.svg", weights,
-                 {.title = "Attn: rule 1's weights over the 32 value rows", .xlabel = "value rows", .ylabel = "query"});
+                 {.title = "Attn: rule 1's weights over the 32 value rows",
+                  .xlabel = "value rows",
+                  .row_labels = {"the query Q"}});  // one row: a label beside it, where an axis title would not fit
   lesson.print("output[0, 0, :8] = {}\n", slice(reshape(output, {64}), 0, 0, 8));
   lesson.draw_model("model.svg", attn, [&] { attn.forward(Q, K, V); },
                     {.title = "The notes' Attn, drawn from one call on Q (1,1,32), K (1,1,32), V (1,32,64)"});
@@ -144,7 +149,9 @@ int main(int argc, char** argv) {
   dot_product_branch(lesson, attn, gen);
 
   return lesson.finish(
-      "The notes' Attn, completed: rule 1's weights (1, 32) over the 32 value rows, their bmm with V, Q\n"
-      "joined to it, and attn_combine to the output size: Q (1,1,32), K (1,1,32), V (1,32,64) -> (1,1,64).\n"
-      "With the transposed dot product and Q = K = V, step 2 joins nothing and step 3 reads (…, D) alone.");
+      fmt::format("To remember: a mechanism is a rule inside a network. The notes' Attn, completed: rule 1's weights\n"
+                  "{} over the {} value rows, their bmm with V, Q joined to it, and attn_combine to the output size:\n"
+                  "Q {}, K {}, V {} -> {}. With the transposed dot product and Q = K = V, step 2 joins nothing and\n"
+                  "step 3 reads (…, D) alone.",
+                  weights.shape(), V.size(1), Q.shape(), K.shape(), V.shape(), output.shape()));
 }

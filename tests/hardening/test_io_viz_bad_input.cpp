@@ -12,6 +12,7 @@
 #include <qkv/io/safetensors.hpp>
 #include <qkv/qkv.hpp>
 #include <qkv/viz.hpp>
+#include <qkv/viz/computation.hpp>
 
 #include <sys/stat.h>
 
@@ -287,6 +288,28 @@ TEST_CASE("hardening/viz: bad tensors, limits, series and sizes") {
          viz::line_plot_svg({{"loss", {}, {}}});
        },
        "line_plot_svg: series 0 ('loss') has no points"},
+      {"computation_svg: keys of another size than the query",
+       [] {
+         viz::computation_svg({.query = ones({4}),
+                               .keys = ones({3, 2}),
+                               .scores = ones({3}),
+                               .weights = ones({3}),
+                               .values = ones({3, 2}),
+                               .output = ones({2})});
+       },
+       "computation_svg: the keys' size differs from the query's: query (4), keys (3, 2)"},
+      {"save_computation_svg: no tensors", [=] { viz::save_computation_svg(svg, {}); },
+       "save_computation_svg: every tensor must be given: query none"},
+      {"save_computation_svg: two weights for three keys",
+       [=] {
+         viz::save_computation_svg(svg, {.query = ones({2}),
+                                         .keys = ones({3, 2}),
+                                         .scores = ones({3}),
+                                         .weights = ones({2}),
+                                         .values = ones({3, 2}),
+                                         .output = ones({2})});
+       },
+       "scores, weights and values need one entry per key"},
       {"graph_dot: undefined", [] { viz::graph_dot(Tensor()); }, "graph_dot: undefined tensor"},
       {"save_graph: undefined", [=] { viz::save_graph(stem, Tensor()); }, "save_graph: undefined tensor"},
       {"save_graph: a dot that prints no SVG",

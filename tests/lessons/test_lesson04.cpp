@@ -134,3 +134,67 @@ TEST_CASE("lessons/04_scoring_functions: the figures recomputed from results.jso
     CHECK(h[1] < h[0]);
   }
 }
+
+// 001 计算过程's figure is drawn from the numbers the lesson saved: the query,
+// the three keys, the dot scores, the dot row of the softmax weights, the
+// values, and their weighted sum (the figure prints vectors to 2 decimals,
+// scores and weights to 3). The weighted sum is recomputed here from the
+// weights and values.
+TEST_CASE("lessons/04_scoring_functions: the 计算过程 figure shows the run's own numbers") {
+  qkv::lesson_test::LessonRun r("04_scoring_functions");
+  INFO(r.run.output);
+  REQUIRE(r.run.status == 0);
+  pugi::xml_document svg;
+  REQUIRE(svg.load_file((r.out / "computation.svg").c_str()));
+  const auto texts = [&](const char* cls) {
+    std::vector<std::string> out;
+    for (const pugi::xpath_node& n : svg.select_nodes(fmt::format("//*[@class='{}']", cls).c_str()))
+      out.emplace_back(n.node().child_value());
+    return out;
+  };
+  const auto vec = [](const float* v, size_t n) {
+    std::string s = "[";
+    for (size_t i = 0; i < n; ++i) s += fmt::format("{}{:.2f}", i ? ", " : "", v[i]);
+    return s + "]";
+  };
+  const std::vector<float> query = r.values("query"), keys = r.values("keys"), dot = r.values("similarity_dot"),
+                           weights = r.values("similarity_weights"), values = r.values("values");
+  REQUIRE(query.size() == 4);
+  REQUIRE(keys.size() == 12);
+  REQUIRE(values.size() == 6);
+  CHECK(texts("query") == std::vector<std::string>{vec(query.data(), 4)});
+  CHECK(texts("key") ==
+        std::vector<std::string>{vec(keys.data(), 4), vec(keys.data() + 4, 4), vec(keys.data() + 8, 4)});
+  CHECK(texts("value") ==
+        std::vector<std::string>{vec(values.data(), 2), vec(values.data() + 2, 2), vec(values.data() + 4, 2)});
+  std::vector<std::string> scores, shown_weights;
+  double out[2] = {0, 0};
+  for (size_t i = 0; i < 3; ++i) {
+    scores.push_back(fmt::format("s{} = {:.3f}", i, dot[i]));
+    shown_weights.push_back(fmt::format("a{} = {:.3f}", i, weights[i]));  // the dot row of the weights
+    for (size_t j = 0; j < 2; ++j) out[j] += static_cast<double>(weights[i]) * values[i * 2 + j];
+  }
+  CHECK(texts("score") == scores);
+  CHECK(texts("weight") == shown_weights);
+  CHECK(texts("output") == std::vector<std::string>{fmt::format("[{:.2f}, {:.2f}]", out[0], out[1])});
+  // 003 注意力评分函数's figure: the same pipeline for the MLP row (row 2 of the weights).
+  pugi::xml_document scoring;
+  REQUIRE(scoring.load_file((r.out / "scoring_function.svg").c_str()));
+  const std::vector<float> mlp = r.values("similarity_mlp");
+  std::vector<std::string> mlp_scores, mlp_weights, shown_scores, shown_mlp_weights;
+  for (size_t i = 0; i < 3; ++i) {
+    mlp_scores.push_back(fmt::format("a{} = {:.3f}", i, mlp[i]));  // 003's letters: a the score, α the weight
+    mlp_weights.push_back(fmt::format("α{} = {:.3f}", i, weights[6 + i]));
+  }
+  for (const pugi::xpath_node& n : scoring.select_nodes("//*[@class='score']"))
+    shown_scores.emplace_back(n.node().child_value());
+  for (const pugi::xpath_node& n : scoring.select_nodes("//*[@class='weight']"))
+    shown_mlp_weights.emplace_back(n.node().child_value());
+  CHECK(shown_scores == mlp_scores);
+  CHECK(shown_mlp_weights == mlp_weights);
+  // The transcript shows the values beside the weighted sums.
+  const std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
+  CHECK(transcript.find("values (3, 2), Valueᵢ the row of key i:") != std::string::npos);
+  // 001's α(q, k) = qᵀk/√d is flagged: the score is a, α the weight after the softmax.
+  CHECK(transcript.find("Erratum: 001 缩放点积注意力 writes the score as α(q, k) = qᵀk/√d") != std::string::npos);
+}

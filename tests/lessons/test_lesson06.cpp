@@ -67,3 +67,21 @@ TEST_CASE("lessons/06_attn_module: the output recomputed from results.json") {
   CHECK(r.results().at("attn_combine_in_features").get<int64_t>() == 96);
   CHECK(r.shape("dot_branch_output_shape") == std::vector<int64_t>{1, 5, 64});
 }
+
+// The weights picture is one row high: its row is named beside it in full
+// ("the query Q"), and no label of the picture is cut short with "…".
+TEST_CASE("lessons/06_attn_module: the weights picture names its one row in full") {
+  LessonRun r("06_attn_module");
+  INFO(r.run.output);
+  REQUIRE(r.run.status == 0);
+  pugi::xml_document svg;
+  REQUIRE(svg.load_file((r.out / "attention_weights.svg").c_str()));
+  bool named = false;
+  for (const pugi::xpath_node& t : svg.select_nodes("//text")) {
+    const std::string text = t.node().child_value();
+    INFO(text);
+    CHECK(text.find("…") == std::string::npos);
+    named = named || text == "the query Q";
+  }
+  CHECK(named);
+}
