@@ -307,9 +307,10 @@ struct Measured {
 };
 
 // Forward and backward of self-attention on (N, T, d), plain (the (N, T, T)
-// weights held) or fused. Memory is measured on one run of its own, after
-// the cache of freed blocks is given back (empty_cache), so that it starts
-// from the inputs alone; time is the median of `reps` runs after a warm-up.
+// weights held) or fused. Memory is measured on a first run, after the
+// cache of freed blocks is given back (empty_cache), so that it starts from
+// the inputs alone; that run pays for the first touch of new memory, and
+// time is the median of the `reps` runs after it.
 Measured measure(bool plain, int64_t N, int64_t T, int64_t d, int64_t reps, Generator& gen) {
   nn::DotProductAttention attention(0, gen);
   attention.need_weights = plain;
@@ -320,10 +321,8 @@ Measured measure(bool plain, int64_t N, int64_t T, int64_t d, int64_t reps, Gene
     attention(Q, K, V).backward(dO);  // (N, T, d)
     attention.attention_weights = Tensor();
   };
-  once();  // warm-up: the first touch of new memory
   Measured m{};
-  Q.zero_grad(), K.zero_grad(), V.zero_grad();  // the memory run starts from the inputs alone
-  empty_cache();
+  empty_cache();  // the memory run starts from the inputs alone (it is also the timed runs' warm-up)
   const double tensor_before = static_cast<double>(memory_stats().allocated_bytes);
   reset_peak_memory_stats();
   std::ofstream("/proc/self/clear_refs") << "5";
