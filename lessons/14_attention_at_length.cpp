@@ -70,6 +70,7 @@ std::vector<float> online_softmax(const std::vector<float>& x, int64_t block, st
     if (steps) steps->push_back({start, end, m, rescale, l});
   }
   std::vector<float> p;
+  p.reserve(x.size());
   for (float xi : x) p.push_back(std::exp(xi - m) / l);
   return p;
 }
@@ -356,6 +357,7 @@ double growth_per_doubling(const std::vector<double>& T, const std::vector<doubl
 
 std::vector<float> log2_of(const std::vector<double>& v) {
   std::vector<float> out;
+  out.reserve(v.size());
   for (double x : v) out.push_back(static_cast<float>(std::log2(x)));
   return out;
 }
@@ -388,6 +390,7 @@ std::string rss_text(const Measured& m) { return m.rss_mb < 0 ? "—" : fmt::for
 
 std::vector<double> field(const std::vector<Measured>& rows, double Measured::*member, double scale = 1) {
   std::vector<double> out;
+  out.reserve(rows.size());
   for (const Measured& m : rows) out.push_back(m.*member * scale);
   return out;
 }
