@@ -13,14 +13,14 @@
 namespace qkv::lesson {
 
 struct CatalogEntry {
-  int number;                 // 1 … 13
+  int number;                 // 1 … 14
   std::string_view program;   // "01_average_pooling": lessons/<program>.cpp, built as <program>
   std::string_view title;     // "attention cues and average pooling"
   std::string_view sections;  // "001 注意力提示, 注意力汇聚 §1 平均汇聚; …"
   bool written;               // false: planned, not yet in lessons/
 };
 
-inline constexpr std::array<CatalogEntry, 13> catalog = {{
+inline constexpr std::array<CatalogEntry, 14> catalog = {{
     {1, "01_average_pooling", "attention cues and average pooling",
      "001 注意力提示, 注意力汇聚 (1、平均汇聚); 003 注意力机制产生的原因; 000 1.注意力", true},
     {2, "02_nadaraya_watson", "Nadaraya–Watson kernel regression", "001 注意力汇聚 (2、非参数注意力汇聚)", true},
@@ -40,6 +40,8 @@ inline constexpr std::array<CatalogEntry, 13> catalog = {{
     {11, "11_transformer", "the Transformer", "004 2.2 Transformer与Scaled Dot-Product Attention; 001 位置编码", true},
     {12, "12_attention_classifier", "an attention text classifier", "004 1.简介, 3.1 概览, 3.2 模型实现", true},
     {13, "13_your_own_layer", "writing your own layer", "none: qkv's own, how a reader extends the framework", true},
+    {14, "14_attention_at_length", "attention at length",
+     "none: qkv's own, attention without its T × T weights, after lesson 10's 001 自注意力 对比", true},
 }};
 
 // The row of lesson `number`, or nothing if the course has no such lesson.
