@@ -149,7 +149,7 @@ inline constexpr std::array<ExerciseEntry, 13> catalog = {{
      "13_online_softmax",
      "the online softmax of a row read in blocks",
      14,
-     "none: qkv's own, attention at length (from lesson 04's softmax)",
+     "none: qkv's own, attention without its T × T weights: the online softmax",
      {"Start with m = -∞ (-std::numeric_limits<float>::infinity()) and l = 0. Block s covers x[s : min(s + block, "
       "n)]: loop while s < n, so a shorter last block is read too. m' = max(m, the block's largest value).",
       "l was summed relative to m: l = l · exp(m - m') + Σ over the block of exp(xⱼ - m'), then m = m'. Push m and "
