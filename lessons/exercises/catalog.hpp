@@ -13,7 +13,7 @@
 namespace qkv::exercises {
 
 struct ExerciseEntry {
-  int number;                             // 1 … 12
+  int number;                             // 1 … 13
   std::string_view program;               // "01_nadaraya_watson": the file's stem
   std::string_view title;                 // "Nadaraya–Watson weights and prediction"
   int lesson;                             // the lesson that teaches it (catalog.hpp's number)
@@ -21,7 +21,7 @@ struct ExerciseEntry {
   std::array<std::string_view, 3> hints;  // shown one at a time by --hint; an empty one ends the list
 };
 
-inline constexpr std::array<ExerciseEntry, 12> catalog = {{
+inline constexpr std::array<ExerciseEntry, 13> catalog = {{
     {1,
      "01_nadaraya_watson",
      "Nadaraya–Watson weights and prediction",
@@ -145,6 +145,17 @@ inline constexpr std::array<ExerciseEntry, 12> catalog = {{
       "keepdim, for each row.",
       "Save out (record keeps it detached) and read it back in the lambda as y = saved[0]; return {y * (dout - "
       "(dout * y).sum(-1, true))}."}},
+    {13,
+     "13_online_softmax",
+     "the online softmax of a row read in blocks",
+     14,
+     "none: qkv's own, attention without its T × T weights: the online softmax",
+     {"Start with m = -∞ (-std::numeric_limits<float>::infinity()) and l = 0. Block s covers x[s : min(s + block, "
+      "n)]: loop while s < n, so a shorter last block is read too. m' = max(m, the block's largest value).",
+      "l was summed relative to m: l = l · exp(m - m') + Σ over the block of exp(xⱼ - m'), then m = m'. Push m and "
+      "l after every block; exp(m - m') ≤ 1, and exp(-∞) = 0 for the first block.",
+      "Write each value's exp(xⱼ - m') into y as its block is read, after multiplying the y written before by the "
+      "same exp(m - m') as l. Divide all of y by l once, after the last block."}},
 }};
 
 // The entry of exercise `number`, or nothing if there is none.

@@ -202,9 +202,9 @@ TEST_CASE("exercises/wrong: every wrong solution fails, and its mistake is named
 // name); this test keeps the list whole.
 TEST_CASE("exercises/hostile: every hostile submission has its fixture") {
   const fs::path folder = source / "tests/exercises/wrong";
-  for (const char* name :
-       {"10_stop_grading", "04_exit_zero", "02_endless_loop", "09_segfault", "01_throw_int", "06_huge_print",
-        "02_library_op", "12_library_softmax", "12_plain_autograd", "08_lookup_table", "02_halved_in_place"}) {
+  for (const char* name : {"10_stop_grading", "04_exit_zero", "02_endless_loop", "09_segfault", "01_throw_int",
+                           "06_huge_print", "02_library_op", "12_library_softmax", "13_library_softmax",
+                           "12_plain_autograd", "08_lookup_table", "02_halved_in_place"}) {
     CAPTURE(name);
     CHECK(fs::exists(folder / (std::string(name) + ".cpp")));
   }
@@ -322,6 +322,7 @@ TEST_CASE("exercises/tool: list, hint, solution and reset on a scratch copy") {
     CHECK(r.output.find("Nadaraya–Watson weights and prediction") != std::string::npos);
     CHECK(r.output.find("softmax as a new op with its hand-written backward") != std::string::npos);
     CHECK(r.output.find(" 4  04      scaled dot-product attention with a mask") != std::string::npos);
+    CHECK(r.output.find("13  14      the online softmax of a row read in blocks") != std::string::npos);
     CHECK(r.output.find("not started") != std::string::npos);
     CHECK(r.output.find("0 of ") != std::string::npos);
     CHECK_FALSE(fs::exists(out / "progress.json"));  // listing writes nothing
@@ -389,7 +390,7 @@ TEST_CASE("exercises/tool: list, hint, solution and reset on a scratch copy") {
   }
   SUBCASE("bad input: named, status 2, nothing written") {
     const std::vector<std::pair<std::string, std::string>> bad = {
-        {"hint 99", "no exercise '99': the exercises are 1 … 12"},
+        {"hint 99", "no exercise '99': the exercises are 1 … 13"},
         {"solution four", "no exercise 'four'"},
         {"reset 4x", "no exercise '4x'"},
         {"hint", "hint takes one exercise number"},

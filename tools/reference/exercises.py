@@ -6,9 +6,10 @@ compares its output with `out` and, backpropagating grad_out, its gradients
 with grad_x0, grad_x1, …. The mathematics is written here from the notes
 and d2l (reference/d2l.py holds d2l's own functions and classes), in
 float64, so each exercise is checked against PyTorch as well as against
-qkv's own op or layer. Two groups are values without gradients: BLEU
-(08, d2l's plain Python; the strings stored as their UTF-8 bytes) and the
-positional encoding table (10, d2l's P).
+qkv's own op or layer. Three groups are values without gradients: BLEU
+(08, d2l's plain Python; the strings stored as their UTF-8 bytes), the
+positional encoding table (10, d2l's P) and the online softmax (13, whose
+learner returns plain numbers).
 """
 import math
 
@@ -59,6 +60,15 @@ def bahdanau_step(hidden, enc_outputs, x, W_q, W_k, w_v, valid_lens):
     weights = d2l.masked_softmax(additive_score(query, enc_outputs, W_q, W_k, w_v), valid_lens)  # (B, 1, T)
     context = torch.bmm(weights, enc_outputs)  # (B, 1, H)
     return torch.cat((context, x.unsqueeze(1)), dim=-1)
+
+
+def online_softmax_steps(x, block):
+    """Exercise 13: softmax(x), and after each block x[s:e] the maximum m and the sum l = Σ exp(xⱼ - m) of
+    the values read so far, x[:e], computed on that prefix (not by a running state)."""
+    ends = list(range(block, len(x), block)) + [len(x)]  # the last block may be shorter, or the only one
+    m = torch.stack([x[:e].max() for e in ends])
+    l = torch.stack([torch.exp(x[:e] - x[:e].max()).sum() for e in ends])
+    return torch.softmax(x, dim=0), m, l
 
 
 def ex01(w):
@@ -180,9 +190,23 @@ def ex12(w):
         w.case(f"12/y/{name}", lambda x: torch.softmax(x, dim=-1), [x])
 
 
+def ex13(w):
+    rising = (w.randn(10) + 0.8 * torch.arange(10)).float().double()  # the maximum grows in most blocks
+    cases = {
+        "rising_blocks": (rising, 3),  # 10 = 3 + 3 + 3 + 1
+        "block_1": (w.randn(6, scale=2.0), 1),
+        "block_longer_than_row": (w.randn(5), 8),
+        "far_above_zero": (w.rand(9, low=1000, high=1010), 4),
+        "far_below_zero": (w.rand(7, low=-1010, high=-1000), 2),
+    }
+    for name, (x, block) in cases.items():
+        y, m, l = online_softmax_steps(x, block)
+        w.values(f"13/online/{name}", tensors={"x": x, "y": y, "m": m, "l": l}, ints={"block": torch.tensor([block])})
+
+
 def build(w):
     # Each exercise draws from its own seed, so adding one leaves the others' cases as they were.
-    makers = [ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12]
+    makers = [ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08, ex09, ex10, ex11, ex12, ex13]
     for number, make in enumerate(makers, start=1):
         w.gen.manual_seed(number)
         make(w)

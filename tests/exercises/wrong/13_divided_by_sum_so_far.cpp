@@ -1,0 +1,33 @@
+// A wrong solution of exercise 13, kept for the tests: m and l right, but each block's outputs are
+// divided by the sum known when the block is read, and never rescaled when later blocks change
+// the maximum and the sum.
+// grader says: FAILED at case 1 (the maximum grows and dips from block to block): step y: wrong values
+// grader says: This is a known mistake: each block divided by the sum so far, never rescaled.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "13_online_softmax.hpp"
+
+namespace qkv::exercises {
+
+OnlineSoftmax online_softmax(std::span<const float> x, int64_t block) {
+  const size_t n = x.size(), step = static_cast<size_t>(block);
+  OnlineSoftmax r;
+  r.y.resize(n);
+  float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
+  for (size_t s = 0; s < n; s += step) {
+    const size_t e = std::min(s + step, n);
+    float m_new = m;
+    for (size_t j = s; j < e; ++j) m_new = std::max(m_new, x[j]);
+    l *= std::exp(m - m_new);
+    for (size_t j = s; j < e; ++j) l += std::exp(x[j] - m_new);
+    for (size_t j = s; j < e; ++j) r.y[j] = std::exp(x[j] - m_new) / l;  // wrong: l is not the final sum
+    m = m_new;
+    r.m.push_back(m);
+    r.l.push_back(l);
+  }
+  return r;
+}
+
+}  // namespace qkv::exercises
