@@ -416,7 +416,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
   // A run the lesson refuses says why in its status, and no earlier run's results stand for it.
   {
     const run = await runLesson("03_parametric_pooling", { "--lr": "-1" });
-    check(/^Failed \(exit status 1\).*--lr/.test(run.status) && run.results === undefined,
+    check(/^Failed \(exit status 1\) after [0-9.]+ s: error: .*lr/.test(run.status) && run.results === undefined,
           `lesson 03 with --lr -1: "${run.status}"`);
     await page.$eval(`section[data-program="03_parametric_pooling"] input[name="--lr"]`, (input) => (input.value = "0.5"));
   }
