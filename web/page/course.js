@@ -113,7 +113,7 @@ const kTitleCharacters = 90;
 function shortenTitle(figureElement) {
   const svg = figureElement.querySelector("svg");
   const title = svg && svg.querySelector(".title");
-  if (!title || title.textContent.length <= kTitleCharacters) return;
+  if (!title || title.textContent.length <= kTitleCharacters || !svg.getBoundingClientRect().width) return;
   const whole = title.textContent;
   title.textContent = `${whole.slice(0, kTitleCharacters - 1)}…`;
   title.append(document.createElementNS("http://www.w3.org/2000/svg", "title"));
