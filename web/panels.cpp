@@ -151,8 +151,8 @@ HeadsPanel heads_panel(int64_t num_heads) {
   // phone's narrow screen) keep labels large enough to read.
   p.weights_svg = viz::heatmap_grid_svg(
       transpose(p.weights, 0, 1),  // (B, h, Q, K) -> (h, B, Q, K): a copy
-      {.title = fmt::format("Multi-head attention weights, {} head{} of {} features (valid lengths 3 and 2)", num_heads,
-                            num_heads == 1 ? "" : "s", H / num_heads),
+      // A short title: the picture is as wide as its widest part, and a phone shrinks it to its screen.
+      {.title = fmt::format("{} head{} × {} features", num_heads, num_heads == 1 ? "" : "s", H / num_heads),
                   .row_titles = numbered("head ", num_heads),
                   .col_titles = numbered("example ", B),
                   .cell = {.xlabel = "keys",

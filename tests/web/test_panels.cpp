@@ -207,9 +207,7 @@ TEST_CASE("web/heads: every divisor of 100 up to 25; rows sum to 1, padding weig
     CHECK(padding == 0);
     CHECK(p.max_row_sum_error == doctest::Approx(worst_sum).scale(1e-9));
     CHECK(p.max_weight_on_padding == 0);
-    check_svg(p.weights_svg,
-              fmt::format("Multi-head attention weights, {} head{} of {} features (valid lengths 3 and 2)", h,
-                          h == 1 ? "" : "s", 100 / h));
+    check_svg(p.weights_svg, fmt::format("{} head{} × {} features", h, h == 1 ? "" : "s", 100 / h));
     CHECK(count_class(p.weights_svg, "subplot") == static_cast<size_t>(2 * h));
     CHECK(count_class(p.weights_svg, "row-title") == static_cast<size_t>(h));  // a row of the grid per head
     CHECK(count_class(p.weights_svg, "col-title") == 2);                       // a column per example

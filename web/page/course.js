@@ -356,7 +356,8 @@ const livePanels = [
   {
     panel: "heads", lessons: [9], title: "Live: the number of heads",
     about: "Lesson 09's layer (num_hiddens 100) split into h heads, each scoring with 100/h features of the same " +
-           "projections: every head's weights, one row of the grid per head, one column per example.",
+           "projections: every head's weights, one row of the grid per head, one column per example. The " +
+           "examples' valid lengths are 3 and 2: keys past them weigh 0.",
     knobs: [{ name: "num_heads", label: "heads", kind: "select", options: [1, 2, 4, 5, 10, 20, 25], value: 5 }],
   },
   {

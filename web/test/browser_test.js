@@ -224,8 +224,9 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
   }
   for (const query of ["1 2 3", "101 0 0 0"]) {
     const selector = `#lesson-04 .panel[data-panel="scoring"]`;
+    const drawn = (await panelState(selector)).draws;
     await setKnob(selector, "query", "", "change");  // back to the lesson's query: drawn
-    await waitDraws(selector, (await panelState(selector)).draws + 1);
+    await waitDraws(selector, drawn + 1);
     const before = await panelState(selector);
     const refused = await page.$eval(selector, (p) => Number(p.dataset.refused || 0));
     await setKnob(selector, "query", query, "change");
@@ -237,8 +238,9 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
   }
   {
     const selector = `#lesson-04 .panel[data-panel="scoring"]`;
+    const drawn = (await panelState(selector)).draws;
     await setKnob(selector, "query", "", "change");
-    await waitDraws(selector, (await panelState(selector)).draws + 1);
+    await waitDraws(selector, drawn + 1);
     const label = await page.$eval(`${selector} svg`, (svg) => [...svg.querySelectorAll("text")].map((t) => t.textContent));
     check(!label.some((t) => t.includes("…")) && label.includes("query"),
           `the scoring heatmap's labels are whole: ${JSON.stringify(label.slice(0, 8))}`);
@@ -267,8 +269,9 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
     }
     // The shift δ moves what is drawn: R(δ)·P[0] on the line of P[δ].
     const before = await page.$eval(`${selector} figure[data-file="shift"]`, (f) => f.innerHTML);
+    const drawn = (await panelState(selector)).draws;
     await setKnob(selector, "shift", "7");
-    await waitDraws(selector, (await panelState(selector)).draws + 1);
+    await waitDraws(selector, drawn + 1);
     const after = await page.$eval(`${selector} figure[data-file="shift"]`, (f) => f.innerHTML);
     check(before !== after && /R\(7\)·P\[0\]/.test(after) && /P\[0\+δ\] = P\[7\]/.test(after),
           "lesson 10: δ = 7 draws R(7)·P[0] beside P[7]");
@@ -285,8 +288,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
 
   // The heads' labels stay readable: every text of the grid at least 8 px on screen, at 25
   // heads in the page's column and at 5 on a phone's screen.
-  async function smallestText(selector) {
-    return page.$eval(`${selector} svg`, (svg) => {
+  async function smallestText(selector, on = page) {
+    return on.$eval(`${selector} svg`, (svg) => {
       const scale = svg.getBoundingClientRect().width / Number(svg.getAttribute("viewBox").split(/\s+/)[2]);
       return Math.min(...[...svg.querySelectorAll("text")].map((t) => Number(t.getAttribute("font-size")) * scale));
     });
@@ -300,12 +303,25 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
     check(px >= 8, `25 heads: the smallest text of the grid is ${px.toFixed(1)} px on screen`);
     await setKnob(selector, "num_heads", "5");
     await waitDraws(selector, draws + 2);
-    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
-    const phone = await smallestText(selector);
-    const fits = await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
-    check(phone >= 8 && fits, `5 heads on a phone (390 px): the smallest text is ${phone.toFixed(1)} px, ` +
-                              `and the page is no wider than the screen`);
-    await page.setViewport({ width: 1200, height: 900 });
+    // A phone's screen, in a page of its own (a mobile viewport reloads the page), at the panel's 5 heads.
+    const phone = await browser.newPage();
+    phone.on("console", (message) => { if (message.type() === "error") consoleErrors.push(`phone: ${message.text()}`); });
+    phone.on("pageerror", (error) => consoleErrors.push(`phone: ${error}`));
+    phone.on("request", (request) => { if (!/^(file|blob|data):/.test(request.url())) network.push(request.url()); });
+    await phone.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+    await phone.goto(url, { waitUntil: "load" });
+    await phone.waitForFunction((s) => Number((document.querySelector(s) || { dataset: {} }).dataset.draws || 0) >= 1,
+                                { timeout: 60000, polling: 100 }, selector);
+    const small = await smallestText(selector, phone);
+    const fits = await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+    if (options.screenshots) {
+      fs.mkdirSync(options.screenshots, { recursive: true });
+      const heads = await phone.$(selector);
+      await heads.screenshot({ path: path.join(options.screenshots, "panel-heads-phone.png") });
+    }
+    await phone.close();
+    check(small >= 8 && fits, `5 heads on a phone (390 px): the smallest text is ${small.toFixed(1)} px, ` +
+                           `and the page is no wider than the screen`);
   }
 
   // Hovering a heatmap cell.
