@@ -153,14 +153,14 @@ HeadsPanel heads_panel(int64_t num_heads) {
       transpose(p.weights, 0, 1),  // (B, h, Q, K) -> (h, B, Q, K): a copy
       // A short title: the picture is as wide as its widest part, and a phone shrinks it to its screen.
       {.title = fmt::format("{} head{} × {} features", num_heads, num_heads == 1 ? "" : "s", H / num_heads),
-                  .row_titles = numbered("head ", num_heads),
-                  .col_titles = numbered("example ", B),
-                  .cell = {.xlabel = "keys",
-                           .ylabel = "queries",
-                           .row_labels = numbered("q", Q),
-                           .col_labels = numbered("k", K),
-                           .vmin = 0,
-                           .vmax = 1}});
+       .row_titles = numbered("head ", num_heads),
+       .col_titles = numbered("example ", B),
+       .cell = {.xlabel = "keys",
+                .ylabel = "queries",
+                .row_labels = numbered("q", Q),
+                .col_labels = numbered("k", K),
+                .vmin = 0,
+                .vmax = 1}});
   return p;
 }
 
@@ -213,13 +213,13 @@ PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift)
   std::vector<float> dim_index(static_cast<size_t>(dims));
   std::iota(dim_index.begin(), dim_index.end(), 0.0f);
   const auto row = [&](const float* r) { return std::vector<float>(r, r + dims); };
-  p.shift_svg = viz::line_plot_svg(
-      {{"P[0]", dim_index, row(P)},
-       {fmt::format("P[0+δ] = P[{}]", shift), dim_index, row(P + shift * dims)},
-       {fmt::format("R({})·P[0]", shift), dim_index, row(rotated.data()), /*points=*/true}},
-      {.title = fmt::format("The shift δ = {}: R(δ)·P[i] lands on P[i+δ] (row i = 0)", shift),
-       .xlabel = "encoding dimension",
-       .ylabel = "value"});
+  p.shift_svg =
+      viz::line_plot_svg({{"P[0]", dim_index, row(P)},
+                          {fmt::format("P[0+δ] = P[{}]", shift), dim_index, row(P + shift * dims)},
+                          {fmt::format("R({})·P[0]", shift), dim_index, row(rotated.data()), /*points=*/true}},
+                         {.title = fmt::format("The shift δ = {}: R(δ)·P[i] lands on P[i+δ] (row i = 0)", shift),
+                          .xlabel = "encoding dimension",
+                          .ylabel = "value"});
   return p;
 }
 

@@ -120,7 +120,7 @@ struct PositionalPanel {
   Tensor rotated{};               // (positions - shift, dims): row i is R(δ)·P[i], which should be P[i+δ]
   double relative_max_error = 0;  // largest |R(δ)·P[i] - P[i+δ]| over i = 0 … positions-1-δ
   std::string encoding_svg{};
-  std::string shift_svg{};        // row 0: P[0], P[δ] and R(δ)·P[0] against the dimension
+  std::string shift_svg{};  // row 0: P[0], P[δ] and R(δ)·P[0] against the dimension
 };
 PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift);
 

@@ -271,8 +271,8 @@ TEST_CASE("web/positional: P from the formula, and R(δ)·P[i] = P[i+δ] for eve
       REQUIRE(p.rotated.shape() == Shape{n - shift, d});
       for (int64_t i = 0; i < n - shift; i += (n > 100 ? 101 : 1))
         for (int64_t j = 0; 2 * j < d; ++j) {
-          const double angle = static_cast<double>(i + shift) /
-                               std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d));
+          const double angle =
+              static_cast<double>(i + shift) / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d));
           CHECK(p.rotated.at({i, 2 * j}) == doctest::Approx(std::sin(angle)).epsilon(1e-6).scale(1e-6));
           CHECK(p.rotated.at({i, 2 * j + 1}) == doctest::Approx(std::cos(angle)).epsilon(1e-6).scale(1e-6));
         }
