@@ -481,7 +481,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
     await page.waitForFunction(() => window.qkvReady === true, { timeout: 30000 });
     await runLesson("04_scoring_functions");
     const settings = [
-      ["02", "kernel", "w", "3"], ["04", "scoring", "valid_len", "3"], ["09", "heads", "num_heads", "4"],
+      ["02", "kernel", "w", "0.48"] /* log10(w): w = 3.02 */, ["04", "scoring", "valid_len", "3"], ["09", "heads", "num_heads", "4"],
       ["10", "positional", "shift", "5"],
     ];
     for (const [lesson, panel, knob, value] of settings) {
