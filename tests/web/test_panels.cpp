@@ -267,14 +267,15 @@ TEST_CASE("web/positional: P from the formula, and R(δ)·P[i] = P[i+δ] for eve
       const web::PositionalPanel p = web::positional_panel(n, d, shift);
       CAPTURE(shift);
       CHECK(p.relative_max_error < 1e-6);  // float rounding of P's entries, each within 2⁻²⁴ of |sin|, |cos| ≤ 1
-      // Row i of R(δ)·P is P's formula at position i + δ (the angle-sum formulas), drawn on row 0.
+      // Row i of R(δ)·P is P's formula at position i + δ (the angle-sum formulas), drawn on row 0:
+      // to within 1e-6 absolute, the float rounding of the P[i] it turns (entries ≤ 1 in size).
       REQUIRE(p.rotated.shape() == Shape{n - shift, d});
       for (int64_t i = 0; i < n - shift; i += (n > 100 ? 101 : 1))
         for (int64_t j = 0; 2 * j < d; ++j) {
           const double angle =
               static_cast<double>(i + shift) / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d));
-          CHECK(p.rotated.at({i, 2 * j}) == doctest::Approx(std::sin(angle)).epsilon(1e-6).scale(1e-6));
-          CHECK(p.rotated.at({i, 2 * j + 1}) == doctest::Approx(std::cos(angle)).epsilon(1e-6).scale(1e-6));
+          CHECK(p.rotated.at({i, 2 * j}) == doctest::Approx(std::sin(angle)).epsilon(1e-6).scale(1));
+          CHECK(p.rotated.at({i, 2 * j + 1}) == doctest::Approx(std::cos(angle)).epsilon(1e-6).scale(1));
         }
       check_svg(p.shift_svg, fmt::format("The shift δ = {}: R(δ)·P[i] lands on P[i+δ] (row i = 0)", shift));
       if (shift > 1) continue;
