@@ -305,7 +305,8 @@ case "${1:-}" in
     # arguments go to the test: --screenshots DIR, --time-all build/release/lessons.
     [ -f out/web/index.html ] || { echo "qkv: no out/web/index.html: run ./qkv.sh web first" >&2; exit 1; }
     if [ "$(platform)" = debian ]; then
-      install_missing chromium
+      # fonts-noto-cjk: the notes' Chinese section names, in the screenshots too (not empty boxes).
+      install_missing chromium fonts-noto-cjk
       command -v npm >/dev/null || install_missing npm
     fi
     for lesson in 04_scoring_functions 07_self_attention 09_multi_head_attention; do

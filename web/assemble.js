@@ -29,6 +29,17 @@ function factoryOf(file) {
   return made;
 }
 
+// A float flag's value as the lesson's source declares it: `--describe` writes the
+// float32 as a double (0.01f is 0.009999999776482582), and the shortest decimal
+// that reads back as the same float32 is what the source wrote (0.01).
+function declaredFloat(value) {
+  for (let digits = 1; digits <= 9; ++digits) {
+    const shortest = Number(value.toPrecision(digits));
+    if (Math.fround(shortest) === Math.fround(value)) return shortest;
+  }
+  return value;  // (9 significant digits always read back: not reached)
+}
+
 // A lesson's catalogue row and flags, from `--describe`.
 async function describe(file) {
   let text = "";
@@ -36,6 +47,8 @@ async function describe(file) {
   if (run.status !== 0) throw new Error(`${file} --describe: exit status ${run.status}`);
   const lesson = JSON.parse(text);
   lesson.flags = lesson.flags.filter((f) => f.flag !== "--data");  // the page's data are embedded
+  for (const flag of lesson.flags)
+    if (flag.type === "float") flag.default = declaredFloat(flag.default);
   return lesson;
 }
 

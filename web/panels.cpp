@@ -105,8 +105,9 @@ ScoringPanel scoring_panel(const Tensor& queries, int64_t valid_len, bool scale)
   p.weights_svg = viz::heatmap_svg(
       p.weights, {.title = fmt::format("Softmax weights of {} (valid_len {})", scale ? "q·k/√d" : "q·k", valid_len),
                   .xlabel = "keys",
-                  .ylabel = "queries",
-                  .row_labels = numbered("q", Q),
+                  // No axis label beside the rows: one or two rows are too short to hold "queries"
+                  // upright, so each row says it is a query.
+                  .row_labels = Q == 1 ? std::vector<std::string>{"query"} : numbered("query ", Q),
                   .col_labels = numbered("k", K),
                   .vmin = 0,
                   .vmax = 1});  // a fixed scale: the colours mean the same as the knobs move
@@ -145,17 +146,21 @@ HeadsPanel heads_panel(int64_t num_heads) {
       }
       p.max_row_sum_error = std::max(p.max_row_sum_error, std::abs(sum - 1));
     }
+  // One row of the grid per head, one column per example: the grid grows downwards
+  // with the heads and stays two subplots wide, so that 25 heads (or 5 on a
+  // phone's narrow screen) keep labels large enough to read.
   p.weights_svg = viz::heatmap_grid_svg(
-      p.weights, {.title = fmt::format("Multi-head attention weights, {} head{} of {} features (valid lengths 3 and 2)",
-                                       num_heads, num_heads == 1 ? "" : "s", H / num_heads),
-                  .row_titles = numbered("example ", B),
-                  .col_titles = numbered("head ", num_heads),
-                  .cell = {.xlabel = "keys",
-                           .ylabel = "queries",
-                           .row_labels = numbered("q", Q),
-                           .col_labels = numbered("k", K),
-                           .vmin = 0,
-                           .vmax = 1}});
+      transpose(p.weights, 0, 1),  // (B, h, Q, K) -> (h, B, Q, K): a copy
+      // A short title: the picture is as wide as its widest part, and a phone shrinks it to its screen.
+      {.title = fmt::format("{} head{} × {} features", num_heads, num_heads == 1 ? "" : "s", H / num_heads),
+       .row_titles = numbered("head ", num_heads),
+       .col_titles = numbered("example ", B),
+       .cell = {.xlabel = "keys",
+                .ylabel = "queries",
+                .row_labels = numbered("q", Q),
+                .col_labels = numbered("k", K),
+                .vmin = 0,
+                .vmax = 1}});
   return p;
 }
 
@@ -181,6 +186,7 @@ PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift)
   // so R(δ)·P[i] is each pair rotated, O(d) per row rather than a (d, d) product.
   const float* P = p.P.data();
   p.relative_max_error = 0;
+  std::vector<float> rotated(static_cast<size_t>((positions - shift) * dims));
   for (int64_t col = 0; col < dims; col += 2) {
     const double omega = 1 / std::pow(10000.0, static_cast<double>(col) / static_cast<double>(dims));
     const double c = std::cos(omega * static_cast<double>(shift)), s = std::sin(omega * static_cast<double>(shift));
@@ -188,6 +194,8 @@ PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift)
       const double sin_i = P[i * dims + col], cos_i = P[i * dims + col + 1];
       const double sin_moved = c * sin_i + s * cos_i, cos_moved = -s * sin_i + c * cos_i;  // R(δ)·P[i], pair j
       const float* target = P + (i + shift) * dims + col;                                  // P[i+δ], pair j
+      rotated[static_cast<size_t>(i * dims + col)] = static_cast<float>(sin_moved);
+      rotated[static_cast<size_t>(i * dims + col + 1)] = static_cast<float>(cos_moved);
       p.relative_max_error =
           std::max({p.relative_max_error, std::abs(sin_moved - target[0]), std::abs(cos_moved - target[1])});
     }
@@ -198,6 +206,20 @@ PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift)
                              .ylabel = "position i",
                              .vmin = -1,
                              .vmax = 1});  // sin and cos: the full range, whatever the knobs
+  p.rotated = tensor(rotated, {positions - shift, dims});
+
+  // What δ does, on row i = 0: P[0] = (sin 0, cos 0, …) = (0, 1, 0, 1, …) turned by R(δ), pair by
+  // pair, lands on P[δ] (the points sit on the line); P[0] is drawn too, to see how far it moved.
+  std::vector<float> dim_index(static_cast<size_t>(dims));
+  std::iota(dim_index.begin(), dim_index.end(), 0.0f);
+  const auto row = [&](const float* r) { return std::vector<float>(r, r + dims); };
+  p.shift_svg =
+      viz::line_plot_svg({{"P[0]", dim_index, row(P)},
+                          {fmt::format("P[0+δ] = P[{}]", shift), dim_index, row(P + shift * dims)},
+                          {fmt::format("R({})·P[0]", shift), dim_index, row(rotated.data()), /*points=*/true}},
+                         {.title = fmt::format("The shift δ = {}: R(δ)·P[i] lands on P[i+δ] (row i = 0)", shift),
+                          .xlabel = "encoding dimension",
+                          .ylabel = "value"});
   return p;
 }
 
@@ -340,7 +362,7 @@ json positional_answer(Request& r) {
   r.no_other_fields();
   const PositionalPanel p = positional_panel(positions, dims, shift);
   return {{"request", {{"positions", positions}, {"dims", dims}, {"shift", shift}}},
-          {"svg", {{"encoding", p.encoding_svg}}},
+          {"svg", {{"encoding", p.encoding_svg}, {"shift", p.shift_svg}}},
           {"values", {{"relative_max_error", p.relative_max_error}}}};
 }
 

@@ -31,7 +31,7 @@
 //   (2, 6, 100), valid lengths [3, 2]. The knob is the number of heads h,
 //   a divisor of 100 (each head scores with H/h features of the same
 //   projections: W_q, W_k do not depend on h). Shows every head's
-//   weights as a grid (rows = examples, cols = heads): each row sums to 1,
+//   weights as a grid (rows = heads, cols = examples): each row sums to 1,
 //   the padded keys weigh 0, and the heads differ.
 //
 // positional (lesson 10, 001 位置编码): the sinusoidal encoding
@@ -39,7 +39,8 @@
 //   for the knobs' positions n and dims d, and the relative-position check
 //   of 相对位置信息: P[i+δ] = R(δ)·P[i], with R(δ) a rotation of each column
 //   pair by the angle δ/10000^(2j/d) whatever i is; the panel reports the
-//   largest |R(δ)·P[i] - P[i+δ]| over i (float rounding, ~1e-7).
+//   largest |R(δ)·P[i] - P[i+δ]| over i (float rounding, ~1e-7), and draws
+//   what δ does on one row: R(δ)·P[0] as points on the line of P[δ], beside P[0].
 //
 // Bad knobs throw a qkv::Error naming the knob and its value; run_panel
 // answers {"error": "…"} instead and never throws.
@@ -116,8 +117,10 @@ constexpr int64_t kPositionalMaxCells = 4096;
 struct PositionalPanel {
   int64_t positions = 0, dims = 0, shift = 0;
   Tensor P{};                     // (positions, dims)
+  Tensor rotated{};               // (positions - shift, dims): row i is R(δ)·P[i], which should be P[i+δ]
   double relative_max_error = 0;  // largest |R(δ)·P[i] - P[i+δ]| over i = 0 … positions-1-δ
   std::string encoding_svg{};
+  std::string shift_svg{};  // row 0: P[0], P[δ] and R(δ)·P[0] against the dimension
 };
 PositionalPanel positional_panel(int64_t positions, int64_t dims, int64_t shift);
 

@@ -88,9 +88,14 @@ bool copy_source(const fs::path& sources, const fs::path& folder, std::string_vi
 }
 
 // One plain stylesheet: a readable column, the contents as a table, pictures
-// no wider than the page, long transcripts in a scrolling box.
+// no wider than the page, long transcripts in a scrolling box. The fonts name
+// CJK ones after the Latin ones (Debian's, macOS's, Windows's), so that the
+// notes' Chinese section names show wherever one of them is installed.
 constexpr std::string_view style = R"(
-body { font-family: sans-serif; line-height: 1.5; color: #222; background: #fff;
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "DejaVu Sans", "Noto Sans CJK SC",
+              "Source Han Sans SC", "PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "WenQuanYi Micro Hei",
+              sans-serif;
+       line-height: 1.5; color: #222; background: #fff;
        max-width: 62em; margin: 0 auto; padding: 1em 1.5em 4em; }
 h1 { margin-bottom: 0.2em; }
 h2 { margin-top: 0; }

@@ -207,11 +207,10 @@ TEST_CASE("web/heads: every divisor of 100 up to 25; rows sum to 1, padding weig
     CHECK(padding == 0);
     CHECK(p.max_row_sum_error == doctest::Approx(worst_sum).scale(1e-9));
     CHECK(p.max_weight_on_padding == 0);
-    check_svg(p.weights_svg,
-              fmt::format("Multi-head attention weights, {} head{} of {} features (valid lengths 3 and 2)", h,
-                          h == 1 ? "" : "s", 100 / h));
+    check_svg(p.weights_svg, fmt::format("{} head{} × {} features", h, h == 1 ? "" : "s", 100 / h));
     CHECK(count_class(p.weights_svg, "subplot") == static_cast<size_t>(2 * h));
-    CHECK(count_class(p.weights_svg, "col-title") == static_cast<size_t>(h));
+    CHECK(count_class(p.weights_svg, "row-title") == static_cast<size_t>(h));  // a row of the grid per head
+    CHECK(count_class(p.weights_svg, "col-title") == 2);                       // a column per example
   }
 }
 
@@ -268,6 +267,17 @@ TEST_CASE("web/positional: P from the formula, and R(δ)·P[i] = P[i+δ] for eve
       const web::PositionalPanel p = web::positional_panel(n, d, shift);
       CAPTURE(shift);
       CHECK(p.relative_max_error < 1e-6);  // float rounding of P's entries, each within 2⁻²⁴ of |sin|, |cos| ≤ 1
+      // Row i of R(δ)·P is P's formula at position i + δ (the angle-sum formulas), drawn on row 0:
+      // to within 1e-6 absolute, the float rounding of the P[i] it turns (entries ≤ 1 in size).
+      REQUIRE(p.rotated.shape() == Shape{n - shift, d});
+      for (int64_t i = 0; i < n - shift; i += (n > 100 ? 101 : 1))
+        for (int64_t j = 0; 2 * j < d; ++j) {
+          const double angle =
+              static_cast<double>(i + shift) / std::pow(10000.0, static_cast<double>(2 * j) / static_cast<double>(d));
+          CHECK(p.rotated.at({i, 2 * j}) == doctest::Approx(std::sin(angle)).epsilon(1e-6).scale(1));
+          CHECK(p.rotated.at({i, 2 * j + 1}) == doctest::Approx(std::cos(angle)).epsilon(1e-6).scale(1));
+        }
+      check_svg(p.shift_svg, fmt::format("The shift δ = {}: R(δ)·P[i] lands on P[i+δ] (row i = 0)", shift));
       if (shift > 1) continue;
       REQUIRE(p.P.shape() == Shape{n, d});
       for (int64_t i = 0; i < n; ++i)

@@ -183,8 +183,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
                                { timeout: 60000, polling: 100 }, selector, n);
   }
   const knobChanges = [
-    { lesson: "02", panel: "kernel", knob: "w", value: "5" },
-    { lesson: "03", panel: "kernel", knob: "w", value: "12" },
+    { lesson: "02", panel: "kernel", knob: "w", value: "0.70" },  // the w slider holds log10(w): w = 5.01
+    { lesson: "03", panel: "kernel", knob: "w", value: "1.08" },  // w = 12.0
     { lesson: "04", panel: "scoring", knob: "valid_len", value: "1" },
     { lesson: "04", panel: "scoring", knob: "scale", value: false },
     { lesson: "09", panel: "heads", knob: "num_heads", value: "2" },
@@ -209,18 +209,119 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
           (after.svg === before.svg ? " (its numbers)" : "") +
           (ms ? ` (${ms[1]} ms)` : "") + (after.error ? `: ${after.error}` : ""));
   }
-  // A knob out of range gets the panel's error, not a broken page.
+  // A knob out of range gets the panel's error, not a broken page, and the picture and
+  // numbers of the last setting leave the screen with it.
+  async function setKnob(selector, name, value, event = "input") {
+    await page.$eval(`${selector} [name="${name}"]`, (control, v, e) => {
+      if (control.type === "checkbox") control.checked = v;
+      else control.value = v;
+      control.dispatchEvent(new Event(e, { bubbles: true }));
+    }, value, event);
+  }
+  async function waitRefused(selector, n) {
+    await page.waitForFunction((s, k) => Number(document.querySelector(s).dataset.refused || 0) >= k,
+                               { timeout: 30000, polling: 100 }, selector, n);
+  }
+  for (const query of ["1 2 3", "101 0 0 0"]) {
+    const selector = `#lesson-04 .panel[data-panel="scoring"]`;
+    const drawn = (await panelState(selector)).draws;
+    await setKnob(selector, "query", "", "change");  // back to the lesson's query: drawn
+    await waitDraws(selector, drawn + 1);
+    const before = await panelState(selector);
+    const refused = await page.$eval(selector, (p) => Number(p.dataset.refused || 0));
+    await setKnob(selector, "query", query, "change");
+    await waitRefused(selector, refused + 1);
+    const after = await panelState(selector);
+    check(/query/.test(after.error || "") && after.draws === before.draws && before.svg !== "" &&
+          after.svg === "" && after.values === "",
+          `the query "${query}" is refused by name, and the last picture and numbers are gone: "${after.error}"`);
+  }
   {
     const selector = `#lesson-04 .panel[data-panel="scoring"]`;
-    const before = await panelState(selector);
-    await page.$eval(`${selector} [name="query"]`, (control) => {
-      control.value = "1 2 3";
-      control.dispatchEvent(new Event("change", { bubbles: true }));
+    const drawn = (await panelState(selector)).draws;
+    await setKnob(selector, "query", "", "change");
+    await waitDraws(selector, drawn + 1);
+    const label = await page.$eval(`${selector} svg`, (svg) => [...svg.querySelectorAll("text")].map((t) => t.textContent));
+    check(!label.some((t) => t.includes("…")) && label.includes("query"),
+          `the scoring heatmap's labels are whole: ${JSON.stringify(label.slice(0, 8))}`);
+  }
+
+  // Lesson 10's sliders offer only what the panel draws: a knob moved past what goes with
+  // the others brings them back (and says so), and the panel draws, never refuses.
+  {
+    const selector = `#lesson-10 .panel[data-panel="positional"]`;
+    const knobs = () => page.$eval(selector, (p) => Object.fromEntries(
+        [...p.querySelectorAll("input[type=range]")].map((c) => [c.name, Number(c.value)])));
+    for (const [knob, value, expect] of [
+      ["dims", "64", (k) => k.dims === 64], ["positions", "128", (k) => k.positions === 128 && k.dims === 32],
+      ["shift", "5", (k) => k.shift === 5], ["positions", "2", (k) => k.positions === 2 && k.shift === 1],
+      ["shift", "40", (k) => k.shift === 40 && k.positions === 41 && k.positions * k.dims <= 4096],
+    ]) {
+      const before = await panelState(selector);
+      const refused = await page.$eval(selector, (p) => Number(p.dataset.refused || 0));
+      await setKnob(selector, knob, value);
+      await waitDraws(selector, before.draws + 1);
+      const after = await panelState(selector), now = await knobs();
+      const adjusted = await page.$eval(`${selector} .adjusted`, (p) => p.textContent);
+      const stillRefused = await page.$eval(selector, (p) => Number(p.dataset.refused || 0));
+      check(!after.error && stillRefused === refused && expect(now) && after.svg.includes(`${now.positions} positions × ${now.dims} dims`),
+            `lesson 10: ${knob} = ${value} draws ${JSON.stringify(now)}` + (adjusted ? ` (${adjusted})` : ""));
+    }
+    // The shift δ moves what is drawn: R(δ)·P[0] on the line of P[δ].
+    const before = await page.$eval(`${selector} figure[data-file="shift"]`, (f) => f.innerHTML);
+    const drawn = (await panelState(selector)).draws;
+    await setKnob(selector, "shift", "7");
+    await waitDraws(selector, drawn + 1);
+    const after = await page.$eval(`${selector} figure[data-file="shift"]`, (f) => f.innerHTML);
+    check(before !== after && /R\(7\)·P\[0\]/.test(after) && /P\[0\+δ\] = P\[7\]/.test(after),
+          "lesson 10: δ = 7 draws R(7)·P[0] beside P[7]");
+  }
+
+  // The w slider is logarithmic: w = 1, lesson 02's, sits a third of the way along (0.1 to 100).
+  {
+    const at = await page.$eval(`#lesson-02 .panel[data-panel="kernel"] [name="w"]`, (c) => {
+      c.value = "0";
+      return (Number(c.value) - Number(c.min)) / (Number(c.max) - Number(c.min));
     });
-    await page.waitForFunction((s) => document.querySelector(`${s} .status.error`), { timeout: 30000 }, selector);
-    const after = await panelState(selector);
-    check(/query/.test(after.error || "") && after.draws === before.draws,
-          `a query of 3 numbers is refused by name: "${after.error}"`);
+    check(Math.abs(at - 1 / 3) < 0.01, `the w slider is logarithmic: w = 1 sits at ${(100 * at).toFixed(0)} % of it`);
+  }
+
+  // The heads' labels stay readable: every text of the grid at least 8 px on screen, at 25
+  // heads in the page's column and at 5 on a phone's screen.
+  async function smallestText(selector, on = page) {
+    return on.$eval(`${selector} svg`, (svg) => {
+      const scale = svg.getBoundingClientRect().width / Number(svg.getAttribute("viewBox").split(/\s+/)[2]);
+      return Math.min(...[...svg.querySelectorAll("text")].map((t) => Number(t.getAttribute("font-size")) * scale));
+    });
+  }
+  {
+    const selector = `#lesson-09 .panel[data-panel="heads"]`;
+    const draws = (await panelState(selector)).draws;
+    await setKnob(selector, "num_heads", "25");
+    await waitDraws(selector, draws + 1);
+    const px = await smallestText(selector);
+    check(px >= 8, `25 heads: the smallest text of the grid is ${px.toFixed(1)} px on screen`);
+    await setKnob(selector, "num_heads", "5");
+    await waitDraws(selector, draws + 2);
+    // A phone's screen, in a page of its own (a mobile viewport reloads the page), at the panel's 5 heads.
+    const phone = await browser.newPage();
+    phone.on("console", (message) => { if (message.type() === "error") consoleErrors.push(`phone: ${message.text()}`); });
+    phone.on("pageerror", (error) => consoleErrors.push(`phone: ${error}`));
+    phone.on("request", (request) => { if (!/^(file|blob|data):/.test(request.url())) network.push(request.url()); });
+    await phone.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+    await phone.goto(url, { waitUntil: "load" });
+    await phone.waitForFunction((s) => Number((document.querySelector(s) || { dataset: {} }).dataset.draws || 0) >= 1,
+                                { timeout: 60000, polling: 100 }, selector);
+    const small = await smallestText(selector, phone);
+    const fits = await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+    if (options.screenshots) {
+      fs.mkdirSync(options.screenshots, { recursive: true });
+      const heads = await phone.$(selector);
+      await heads.screenshot({ path: path.join(options.screenshots, "panel-heads-phone.png") });
+    }
+    await phone.close();
+    check(small >= 8 && fits, `5 heads on a phone (390 px): the smallest text is ${small.toFixed(1)} px, ` +
+                           `and the page is no wider than the screen`);
   }
 
   // Hovering a heatmap cell.
@@ -261,6 +362,117 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
     check(shown.startsWith("go <unk> ."), `a word outside the vocabulary is read as <unk>: "${shown}"`);
   }
 
+  // The translation of the last sentence leaves with it: an empty box is refused in the page.
+  {
+    const selector = `#lesson-08 .panel[data-panel="translate-8"]`;
+    const refused = await page.$eval(selector, (p) => Number(p.dataset.refused || 0));
+    await page.$eval(`${selector} input[name="sentence"]`, (input) => (input.value = "   "));
+    await press(`${selector} button`);
+    await waitRefused(selector, refused + 1);
+    const state = await panelState(selector);
+    const shown = await page.$eval(`${selector} .translation`, (p) => p.textContent);
+    check(shown === "" && state.svg === "" && /nothing to translate/.test(state.error || ""),
+          `an empty sentence: the last translation and picture are gone, and "${state.error}"`);
+  }
+  // A sentence of 2,000 characters: its picture is no wider than its cells and labels need
+  // (the title cut, whole in a tooltip), and the page says which words the model did not read.
+  {
+    const selector = `#lesson-08 .panel[data-panel="translate-8"]`;
+    const sentence = Array.from({ length: 400 }, (_, i) => ["go", "home", "now", "i'm", "tom"][i % 5]).join(" ").slice(0, 2000);
+    const draws = (await panelState(selector)).draws;
+    await page.$eval(`${selector} input[name="sentence"]`, (input, s) => (input.value = s), sentence);
+    await press(`${selector} button`);
+    await waitDraws(selector, draws + 1);
+    const picture = await page.$eval(`${selector} figure`, (f) => {
+      const svg = f.querySelector("svg"), box = svg.getBoundingClientRect();
+      return { width: Number(svg.getAttribute("width")), shown: [box.width, box.height],
+               title: svg.querySelector(".title").firstChild.textContent, cut: f.dataset.titleCut };
+    });
+    const warnings = await page.$eval(`${selector} .warnings`, (u) => u.textContent);
+    check(picture.width < 1200 && picture.shown[1] > 100 && picture.title.length <= 90 && picture.title.endsWith("…"),
+          `a 2,000-character sentence: its picture is ${picture.width} px wide, shown ${picture.shown.map(Math.round).join(" × ")}, ` +
+          `its title cut to ${picture.title.length} characters of ${picture.cut}`);
+    check(/reads at most \d+ tokens/.test(warnings) && /did not read "[a-z' ]+ … \(\d+ words in all\)"/.test(warnings),
+          `the page says what was cut: "${warnings.slice(0, 160)}…"`);
+  }
+
+  // ---- the lessons' flags, checked in the page --------------------------------------------
+  // A float flag shows what the lesson declares (0.01), not its float32 (0.009999999776482582).
+  {
+    const floats = await page.$$eval("form.flags input", (inputs) =>
+        inputs.filter((i) => /lr|dropout|smoothing|decay/.test(i.name)).map((i) => `${i.closest("section").id} ${i.name} ${i.value}`));
+    const noisy = floats.filter((f) => f.split(" ")[2].replace(/^-?0*\.?0*/, "").replace(/e.*$/, "").replace(".", "").length > 6);
+    check(floats.length > 0 && noisy.length === 0,
+          `float flags show their declared values: ${floats.filter((f) => f.startsWith("lesson-08")).join(", ")}` +
+          (noisy.length ? `; with float32 noise: ${noisy.join(", ")}` : ""));
+  }
+  // A field the lesson would refuse is said in the page, beside it, and nothing runs.
+  for (const [flag, value, said] of [["--seed", "", /--seed is empty/], ["--seed", "1e3", /--seed must be a whole number/],
+                                     ["--seed", "-1", /--seed = -1 is too small/], ["--seed", "1.5", /--seed must be a whole number/],
+                                     ["--n-train", "10001", /--n-train = 10001 is too large: it must be a whole number from 2 to 10000/]]) {
+    const section = `section[data-program="01_average_pooling"]`;
+    const runs = await page.$eval(section, (s) => Number(s.dataset.runs || 0));
+    const refused = await page.$eval(section, (s) => Number(s.dataset.refused || 0));
+    await page.$eval(`${section} input[name="${flag}"]`, (input, v) => (input.value = v), value);
+    await press(`${section} form.flags button`);
+    await page.waitForFunction((s, n) => Number(document.querySelector(s).dataset.refused || 0) > n,
+                               { timeout: 10000, polling: 100 }, section, refused);
+    const state = await page.$eval(section, (s, f) => ({
+      status: s.querySelector(".run-status").textContent, failed: s.querySelector(".run-status.failed") !== null,
+      beside: s.querySelector(`input[name="${f}"]`).parentElement.querySelector(".field-error").textContent,
+      runs: Number(s.dataset.runs || 0),
+    }), flag);
+    check(state.failed && said.test(state.status) && said.test(state.beside) && state.runs === runs,
+          `${flag} "${value}" is refused in the page, beside the field: "${state.beside}"`);
+    await page.$eval(`${section} input[name="${flag}"]`, (input) => {
+      input.value = input.name === "--seed" ? "0" : "50";
+      input.dispatchEvent(new Event("input"));
+    });
+  }
+  // A run the lesson refuses says why in its status, and no earlier run's results stand for it.
+  {
+    const run = await runLesson("03_parametric_pooling", { "--lr": "-1" });
+    check(/^Failed \(exit status 1\) after [0-9.]+ s: error: .*lr/.test(run.status) && run.results === undefined,
+          `lesson 03 with --lr -1: "${run.status}"`);
+    await page.$eval(`section[data-program="03_parametric_pooling"] input[name="--lr"]`, (input) => (input.value = "0.5"));
+  }
+
+  // ---- downloads ----------------------------------------------------------------------------
+  // Lesson 04's run above: each picture, the transcript and results.json, each a download
+  // holding what the run wrote.
+  {
+    const native = readNative("04_scoring_functions");
+    const links = await page.$$eval(`section[data-program="04_scoring_functions"] .downloads a`, async (as) =>
+      Promise.all(as.map(async (a) => ({ file: a.dataset.file, download: a.download,
+                                         text: await (await fetch(a.href)).text() }))));
+    const byName = Object.fromEntries(links.map((l) => [l.file, l]));
+    const wanted = ["transcript.txt", "results.json", ...native.pictures.map((p) => p.file).filter((f) => f.endsWith(".svg"))];
+    const missing = wanted.filter((f) => !byName[f] || !byName[f].download);
+    const results = byName["results.json"] ? JSON.parse(byName["results.json"].text) : {};
+    check(missing.length === 0 && results.lesson === 4 && byName["transcript.txt"].text.startsWith("Lesson 04 · ") &&
+          wanted.filter((f) => f.endsWith(".svg")).every((f) => byName[f].text.includes("<svg")),
+          `lesson 04's files are downloads: ${links.map((l) => l.file).join(", ")}` +
+          (missing.length ? `; missing: ${missing.join(", ")}` : ""));
+  }
+
+  // ---- the first screen, and the notes' Chinese ---------------------------------------------
+  {
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const start = await page.$eval("#start .panel", (p) => ({
+      draws: Number(p.dataset.draws || 0), top: p.querySelector("svg") ? p.querySelector("svg").getBoundingClientRect().top : 1e9 }));
+    check(start.draws >= 1 && start.top < 900, `the first screen opens on a live panel (its picture ${Math.round(start.top)} px down)`);
+    // The fonts Chromium drew a section name with (CDP): a CJK one drew its Chinese.
+    const client = await page.target().createCDPSession();
+    await client.send("DOM.enable");
+    await client.send("CSS.enable");
+    const { root } = await client.send("DOM.getDocument");
+    const { nodeId } = await client.send("DOM.querySelector", { nodeId: root.nodeId, selector: "#lesson-01 p.sections" });
+    const { fonts } = await client.send("CSS.getPlatformFontsForNode", { nodeId });
+    const cjk = fonts.filter((f) => /CJK|Han Sans|Hei|PingFang|YaHei|WenQuanYi/i.test(f.familyName) && f.glyphCount > 0);
+    check(cjk.length > 0, `the notes' Chinese section names are drawn in a CJK font: ${fonts.map((f) => `${f.familyName} (${f.glyphCount})`).join(", ")}`);
+    await client.detach();
+  }
+
   // ---- screenshots ---------------------------------------------------------------------------
   // Of a fresh page: lesson 04 run, each panel at a setting that shows its point.
   if (options.screenshots) {
@@ -269,7 +481,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
     await page.waitForFunction(() => window.qkvReady === true, { timeout: 30000 });
     await runLesson("04_scoring_functions");
     const settings = [
-      ["02", "kernel", "w", "3"], ["04", "scoring", "valid_len", "3"], ["09", "heads", "num_heads", "4"],
+      ["02", "kernel", "w", "0.48"] /* log10(w): w = 3.02 */, ["04", "scoring", "valid_len", "3"], ["09", "heads", "num_heads", "4"],
       ["10", "positional", "shift", "5"],
     ];
     for (const [lesson, panel, knob, value] of settings) {
