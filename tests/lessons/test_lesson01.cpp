@@ -47,7 +47,7 @@ TEST_CASE("lessons/01_average_pooling: the attention cues and the contrast with 
   REQUIRE(svg.load_file((r.out / "attention_cues.svg").c_str()));
   std::string texts;
   for (const pugi::xpath_node& t : svg.select_nodes("//text")) texts += std::string(t.node().child_value()) + "\n";
-  for (const std::string& label :
+  for (const char* label :
        {"salience only", "query: a book", "newspaper", "research paper", "notebook", "book", "coffee cup"}) {
     INFO(label);
     CHECK(texts.find(label) != std::string::npos);
@@ -71,14 +71,14 @@ TEST_CASE("lessons/01_average_pooling: the attention cues and the contrast with 
   const std::vector<float> queries = r.values("contrast_queries"), attention = r.values("contrast_attention");
   REQUIRE(queries.size() == 3);
   REQUIRE(attention.size() == 3);
-  for (size_t q = 0; q < 3; ++q) {
+  for (size_t j = 0; j < 3; ++j) {
     double z = 0, s = 0;
     for (size_t i = 0; i < x.size(); ++i) {
-      const double e = std::exp(-0.5 * std::pow(queries[q] - x[i], 2));
+      const double e = std::exp(-0.5 * std::pow(queries[j] - x[i], 2));
       z += e;
       s += e * y[i];
     }
-    CHECK(attention[q] == doctest::Approx(s / z).epsilon(1e-5));
+    CHECK(attention[j] == doctest::Approx(s / z).epsilon(1e-5));
   }
   CHECK(attention[0] != attention[1]);
   CHECK(attention[1] != attention[2]);
