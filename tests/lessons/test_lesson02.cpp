@@ -99,11 +99,14 @@ TEST_CASE("lessons/02_nadaraya_watson: d2l's kernels and widths, their test MSE 
     for (size_t i = 0; i < 4; ++i)
       CHECK(width_mse[i] == doctest::Approx(nw_test_mse(x, y, gaussian, widths[i])).epsilon(1e-4));
     // Each picture names what it compares: every kernel and every width is in its legend.
-    for (const auto& [file, names] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+    // (A pair, not a structured binding: clang 14 refuses a binding inside INFO's lambda.)
+    for (const auto& picture : std::vector<std::pair<std::string, std::vector<std::string>>>{
              {"kernels_predictions.svg", {"Gaussian", "boxcar", "constant", "Epanechnikov", "truth f(x)"}},
              {"kernels_weights.svg", {"Gaussian", "boxcar", "constant", "Epanechnikov"}},
              {"widths_predictions.svg", {"σ = 0.1", "σ = 0.2", "σ = 0.5", "σ = 1"}},
              {"widths_weights.svg", {"σ = 0.1", "σ = 0.2", "σ = 0.5", "σ = 1"}}}) {
+      const std::string& file = picture.first;
+      const std::vector<std::string>& names = picture.second;
       INFO(file);
       pugi::xml_document svg;
       REQUIRE(svg.load_file((r.out / file).c_str()));

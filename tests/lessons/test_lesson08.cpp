@@ -125,8 +125,9 @@ void check_beams(const nlohmann::json& res, const std::string& transcript, const
     steps[step].push_back(std::stod(rest.substr(rest.find_last_of(' ') + 1)));
   }
   REQUIRE(!steps.empty());
-  for (const auto& [step, log_probs] : steps) {
-    INFO("step " << step);
+  for (const auto& entry : steps) {  // (not a structured binding: clang 14 refuses one inside INFO's lambda)
+    const std::vector<double>& log_probs = entry.second;
+    INFO("step " << entry.first);
     CHECK(log_probs.size() <= static_cast<size_t>(k));
     CHECK(std::is_sorted(log_probs.rbegin(), log_probs.rend()));
     for (double lp : log_probs) CHECK(lp <= 0.0);

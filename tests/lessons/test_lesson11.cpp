@@ -78,6 +78,7 @@ void check_parts(const qkv::lesson_test::LessonRun& r) {
   CHECK(transcript.find("Why ·√H") != std::string::npos);
   const double init_std = res.at("embedding_init_std").get<double>();
   const double scaled_std = res.at("embedding_scaled_std").get<double>();
+  CHECK(init_std == doctest::Approx(1.0 / std::sqrt(32.0)).epsilon(0.1));  // N(0, 1/H), H = 32 (these runs')
   CHECK(scaled_std == doctest::Approx(1.0).epsilon(0.1));
   CHECK(res.at("positional_encoding_std").get<double>() <= 1.0);
   CHECK(res.at("positional_encoding_std").get<double>() > 0.0);
