@@ -84,7 +84,8 @@ void check_tiles(const LessonRun& r) {
   const auto tile = r.results().at("shown_query_tile").get<int64_t>();
   const int64_t last_row = std::min<int64_t>((tile + 1) * BR, static_cast<int64_t>(T)) - 1;
   std::vector<double> met, skipped;
-  for (int64_t j = 0; j * BC < static_cast<int64_t>(T); ++j) (j * BC <= last_row ? met : skipped).push_back(static_cast<double>(j));
+  for (int64_t j = 0; j * BC < static_cast<int64_t>(T); ++j)
+    (j * BC <= last_row ? met : skipped).push_back(static_cast<double>(j));
   CHECK(doubles(r, "shown_tile_met") == met);
   CHECK(doubles(r, "shown_tile_skipped") == skipped);
   CHECK_FALSE(skipped.empty());  // the picture shows a tile skipped
