@@ -12,7 +12,6 @@
 // the double-precision C library: at most 2 ulp for exp and log, 3 for tanh.
 #pragma once
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -29,8 +28,10 @@ namespace qkv::kernels::math {
 
 inline float select(bool c, float a, float b) { return c ? a : b; }
 inline bool is_nan(float x) { return std::isnan(x); }
-inline int32_t bits(float x) { return std::bit_cast<int32_t>(x); }
-inline float from_bits(int32_t i) { return std::bit_cast<float>(i); }
+// NOTE: __builtin_bit_cast, std::bit_cast's own builtin: emscripten 3.1.6's
+// C++ library (the web build's) has no std::bit_cast.
+inline int32_t bits(float x) { return __builtin_bit_cast(int32_t, x); }
+inline float from_bits(int32_t i) { return __builtin_bit_cast(float, i); }
 inline float quotient(float a, float b) { return a / b; }
 inline float fused(float a, float b, float c) { return madd(a, b, c); }
 
