@@ -284,7 +284,7 @@ case "${1:-}" in
     ;;
   web)
     # The live course page (docs/web.md). Lessons 08 and 11 train natively first, if their
-    # models are not in out/lessons/ yet (the page's translation boxes use them); then qkv and
+    # models are not in out/same/ yet (the page's translation boxes use them); then qkv and
     # every lesson are built with emscripten (build/web/) and assembled in out/web/.
     install_missing
     if [ "$(platform)" = debian ]; then
@@ -294,9 +294,13 @@ case "${1:-}" in
       exit 1
     fi
     build release lessons_all
+    # The translation boxes' models come from the same-numbers build (the `same` preset), whose
+    # floats are the page's: the box translates as the page's own run of the lesson does.
+    build same 08_seq2seq_attention 11_transformer
     for lesson in 08_seq2seq_attention 11_transformer; do
-      [ -f "out/lessons/$lesson/model.safetensors" ] || build/release/lessons/$lesson
+      [ -f "out/same/$lesson/model.safetensors" ] || build/same/lessons/$lesson --out "out/same/$lesson" >/dev/null
     done
+    cmake --preset web -DQKV_WEB_MODELS="$PWD/out/same" >/dev/null
     build web web_page
     ;;
   web-test)

@@ -1,28 +1,32 @@
 #!/usr/bin/env python3
-"""Two builds of qkv, one seed: does what docs/course.md promises hold?
+"""Two builds of qkv, one lesson, one seed: do they compute the same numbers?
 
 Each argument is a lesson's output folder (holding its results.json), the
-same lesson at the same --seed run by two builds: a native one and a
-portable one (QKV_NATIVE=OFF), say, or x86-64 and ARM64. The promise
-(docs/course.md's --seed, detailed in docs/building.md, "Numbers on another
-machine"):
+same lesson at the same --seed run by two builds. docs/building.md ("Numbers
+on another machine") says what holds between which builds:
 
-  - a lesson that trains nothing computes the same numbers to within
-    RELATIVE (a few float roundings): every number within RELATIVE of the
-    other build's (relative to the larger, or absolute below 1), and every
-    shape, integer, string and flag equal;
-  - a translation lesson may train a different model in another build,
-    and its targets hold in each: lesson 08's mean BLEU of at least 0.8
-    over the held-out pairs, d2l's three sentences translated exactly,
-    attention skipping the padding, and the crossing alignment of "the
-    black dog"; lesson 11's mean BLEU of at least 0.8 over the 100 held-out
-    pairs, d2l's four sentences translated exactly, and its loss below a
-    quarter of the first epoch's.
+  - exact (the default): two builds that compute the same numbers (every
+    QKV_SAME_NUMBERS build: native, portable x86-64, ARM64, WebAssembly)
+    write the same results.json, byte for byte, but for the wall times (keys
+    ending in _seconds): every number, string and flag equal, every float
+    the same bits (-0.0 is not 0.0). A lesson that trains must also reach its
+    targets (below) in the first build.
+  - --close: a default native build (fused multiply-adds) against another:
+    a lesson that trains nothing within RELATIVE (a few float roundings:
+    every number within RELATIVE of the other build's, relative to the
+    larger, or absolute below 1; every shape, integer, string and flag
+    equal); a translation lesson may train a different model, and its targets
+    hold in each: lesson 08's mean BLEU of at least 0.8 over the held-out
+    pairs, d2l's three sentences translated exactly, attention skipping the
+    padding, and the crossing alignment of "the black dog"; lesson 11's mean
+    BLEU of at least 0.8 over the 100 held-out pairs, d2l's four sentences
+    translated exactly, and its loss below a quarter of the first epoch's.
 
-It prints what it compared and how far the builds differ, and exits 1 if a
-promise fails. CI (.ci/run) runs it on lessons 04, 08 and 11.
+It prints what it compared and where the builds differ, and exits 1 if the
+promise fails. CI (.ci/run) runs it on lessons 04, 08, 11 and 12.
 
   /usr/bin/python3 tools/compare_builds.py out/native/04_scoring_functions out/portable/04_scoring_functions
+  /usr/bin/python3 tools/compare_builds.py --close out/fast/04_scoring_functions out/portable/04_scoring_functions
 """
 import json
 import pathlib
@@ -50,6 +54,39 @@ def numbers(value, path=""):
             yield from numbers(v, f"{path}[{i}]")
     else:
         yield path, value
+
+
+def without_times(value):
+    """The results with every wall time (a key ending in one of TIMES) left out."""
+    if isinstance(value, dict):
+        return {k: without_times(v) for k, v in value.items() if not k.endswith(TIMES)}
+    if isinstance(value, list):
+        return [without_times(v) for v in value]
+    return value
+
+
+def compare_exact(a, b):
+    """The same-numbers promise: the same document, wall times aside, to the bit.
+
+    json.dumps writes a float as repr does, the shortest text that reads back
+    as the same double, so two floats print alike exactly when their bits
+    agree (and -0.0 apart from 0.0); the lessons write floats as they were
+    computed, so equal text is equal bits."""
+    ta = json.dumps(without_times(a), indent=1, ensure_ascii=False).splitlines()
+    tb = json.dumps(without_times(b), indent=1, ensure_ascii=False).splitlines()
+    la, lb = dict(numbers(without_times(a))), dict(numbers(without_times(b)))
+    failures = []
+    if la.keys() != lb.keys():
+        failures.append(f"different results: {sorted(la.keys() ^ lb.keys())[:5]}")
+    differ = [p for p in sorted(la.keys() & lb.keys()) if repr(la[p]) != repr(lb[p])]
+    for p in differ[:10]:
+        failures.append(f"{p}: {la[p]!r} and {lb[p]!r}")
+    if len(differ) > 10:
+        failures.append(f"… {len(differ)} values differ in all")
+    if not failures and ta != tb:
+        failures.append("the same values, written differently")
+    print(f"  {len(la)} values compared, wall times aside; {len(differ)} differ")
+    return failures
 
 
 def compare_forward(a, b):
@@ -115,22 +152,27 @@ TRAINING = {"08_seq2seq_attention": targets_08, "11_transformer": targets_11}
 
 
 def main(argv):
-    if len(argv) != 3:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+    close = "--close" in argv[1:]
+    args = [a for a in argv[1:] if a != "--close"]
+    if len(args) != 2:
+        print(__doc__.strip().splitlines()[-2], file=sys.stderr)
         return 2
-    a, b = load(argv[1]), load(argv[2])
-    name = pathlib.Path(argv[1]).name
-    print(f"{name}: {argv[1]} and {argv[2]}")
+    a, b = load(args[0]), load(args[1])
+    name = pathlib.Path(args[0]).name
+    print(f"{name}: {args[0]} and {args[1]}{' (close)' if close else ' (exact)'}")
+    failures = []
     if name in TRAINING:
-        failures = []
-        for label, r in (("first", a["results"]), ("second", b["results"])):
+        builds = (("first", a["results"]), ("second", b["results"])) if close else (("first", a["results"]),)
+        for label, r in builds:
             failures += [f"{label} build: {f}" for f in TRAINING[name](r)]
         ra, rb = a["results"], b["results"]
         print(f"  mean BLEU {ra['mean_bleu']:.3f} and {rb['mean_bleu']:.3f}; exact translations "
               f"{ra['exact_translations']} and {rb['exact_translations']} of 100; final loss "
               f"{ra['losses'][-1]:.4g} and {rb['losses'][-1]:.4g}")
-    else:
-        failures = compare_forward(a["results"], b["results"])
+    if not close:
+        failures += compare_exact(a, b)
+    elif name not in TRAINING:
+        failures += compare_forward(a["results"], b["results"])
     for f in failures:
         print(f"  FAILED {f}")
     print(f"  {'the promise holds' if not failures else 'the promise fails'} ({name})")

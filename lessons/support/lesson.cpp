@@ -375,6 +375,9 @@ void Lesson::start() {
   print("{}\n{}\n", title, std::string(width, '='));
   print("Sections of the notes: {}\n", entry_.sections);
   print("Output folder: {}   (seed {})\n", out_.string(), seed_);
+  // Which arithmetic this build computes in (QKV_SAME_NUMBERS, docs/building.md).
+  print("Arithmetic: {}\n", QKV_SAME_NUMBERS ? "the same numbers as every build (QKV_SAME_NUMBERS; the course's)"
+                                             : "this machine's fastest (fused multiply-adds where the CPU has them)");
 }
 
 viz::TextOptions Lesson::text_options() const {

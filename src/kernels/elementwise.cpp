@@ -18,6 +18,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/math.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
@@ -37,14 +38,15 @@ struct Neg {
   static float scalar(float x) { return -x; }
 };
 
-// y = eˣ
+// y = eˣ (qkv's exp, math.hpp, as every kernel's: one polynomial for a
+// float and a register)
 struct Exp {
-  static float scalar(float x) { return std::exp(x); }
+  static float scalar(float x) { return math::exp(x); }
 };
 
 // y = ln x
 struct Log {
-  static float scalar(float x) { return std::log(x); }
+  static float scalar(float x) { return math::log(x); }
 };
 
 // y = √x
@@ -64,12 +66,12 @@ struct Sign {
 
 // y = tanh x
 struct Tanh {
-  static float scalar(float x) { return std::tanh(x); }
+  static float scalar(float x) { return math::tanh(x); }
 };
 
 // y = σ(x) = 1 / (1 + e⁻ˣ)
 struct Sigmoid {
-  static float scalar(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+  static float scalar(float x) { return math::sigmoid(x); }
 };
 
 // y = max(x, 0), written as "x < 0 ? 0 : x" so that a NaN passes through, as
@@ -84,7 +86,9 @@ struct Step {
 };
 
 // y = x·Φ(x) = x/2 · (1 + erf(x/√2)), the exact GELU (PyTorch's default);
-// Φ is the standard normal CDF.
+// Φ is the standard normal CDF. NOTE: erf is the C library's here and
+// xsimd's in Simd<Gelu>, which may differ in the last bit: GELU's numbers
+// are not the same on every build (no lesson uses it).
 struct Gelu {
   static float scalar(float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); }
 };
@@ -92,7 +96,7 @@ struct Gelu {
 // y = d gelu/dx = Φ(x) + x·φ(x), with φ(x) = e^(-x²/2) / √(2π) the normal density
 struct GeluGrad {
   static float scalar(float x) {
-    return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+    return madd(x, kInvSqrt2Pi * math::exp(-0.5f * x * x), 0.5f * (1.0f + std::erf(x * kInvSqrt2)));
   }
 };
 
@@ -190,7 +194,7 @@ void binary_reference(Binary op, int64_t n, const float* a, int64_t a_step, cons
 }
 
 void axpy_reference(int64_t n, float alpha, const float* x, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+  for (int64_t i = 0; i < n; ++i) y[i] = madd(alpha, x[i], y[i]);
 }
 
 // ==== SIMD: each op on a batch of W floats ===========================================
@@ -213,12 +217,12 @@ struct Simd<Neg> {
 
 template <>
 struct Simd<Exp> {
-  static batch apply(batch x) { return xsimd::exp(x); }
+  static batch apply(batch x) { return math::exp(x); }
 };
 
 template <>
 struct Simd<Log> {
-  static batch apply(batch x) { return xsimd::log(x); }
+  static batch apply(batch x) { return math::log(x); }
 };
 
 template <>
@@ -241,15 +245,12 @@ struct Simd<Sign> {
 
 template <>
 struct Simd<Tanh> {
-  static batch apply(batch x) { return xsimd::tanh(x); }
+  static batch apply(batch x) { return math::tanh(x); }
 };
 
 template <>
 struct Simd<Sigmoid> {
-  static batch apply(batch x) {
-    const batch one(1.0f);
-    return divide(one, one + xsimd::exp(-x));
-  }
+  static batch apply(batch x) { return math::sigmoid(x); }
 };
 
 template <>
@@ -281,7 +282,7 @@ struct Simd<GeluGrad> {
   static batch apply(batch x) {
     const batch half(0.5f), one(1.0f);
     batch cdf = half * (one + xsimd::erf(x * batch(kInvSqrt2)));
-    batch pdf = batch(kInvSqrt2Pi) * xsimd::exp(-half * x * x);
+    batch pdf = batch(kInvSqrt2Pi) * math::exp(-half * x * x);
     return fmadd(x, pdf, cdf);
   }
 };

@@ -2,7 +2,10 @@
 // flash_attention.hpp for the math, the masks and the loop order).
 //
 // The file has two sections. The reference, always compiled: plain loops,
-// one query row at a time. The SIMD kernels, in one block at the end under
+// one query row at a time, in the SIMD kernels' order: the keys in tiles of
+// FLASH_BC with the online softmax's rescaling, every dot product and every
+// accumulation k in order with madd, every row sum an ordered_sum, exp and
+// log qkv's own (math.hpp). The two agree bit for bit. The SIMD kernels, in one block at the end under
 // #if QKV_SIMD (simd.hpp's convention): tiles of BR queries × BC keys, whose five
 // products (q·kᵀ, p·v, pᵀ·dout, dout·vᵀ, dsᵀ·q, ds·k) all run on one small
 // register-blocked product, tile_product. Without that block (the scalar
@@ -14,6 +17,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/math.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
@@ -44,8 +48,8 @@ void row_scores(const AttentionSizes& s, const float* qr, const float* kn, int64
       continue;
     }
     float dot = 0.0f;
-    for (int64_t c = 0; c < s.d; ++c) dot += qr[c] * kn[j * s.d + c];
-    scores[j] = s.scale * dot;
+    for (int64_t c = 0; c < s.d; ++c) dot = madd(qr[c], kn[j * s.d + c], dot);
+    scores[j] = dot * s.scale;
   }
 }
 
@@ -89,6 +93,8 @@ bool dropout_keeps(uint64_t seed, int64_t row, int64_t key, float p) {
 
 // ---- reference: one query row at a time -------------------------------------------------
 
+// Each row meets its keys a tile of FLASH_BC at a time (flash_attention.hpp's
+// online softmax), as the SIMD kernel does.
 void flash_attention_reference(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out,
                                float* lse) {
   std::vector<float> p(static_cast<size_t>(s.K));  // (K): one row's scores, then its weights
@@ -98,16 +104,29 @@ void flash_attention_reference(const AttentionSizes& s, const float* q, const fl
     for (int64_t i = 0; i < s.Q; ++i) {
       const int64_t row = n * s.Q + i;
       row_scores(s, q + row * s.d, kn, row_end(s, n, i), p.data());
-      float m = -kInf, sum = 0.0f;
-      for (float x : p) m = std::max(m, x);
-      for (float& x : p) sum += (x = std::exp(x - m));  // every term ≤ 1
-      if (s.dropout > 0.0f) apply_dropout(s, row, 0, s.K, p.data());
-      float* o = out + row * s.dv;  // (dv)
+      float* o = out + row * s.dv;  // (dv): Σ exp(s - m) · v, then the output
       for (int64_t c = 0; c < s.dv; ++c) o[c] = 0.0f;
-      for (int64_t j = 0; j < s.K; ++j)
-        for (int64_t c = 0; c < s.dv; ++c) o[c] += p[static_cast<size_t>(j)] * vn[j * s.dv + c];
-      for (int64_t c = 0; c < s.dv; ++c) o[c] /= sum;
-      lse[row] = m + std::log(sum);
+      float m = -kInf, l = 0.0f;
+      for (int64_t j0 = 0; j0 < s.K; j0 += FLASH_BC) {
+        const int64_t cols = std::min(FLASH_BC, s.K - j0);
+        float* pt = p.data() + j0;  // the tile's scores, then exp(s - m')
+        float m_new = m;
+        for (int64_t j = 0; j < cols; ++j) m_new = std::max(m_new, pt[j]);
+        const float rescale = math::exp(m - m_new);  // exp(-inf) = 0 on the first tile
+        const float tile_sum = ordered_sum<float>(cols, [&](float sum, int64_t j) {
+          pt[j] = math::exp(pt[j] - m_new);  // every term ≤ 1
+          return sum + pt[j];
+        });
+        l = l * rescale + tile_sum;  // the undropped sum
+        m = m_new;
+        if (s.dropout > 0.0f) apply_dropout(s, row, j0, cols, pt);
+        if (rescale != 1.0f)
+          for (int64_t c = 0; c < s.dv; ++c) o[c] *= rescale;
+        for (int64_t j = 0; j < cols; ++j)
+          for (int64_t c = 0; c < s.dv; ++c) o[c] = madd(pt[j], vn[(j0 + j) * s.dv + c], o[c]);
+      }
+      for (int64_t c = 0; c < s.dv; ++c) o[c] /= l;
+      lse[row] = m + math::log(l);
     }
   }
 }
@@ -128,21 +147,24 @@ void flash_attention_backward_reference(const AttentionSizes& s, const float* q,
       const float* o = out + row * s.dv;
       const float* dor = dout + row * s.dv;
       row_scores(s, qr, kn, end, p.data());
-      float D = 0.0f;  // Σ dout ⊙ out = Σₖ p·dp
-      for (int64_t c = 0; c < s.dv; ++c) D += dor[c] * o[c];
+      // Σ dout ⊙ out = Σₖ p·dp
+      const float D = ordered_sum<float>(s.dv, [&](float sum, int64_t c) { return madd(dor[c], o[c], sum); });
       // Dropout's factor of each key: 1/(1 - p) or 0 (1 without dropout).
       std::vector<float> kept(static_cast<size_t>(s.K), 1.0f);
       if (s.dropout > 0.0f) apply_dropout(s, row, 0, s.K, kept.data());
       for (int64_t j = 0; j < s.K; ++j) {
-        const float pj = std::exp(p[static_cast<size_t>(j)] - lse[row]), keep = kept[static_cast<size_t>(j)];
-        for (int64_t c = 0; c < s.dv; ++c) dv[(n * s.K + j) * s.dv + c] += pj * keep * dor[c];
+        const float pj = math::exp(p[static_cast<size_t>(j)] - lse[row]), keep = kept[static_cast<size_t>(j)];
+        float* dvj = dv + (n * s.K + j) * s.dv;
+        for (int64_t c = 0; c < s.dv; ++c) dvj[c] = madd(pj * keep, dor[c], dvj[c]);
         if (j >= end) continue;  // a masked key: its score was replaced, so it passes no gradient on
         float dp = 0.0f;
-        for (int64_t c = 0; c < s.dv; ++c) dp += dor[c] * vn[j * s.dv + c];
+        for (int64_t c = 0; c < s.dv; ++c) dp = madd(dor[c], vn[j * s.dv + c], dp);
         const float ds = s.scale * pj * (dp * keep - D);
+        float* dqr = dq + row * s.d;
+        float* dkj = dk + (n * s.K + j) * s.d;
         for (int64_t c = 0; c < s.d; ++c) {
-          dq[row * s.d + c] += ds * kn[j * s.d + c];
-          dk[(n * s.K + j) * s.d + c] += ds * qr[c];
+          dqr[c] = madd(ds, kn[j * s.d + c], dqr[c]);
+          dkj[c] = madd(ds, qr[c], dkj[c]);
         }
       }
     }
@@ -254,16 +276,19 @@ float tile_row_max(const float* sr) {
   return r;
 }
 
-// sr = exp(sr - m) over the whole tile row; returns its sum.
+// sr = exp(sr - m) over the whole tile row; returns its sum, an ordered_sum
+// (the padding's exp(-inf) = 0 changes none of the running sums).
 float tile_row_exp(float* sr, float m) {
+  static_assert(BC % SUM_LANES == 0);
   const batch vm(m);
-  batch sum(0.0f);
-  for (int64_t j = 0; j < BC; j += W) {
-    const batch e = xsimd::exp(batch::load_unaligned(sr + j) - vm);
-    e.store_unaligned(sr + j);
-    sum += e;
-  }
-  return reduce_add(sum);
+  return ordered_sum_simd<batch>(
+      BC,
+      [&](batch acc, int64_t j) {
+        const batch e = math::exp(batch::load_unaligned(sr + j) - vm);
+        e.store_unaligned(sr + j);
+        return acc + e;
+      },
+      [](float sum, int64_t) { return sum; });
 }
 
 // The farthest key any row of queries [i0, i1) sees: the tiles of keys at or
@@ -302,7 +327,7 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
       scale_and_mask(sr, cols, j0, end[r], s.scale);
       // m' = max(m, the tile's max); what was summed so far is rescaled by exp(m - m').
       const float m_new = std::max(m[r], tile_row_max(sr));
-      const float rescale = std::exp(m[r] - m_new);     // exp(-inf) = 0 on the first tile
+      const float rescale = math::exp(m[r] - m_new);    // exp(-inf) = 0 on the first tile
       l[r] = l[r] * rescale + tile_row_exp(sr, m_new);  // the undropped sum
       m[r] = m_new;
       if (s.dropout > 0.0f) apply_dropout(s, n * s.Q + i0 + r, j0, cols, sr);
@@ -319,7 +344,7 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t row = n * s.Q + i0 + r;
     for (int64_t c = 0; c < dv; ++c) out[row * dv + c] = o[static_cast<size_t>(r * dv + c)] / l[r];
-    lse[row] = m[r] + std::log(l[r]);
+    lse[row] = m[r] + math::log(l[r]);
   }
 }
 
@@ -355,7 +380,7 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
       end[r] = row_end(s, n, i0 + r);
       scale_and_mask(pr, cols, j0, end[r], s.scale);
       const batch vl(lse[row0 + r]);
-      for (int64_t j = 0; j < BC; j += W) xsimd::exp(batch::load_unaligned(pr + j) - vl).store_unaligned(pr + j);
+      for (int64_t j = 0; j < BC; j += W) math::exp(batch::load_unaligned(pr + j) - vl).store_unaligned(pr + j);
     }
     // The weights as the forward used them: dropped(p) (p itself without dropout).
     const float* pdrop = p;
@@ -418,12 +443,12 @@ void flash_attention_backward(const AttentionSizes& s, const float* q, const flo
     for (int64_t i = 0; i < s.Q; ++i) {
       const float* o = out + (n * s.Q + i) * s.dv;
       const float* dor = dout + (n * s.Q + i) * s.dv;
-      batch acc(0.0f);
-      int64_t c = 0;
-      for (; c + W <= s.dv; c += W) acc = fmadd(batch::load_unaligned(dor + c), batch::load_unaligned(o + c), acc);
-      float sum = reduce_add(acc);
-      for (; c < s.dv; ++c) sum += dor[c] * o[c];
-      D[static_cast<size_t>(i)] = sum;
+      D[static_cast<size_t>(i)] = ordered_sum_simd<batch>(
+          s.dv,
+          [&](batch acc, int64_t c) {
+            return fmadd(batch::load_unaligned(dor + c), batch::load_unaligned(o + c), acc);
+          },
+          [&](float sum, int64_t c) { return madd(dor[c], o[c], sum); });
     }
     for (int64_t t = 0; t < query_tiles; ++t)
       query_tile_end[static_cast<size_t>(t)] = tile_key_end(s, n, t * BR, std::min(s.Q, (t + 1) * BR));

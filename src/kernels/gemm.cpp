@@ -57,8 +57,8 @@ using namespace gemm_detail;  // the tile, the edges and the SIMD helpers beside
 // it should sit in L1 (Zen 4's 64 KB one sits in L2, which feeds its 4 B
 // loads per 16 FMAs easily); the MC×KC block of A (~100 KB) in L2; the
 // KC×NC block of B (~2 MB) in L2/L3. MC and NC are multiples of MR and NR.
-constexpr int64_t KC = 256;
-constexpr int64_t MC = 96;  // a multiple of 4, 6 and 8
+constexpr int64_t KC = GEMM_KC;  // gemm.hpp: part of the order of every sum
+constexpr int64_t MC = 96;       // a multiple of 4, 6 and 8
 static_assert(MC % MR == 0);
 constexpr int64_t NC = 2048;
 

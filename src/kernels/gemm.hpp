@@ -17,6 +17,15 @@
 
 namespace qkv::kernels {
 
+// The order of every C[i, j]'s sum, in gemm and its references alike: K in
+// slices of GEMM_KC, each summed from 0 with k in order (a multiply-add per
+// k, madd in simd.hpp), and the slices' sums added into C one after the other
+// (the first written, unless accumulating). A size fixed here, not by the
+// register width or the thread count. (The default native build adds C's
+// last 1 or 2 columns as dot products along k, whose order does follow the
+// width: gemm_edges.hpp's DOT_COLS; not in a QKV_SAME_NUMBERS build.)
+constexpr int64_t GEMM_KC = 256;
+
 // Packed, register-blocked, SIMD GEMM (gemm.cpp); in the scalar build, gemm_rows.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate);
@@ -31,7 +40,8 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t 
                   const int64_t* a_offsets, int64_t lda, const float* B, const int64_t* b_offsets, int64_t ldb,
                   float* C, int64_t c_stride, int64_t ldc, bool accumulate);
 
-// The plain triple loop that defines what gemm computes; tests hold the two equal.
+// The plain loops that define what gemm computes (GEMM_KC above); tests hold
+// the two equal.
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
 

@@ -126,14 +126,16 @@ void edge_micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, 
     a += a_cs;
     b += B_IN_PLACE ? ldb : NR;
   };
-  if (ROWS * (BATCHES + HALF) >= 8 || kc < 32) {
+  if (QKV_SAME_NUMBERS || ROWS * (BATCHES + HALF) >= 8 || kc < 32) {
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) step(acc, half_acc);
   } else {
     // 2. With fewer than 8 accumulators each would wait on the FMA latency
     //    (one FMA per k, 4 cycles apart), so even and odd k go to two sets
     //    added at the end. Not for a short k loop, where the extra sums cost
-    //    more than the wait.
+    //    more than the wait. Nor in a QKV_SAME_NUMBERS build: the two sets
+    //    are another order of the sum, which follows the block's size (and
+    //    so the register width), where gemm.hpp's order is k after k.
     batch odd[ROWS][ACC_BATCHES];
     H odd_half[ACC_HALVES];
     for (int64_t r = 0; r < ROWS; ++r)

@@ -55,8 +55,12 @@ inline EdgeKernel edge_kernel(ALayout layout, bool b_in_place, int64_t mr, int64
 // ---- C's last columns as dot products ----------------------------------------------
 
 // At most this many of C's last columns run as dot products (none in an
-// SSE build, which has no half batches to save).
-constexpr int64_t DOT_COLS = HAS_HALF_BATCH ? 2 : 0;
+// SSE build, which has no half batches to save). A dot product sums W
+// values of k side by side, an order that follows the width: none in a
+// QKV_SAME_NUMBERS build either (simd.hpp), whose every C[i, j] is summed
+// in gemm.hpp's order. (Nor does such a build sum even and odd k apart in a
+// small edge block, gemm_edges.cpp's other order of the default build.)
+constexpr int64_t DOT_COLS = HAS_HALF_BATCH && !QKV_SAME_NUMBERS ? 2 : 0;
 
 // How many of a block's nc columns run as dot products: the 1 to DOT_COLS
 // past its whole batches, while A is read in place as stored (its rows

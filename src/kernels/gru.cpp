@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "kernels/math.hpp"
 #include "kernels/simd.hpp"
 
 namespace qkv::kernels {
@@ -22,13 +23,11 @@ namespace qkv::kernels {
 
 namespace {
 
-// σ(a) = 1 / (1 + e⁻ᵃ), as the elementwise kernels compute it.
-float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
-
 void forward_element(int64_t H, int64_t k, const float* x_, const float* h_, const float* h, float* h_next, float* g) {
-  const float r = sigmoid(x_[k] + h_[k]);
-  const float z = sigmoid(x_[H + k] + h_[H + k]);
-  const float n = std::tanh(x_[2 * H + k] + r * h_[2 * H + k]);
+  // σ and tanh are qkv's (math.hpp), as the elementwise kernels compute them.
+  const float r = math::sigmoid(x_[k] + h_[k]);
+  const float z = math::sigmoid(x_[H + k] + h_[H + k]);
+  const float n = math::tanh(x_[2 * H + k] + r * h_[2 * H + k]);
   h_next[k] = (1 - z) * n + z * h[k];
   g[k] = r, g[H + k] = z, g[2 * H + k] = n;
 }
@@ -68,12 +67,6 @@ void gru_cell_backward_reference(int64_t B, int64_t H, const float* hw, const fl
 // ==== SIMD: W elements of a row at a time ============================================
 #if QKV_SIMD
 
-namespace {
-
-batch sigmoid(batch a) { return divide(batch(1.0f), batch(1.0f) + xsimd::exp(-a)); }
-
-}  // namespace
-
 void gru_cell(int64_t B, int64_t H, const float* xw, const float* hw, const float* h, float* h_next, float* gates) {
   const batch one(1.0f);
   for (int64_t b = 0; b < B; ++b) {
@@ -83,9 +76,9 @@ void gru_cell(int64_t B, int64_t H, const float* xw, const float* hw, const floa
     int64_t k = 0;
     for (; k + W <= H; k += W) {
       auto at = [k](const float* p) { return batch::load_unaligned(p + k); };
-      const batch r = sigmoid(at(x_) + at(h_));
-      const batch z = sigmoid(at(x_ + H) + at(h_ + H));
-      const batch n = xsimd::tanh(at(x_ + 2 * H) + r * at(h_ + 2 * H));
+      const batch r = math::sigmoid(at(x_) + at(h_));
+      const batch z = math::sigmoid(at(x_ + H) + at(h_ + H));
+      const batch n = math::tanh(at(x_ + 2 * H) + r * at(h_ + 2 * H));
       ((one - z) * n + z * at(h + b * H)).store_unaligned(h_next + b * H + k);
       r.store_unaligned(g + k);
       z.store_unaligned(g + H + k);

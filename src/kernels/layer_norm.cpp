@@ -7,7 +7,8 @@
 // write) and the backward two (the two means, then dx), with no temporaries.
 //
 // The two sections every kernel file has (simd.hpp): the reference's plain
-// loops, and the SIMD kernels.
+// loops, and the SIMD kernels. Every sum over a row is an ordered_sum and
+// every multiply-add a madd or fmadd (simd.hpp), so the two agree bit for bit.
 //
 // The backward's formula: with x̂ = (x - μ)·rstd and g = dy ⊙ w, the
 // Jacobian of x̂ with respect to x is rstd·(I - 1/D - x̂ x̂ᵀ/D), so
@@ -27,15 +28,12 @@ void layer_norm_reference(int64_t rows, int64_t D, const float* x, const float* 
                           float* y, float* mean, float* rstd) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * D;
-    float sum = 0.0f;
-    for (int64_t k = 0; k < D; ++k) sum += xr[k];
-    const float mu = sum / static_cast<float>(D);
-    float sq = 0.0f;
-    for (int64_t k = 0; k < D; ++k) sq += (xr[k] - mu) * (xr[k] - mu);
+    const float mu = ordered_sum<float>(D, [&](float s, int64_t k) { return s + xr[k]; }) / static_cast<float>(D);
+    const float sq = ordered_sum<float>(D, [&](float s, int64_t k) { return madd(xr[k] - mu, xr[k] - mu, s); });
     const float inv = 1.0f / std::sqrt(sq / static_cast<float>(D) + eps);
     for (int64_t k = 0; k < D; ++k) {
       const float xhat = (xr[k] - mu) * inv;
-      y[r * D + k] = xhat * (weight != nullptr ? weight[k] : 1.0f) + (bias != nullptr ? bias[k] : 0.0f);
+      y[r * D + k] = madd(xhat, weight != nullptr ? weight[k] : 1.0f, bias != nullptr ? bias[k] : 0.0f);
     }
     mean[r] = mu;
     rstd[r] = inv;
@@ -49,15 +47,12 @@ void layer_norm_backward_reference(int64_t rows, int64_t D, const float* x, cons
     const float* dyr = dy + r * D;
     auto xhat = [&](int64_t k) { return (xr[k] - mean[r]) * rstd[r]; };
     auto g = [&](int64_t k) { return dyr[k] * (weight != nullptr ? weight[k] : 1.0f); };
-    float g_sum = 0.0f, gx_sum = 0.0f;  // Σ g, Σ g ⊙ x̂
-    for (int64_t k = 0; k < D; ++k) {
-      g_sum += g(k);
-      gx_sum += g(k) * xhat(k);
-    }
+    const float g_sum = ordered_sum<float>(D, [&](float s, int64_t k) { return s + g(k); });                 // Σ g
+    const float gx_sum = ordered_sum<float>(D, [&](float s, int64_t k) { return madd(g(k), xhat(k), s); });  // Σ g ⊙ x̂
     const float g_mean = g_sum / static_cast<float>(D), gx_mean = gx_sum / static_cast<float>(D);
     for (int64_t k = 0; k < D; ++k) {
-      dx[r * D + k] = rstd[r] * (g(k) - g_mean - xhat(k) * gx_mean);
-      if (dweight != nullptr) dweight[k] += dyr[k] * xhat(k);
+      dx[r * D + k] = rstd[r] * madd(-xhat(k), gx_mean, g(k) - g_mean);
+      if (dweight != nullptr) dweight[k] = madd(dyr[k], xhat(k), dweight[k]);
       if (dbias != nullptr) dbias[k] += dyr[k];
     }
   }
@@ -69,26 +64,21 @@ void layer_norm_backward_reference(int64_t rows, int64_t D, const float* x, cons
 namespace {
 
 float row_sum(int64_t D, const float* x) {
-  batch acc(0.0f);
-  int64_t k = 0;
-  for (; k + W <= D; k += W) acc += batch::load_unaligned(x + k);
-  float s = reduce_add(acc);
-  for (; k < D; ++k) s += x[k];
-  return s;
+  return ordered_sum_simd<batch>(
+      D, [&](batch acc, int64_t k) { return acc + batch::load_unaligned(x + k); },
+      [&](float s, int64_t k) { return s + x[k]; });
 }
 
 // Σ (x - μ)²
 float row_centred_squares(int64_t D, const float* x, float mu) {
   const batch vmu(mu);
-  batch acc(0.0f);
-  int64_t k = 0;
-  for (; k + W <= D; k += W) {
-    const batch c = batch::load_unaligned(x + k) - vmu;
-    acc = fmadd(c, c, acc);
-  }
-  float s = reduce_add(acc);
-  for (; k < D; ++k) s += (x[k] - mu) * (x[k] - mu);
-  return s;
+  return ordered_sum_simd<batch>(
+      D,
+      [&](batch acc, int64_t k) {
+        const batch c = batch::load_unaligned(x + k) - vmu;
+        return fmadd(c, c, acc);
+      },
+      [&](float s, int64_t k) { return madd(x[k] - mu, x[k] - mu, s); });
 }
 
 batch load_or(const float* p, int64_t k, float absent) {
@@ -107,7 +97,7 @@ void layer_norm_row(int64_t D, const float* xr, const float* weight, const float
     const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
     fmadd(xhat, load_or(weight, k, 1.0f), load_or(bias, k, 0.0f)).store_unaligned(yr + k);
   }
-  for (; k < D; ++k) yr[k] = (xr[k] - mu) * inv * at_or(weight, k, 1.0f) + at_or(bias, k, 0.0f);
+  for (; k < D; ++k) yr[k] = madd((xr[k] - mu) * inv, at_or(weight, k, 1.0f), at_or(bias, k, 0.0f));
   mean = mu;
   rstd = inv;
 }
@@ -135,37 +125,32 @@ void layer_norm_backward(int64_t rows, int64_t D, const float* x, const float* w
     const batch vmu(mean[r]), vinv(rstd[r]);
 
     // Σ g and Σ g ⊙ x̂, with g = dy ⊙ w.
-    batch vg(0.0f), vgx(0.0f);
-    int64_t k = 0;
-    for (; k + W <= D; k += W) {
-      const batch g = batch::load_unaligned(dyr + k) * load_or(weight, k, 1.0f);
-      const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
-      vg += g;
-      vgx = fmadd(g, xhat, vgx);
-    }
-    float g_sum = reduce_add(vg), gx_sum = reduce_add(vgx);
-    for (; k < D; ++k) {
-      const float g = dyr[k] * at_or(weight, k, 1.0f);
-      g_sum += g;
-      gx_sum += g * ((xr[k] - mean[r]) * rstd[r]);
-    }
+    auto g_at = [&](int64_t k) { return batch::load_unaligned(dyr + k) * load_or(weight, k, 1.0f); };
+    auto xhat_at = [&](int64_t k) { return (batch::load_unaligned(xr + k) - vmu) * vinv; };
+    auto g_of = [&](int64_t k) { return dyr[k] * at_or(weight, k, 1.0f); };
+    auto xhat_of = [&](int64_t k) { return (xr[k] - mean[r]) * rstd[r]; };
+    const float g_sum = ordered_sum_simd<batch>(
+        D, [&](batch acc, int64_t k) { return acc + g_at(k); }, [&](float s, int64_t k) { return s + g_of(k); });
+    const float gx_sum = ordered_sum_simd<batch>(
+        D, [&](batch acc, int64_t k) { return fmadd(g_at(k), xhat_at(k), acc); },
+        [&](float s, int64_t k) { return madd(g_of(k), xhat_of(k), s); });
     const float g_mean = g_sum / static_cast<float>(D), gx_mean = gx_sum / static_cast<float>(D);
 
     // dx = rstd · (g - mean(g) - x̂ · mean(g ⊙ x̂)); dweight += dy ⊙ x̂; dbias += dy.
     const batch vg_mean(g_mean), vgx_mean(gx_mean);
-    k = 0;
+    int64_t k = 0;
     for (; k + W <= D; k += W) {
       const batch d = batch::load_unaligned(dyr + k);
       const batch g = d * load_or(weight, k, 1.0f);
       const batch xhat = (batch::load_unaligned(xr + k) - vmu) * vinv;
-      (vinv * xsimd::fnma(xhat, vgx_mean, g - vg_mean)).store_unaligned(dxr + k);
+      (vinv * fmadd(-xhat, vgx_mean, g - vg_mean)).store_unaligned(dxr + k);
       if (dweight != nullptr) fmadd(d, xhat, batch::load_unaligned(dweight + k)).store_unaligned(dweight + k);
       if (dbias != nullptr) (batch::load_unaligned(dbias + k) + d).store_unaligned(dbias + k);
     }
     for (; k < D; ++k) {
       const float xhat = (xr[k] - mean[r]) * rstd[r];
-      dxr[k] = rstd[r] * (dyr[k] * at_or(weight, k, 1.0f) - g_mean - xhat * gx_mean);
-      if (dweight != nullptr) dweight[k] += dyr[k] * xhat;
+      dxr[k] = rstd[r] * madd(-xhat, gx_mean, dyr[k] * at_or(weight, k, 1.0f) - g_mean);
+      if (dweight != nullptr) dweight[k] = madd(dyr[k], xhat, dweight[k]);
       if (dbias != nullptr) dbias[k] += dyr[k];
     }
   }

@@ -53,9 +53,31 @@ void sgd_reference(const SgdStep& s, int64_t n, float* p, const float* g, float*
 
 // ---- sum of squares, scale -----------------------------------------------------------
 
+namespace {
+
+// NOTE: a sum on the threads must not depend on how many there are. An
+// array of at least two pieces is cut into pieces of SQUARES_PIECE floats,
+// a size fixed here, not by the thread count (the last piece takes the
+// rest); each piece is an ordered_sum (simd.hpp), and the pieces' sums are
+// added left to right. On 1 thread or 4, in the SIMD kernel or this
+// reference: the same sums in the same order. (A float's square is exact in
+// double, so fused or not, each term is the same.)
+constexpr int64_t SQUARES_PIECE = 1 << 16;
+
+double piece_squares_reference(int64_t n, const float* x) {
+  return ordered_sum<double>(n, [&](double s, int64_t i) { return madd(double{x[i]}, double{x[i]}, s); });
+}
+
+}  // namespace
+
 double sum_squares_reference(int64_t n, const float* x) {
+  if (n < 2 * SQUARES_PIECE) return piece_squares_reference(n, x);
   double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const int64_t pieces = n / SQUARES_PIECE;
+  for (int64_t p = 0; p < pieces; ++p) {
+    const int64_t begin = p * SQUARES_PIECE, end = p + 1 == pieces ? n : begin + SQUARES_PIECE;
+    sum += piece_squares_reference(end - begin, x + begin);
+  }
   return sum;
 }
 
@@ -145,29 +167,17 @@ void sgd(const SgdStep& s, int64_t n, float* p, const float* g, float* buf) {
 namespace {
 
 // Doubles, as the reference: each load widens W/2 floats (a double batch is
-// half as wide), two independent accumulators keep the adds from waiting on
-// each other.
+// half as wide), the 16 running sums in 32 / W registers.
 double sum_squares_simd(int64_t n, const float* x) {
   using dbatch = xsimd::batch<double>;
-  constexpr int64_t D = dbatch::size;
-  dbatch acc0(0.0), acc1(0.0);
-  int64_t i = 0;
-  for (; i + 2 * D <= n; i += 2 * D) {
-    const dbatch a = dbatch::load_unaligned(x + i), b = dbatch::load_unaligned(x + i + D);
-    acc0 = fmadd(a, a, acc0);
-    acc1 = fmadd(b, b, acc1);
-  }
-  double sum = reduce_add(acc0 + acc1);
-  for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  return sum;
+  return ordered_sum_simd<dbatch>(
+      n,
+      [&](dbatch acc, int64_t i) {
+        const dbatch a = dbatch::load_unaligned(x + i);
+        return fmadd(a, a, acc);
+      },
+      [&](double s, int64_t i) { return madd(double{x[i]}, double{x[i]}, s); });
 }
-
-// NOTE: a sum on the threads must not depend on how many there are. An
-// array of at least two pieces is cut into pieces of SQUARES_PIECE floats,
-// a size fixed here, not by the thread count (the last piece takes the
-// rest); each piece is summed as above, and the pieces' sums are added
-// left to right. On 1 thread or 4: the same sums in the same order.
-constexpr int64_t SQUARES_PIECE = 1 << 16;
 
 }  // namespace
 

@@ -12,8 +12,14 @@
 // the memory does. Large reductions run on the kernels' threads, with the
 // same result whatever their number (see "threads" below).
 //
-// Left out on purpose: several accumulators per row and pairwise summation
-// (faster and more accurate, but more to read), and a SIMD argmax.
+// A sum along a row is an ordered_sum (simd.hpp), 16 running sums whatever
+// the register width, and a row longer than 2·ROW_PIECE is summed in pieces
+// (see "threads" below), in the reference too: the two sections agree bit
+// for bit. Down a column (inner > 1) every output is a plain running sum in
+// order of k, in both. A max or a min is exact, so its order changes nothing.
+//
+// Left out on purpose: pairwise summation (more accurate, but more to read),
+// and a SIMD argmax.
 #include "kernels/reduce.hpp"
 
 #include <algorithm>
@@ -45,10 +51,38 @@ float combine(Reduce op, float acc, float v) {
   return op == Reduce::Max ? std::max(acc, v) : std::min(acc, v);
 }
 
+// A row reduction this long is cut into pieces of ROW_PIECE floats (the last
+// takes the rest), each summed alone, and the pieces' sums are added left to
+// right: the threads' share of a long row (see "threads" below).
+constexpr int64_t ROW_PIECE = 1 << 15;
+
+// Σ x[0:n] for a row, in pieces when it is long: row_sum(count, start)
+// sums one piece.
+template <class RowSum>
+float sum_in_pieces(int64_t n, const float* x, RowSum row_sum) {
+  if (n < 2 * ROW_PIECE) return row_sum(n, x);
+  const int64_t pieces = n / ROW_PIECE;
+  float r = row_sum(ROW_PIECE, x);
+  for (int64_t p = 1; p < pieces; ++p) {
+    const int64_t begin = p * ROW_PIECE, end = p + 1 == pieces ? n : begin + ROW_PIECE;
+    r += row_sum(end - begin, x + begin);
+  }
+  return r;
+}
+
+float row_sum_reference(int64_t n, const float* x) {
+  return ordered_sum<float>(n, [&](float s, int64_t k) { return s + x[k]; });
+}
+
 }  // namespace
 
-// out[o, i] = x[o, 0, i] ∘ x[o, 1, i] ∘ … ∘ x[o, n-1, i]
+// out[o, i] = x[o, 0, i] ∘ x[o, 1, i] ∘ … ∘ x[o, n-1, i]; a sum along a row
+// (inner == 1) in the order above.
 void reduce_reference(Reduce op, int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
+  if (op == Reduce::Sum && inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) out[o] = sum_in_pieces(n, x + o * n, row_sum_reference);
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       float acc = identity(op);
@@ -107,24 +141,23 @@ batch combine(batch acc, batch v) {
   }
 }
 
-// Fold the W lanes of acc into one float: a horizontal add for a sum, a
-// scalar pass over the lanes otherwise.
+// Fold the W lanes of a max or a min into one float.
 template <Reduce Op>
 float fold_lanes(batch acc) {
-  if constexpr (Op == Reduce::Sum) {
-    return reduce_add(acc);
-  } else {
-    alignas(64) float lanes[W];
-    acc.store_aligned(lanes);
-    float r = lanes[0];
-    for (int64_t l = 1; l < W; ++l) r = combine(Op, r, lanes[l]);
-    return r;
-  }
+  alignas(64) float lanes[W];
+  acc.store_aligned(lanes);
+  float r = lanes[0];
+  for (int64_t l = 1; l < W; ++l) r = combine(Op, r, lanes[l]);
+  return r;
 }
 
-// reduce over a contiguous row x[0:n] (inner == 1).
+// reduce over a contiguous row x[0:n] (inner == 1). A sum is an ordered_sum.
 template <Reduce Op>
 float reduce_row(int64_t n, const float* x) {
+  if constexpr (Op == Reduce::Sum)
+    return ordered_sum_simd<batch>(
+        n, [&](batch acc, int64_t k) { return acc + batch::load_unaligned(x + k); },
+        [&](float s, int64_t k) { return s + x[k]; });
   batch acc(identity(Op));  // lane l holds the result over x[l], x[l+W], x[l+2W], …
   int64_t k = 0;
   for (; k + W <= n; k += W) acc = combine<Op>(acc, batch::load_unaligned(x + k));
@@ -163,9 +196,6 @@ void reduce_slices(int64_t n, int64_t cols, int64_t stride, const float* x, floa
 // Floats a task should read, at least: reading 64K floats takes ~10 µs, about
 // what waking a thread costs.
 constexpr int64_t GRAIN = 1 << 16;
-
-// A row reduction this long is cut into pieces (see above).
-constexpr int64_t ROW_PIECE = 1 << 15;
 
 // Rows of length n (inner == 1), out[o] = reduce of x[o, :].
 template <Reduce Op>

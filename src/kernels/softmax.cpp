@@ -17,6 +17,10 @@
 //
 // x and y may be the same array: every pass reads xₖ before it writes yₖ.
 //
+// Every sum over a row is an ordered_sum (simd.hpp) and every exp and log
+// qkv's own (math.hpp), in both sections, so the SIMD kernels and their
+// references agree bit for bit, on every register width.
+//
 // Left out on purpose: the one-pass "online" softmax that FlashAttention uses
 // (it rescales a running sum whenever the max grows), and SIMD for inner > 1.
 // What was measured and tried: docs/kernel_notes.md.
@@ -26,6 +30,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/math.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/simd.hpp"
 
@@ -45,33 +50,40 @@ float column_max(int64_t n, int64_t stride, const float* x) {
   return m;
 }
 
+// Σₖ exp(xₖ - m), writing exp(xₖ - m) to y unless y is null (every term ≤ 1).
+float exp_sum_column(int64_t n, int64_t stride, const float* x, float m, float* y) {
+  return ordered_sum<float>(n, [&](float s, int64_t k) {
+    const float e = math::exp(x[k * stride] - m);
+    if (y != nullptr) y[k * stride] = e;
+    return s + e;
+  });
+}
+
+// y = exp(x - m) · (1 / Σ): one division, then multiplications.
 void softmax_column(int64_t n, int64_t stride, const float* x, float* y) {
-  float m = column_max(n, stride, x);
-  float sum = 0.0f;
-  for (int64_t k = 0; k < n; ++k) sum += std::exp(x[k * stride] - m);  // every term ≤ 1
-  for (int64_t k = 0; k < n; ++k) y[k * stride] = std::exp(x[k * stride] - m) / sum;
+  const float m = column_max(n, stride, x);
+  const float inv_sum = 1.0f / exp_sum_column(n, stride, x, m, y);
+  for (int64_t k = 0; k < n; ++k) y[k * stride] *= inv_sum;
 }
 
 void log_softmax_column(int64_t n, int64_t stride, const float* x, float* y) {
-  float m = column_max(n, stride, x);
-  float sum = 0.0f;
-  for (int64_t k = 0; k < n; ++k) sum += std::exp(x[k * stride] - m);
+  const float m = column_max(n, stride, x);
   // Subtract m first, then log Σ: (xₖ - m) is exact for nearby values, while
   // folding m + log Σ into one number would round log Σ away next to a large m.
-  float log_sum = std::log(sum);
+  const float log_sum = math::log(exp_sum_column(n, stride, x, m, nullptr));
   for (int64_t k = 0; k < n; ++k) y[k * stride] = (x[k * stride] - m) - log_sum;
 }
 
+// dx = y ⊙ (dy - Σⱼ dyⱼ yⱼ)
 void softmax_backward_column(int64_t n, int64_t stride, const float* y, const float* dy, float* dx) {
-  float dot = 0.0f;  // Σⱼ dyⱼ yⱼ
-  for (int64_t k = 0; k < n; ++k) dot += dy[k * stride] * y[k * stride];
+  const float dot = ordered_sum<float>(n, [&](float s, int64_t k) { return madd(dy[k * stride], y[k * stride], s); });
   for (int64_t k = 0; k < n; ++k) dx[k * stride] = y[k * stride] * (dy[k * stride] - dot);
 }
 
+// dx = dy - exp(y) · Σⱼ dyⱼ
 void log_softmax_backward_column(int64_t n, int64_t stride, const float* y, const float* dy, float* dx) {
-  float sum = 0.0f;  // Σⱼ dyⱼ
-  for (int64_t k = 0; k < n; ++k) sum += dy[k * stride];
-  for (int64_t k = 0; k < n; ++k) dx[k * stride] = dy[k * stride] - std::exp(y[k * stride]) * sum;
+  const float sum = ordered_sum<float>(n, [&](float s, int64_t k) { return s + dy[k * stride]; });
+  for (int64_t k = 0; k < n; ++k) dx[k * stride] = madd(-math::exp(y[k * stride]), sum, dy[k * stride]);
 }
 
 // d2l's mask, written while copying: x' = x on the first len entries, -1e6 after.
@@ -141,9 +153,7 @@ void cross_entropy_reference(int64_t N, int64_t C, const float* x, const int64_t
   for (int64_t i = 0; i < N; ++i) {
     const float* row = x + i * C;
     const float m = column_max(C, 1, row);
-    float sum = 0.0f;
-    for (int64_t c = 0; c < C; ++c) sum += std::exp(row[c] - m);
-    const float log_sum = std::log(sum);
+    const float log_sum = math::log(exp_sum_column(C, 1, row, m, nullptr));
     stats[2 * i] = m;
     stats[2 * i + 1] = log_sum;
     const int64_t t = target[i];
@@ -151,11 +161,15 @@ void cross_entropy_reference(int64_t N, int64_t C, const float* x, const int64_t
       loss[i] = 0.0f;
       continue;
     }
-    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
-    float smooth = 0.0f;  // -Σ_c w[c] · logp[c]
-    for (int64_t c = 0; c < C; ++c) smooth -= w(c) * ((row[c] - m) - log_sum);
-    const float nll = -w(t) * ((row[t] - m) - log_sum);
-    loss[i] = (1 - smoothing) * nll + smoothing / static_cast<float>(C) * smooth;
+    const float w_t = weight != nullptr ? weight[t] : 1.0f;
+    loss[i] = -w_t * ((row[t] - m) - log_sum);
+    if (smoothing == 0) continue;
+    // smooth = -Σ_c w[c] · logp[c], logp[c] = (x[c] - m) - log Σ
+    const float smooth = -ordered_sum<float>(C, [&](float s, int64_t c) {
+      const float logp = (row[c] - m) - log_sum;
+      return weight != nullptr ? madd(weight[c], logp, s) : s + logp;
+    });
+    loss[i] = (1 - smoothing) * loss[i] + smoothing / static_cast<float>(C) * smooth;
   }
 }
 
@@ -164,29 +178,34 @@ namespace {
 // Σ_c w[c]: the smoothing term's share of dx is ε/C · (Σw · p - w).
 float weight_sum(int64_t C, const float* weight) {
   if (weight == nullptr) return static_cast<float>(C);
-  float s = 0.0f;
-  for (int64_t c = 0; c < C; ++c) s += weight[c];
-  return s;
+  return ordered_sum<float>(C, [&](float s, int64_t c) { return s + weight[c]; });
 }
 
 }  // namespace
 
+// dx = g·a·p - g·ε/C·w, p = exp((x - m) - log Σ), a = (1-ε)·w[t] + ε/C·Σw; then
+// dx[t] -= g·(1-ε)·w[t], the one-hot target.
 void cross_entropy_backward_reference(int64_t N, int64_t C, const float* x, const float* stats, const int64_t* target,
                                       const float* weight, int64_t ignore_index, float smoothing, const float* dloss,
                                       float* dx) {
   const float eps_c = smoothing / static_cast<float>(C);
   const float w_sum = weight_sum(C, weight);
   for (int64_t i = 0; i < N; ++i) {
+    const float* row = x + i * C;
+    float* d = dx + i * C;
     const int64_t t = target[i];
-    for (int64_t c = 0; c < C; ++c) dx[i * C + c] = 0.0f;
-    if (t == ignore_index) continue;
-    auto w = [&](int64_t c) { return weight != nullptr ? weight[c] : 1.0f; };
-    const float a = (1 - smoothing) * w(t) + eps_c * w_sum;
-    for (int64_t c = 0; c < C; ++c) {
-      const float p = std::exp((x[i * C + c] - stats[2 * i]) - stats[2 * i + 1]);
-      dx[i * C + c] = dloss[i] * (a * p - eps_c * w(c));
+    if (t == ignore_index) {
+      for (int64_t c = 0; c < C; ++c) d[c] = 0.0f;
+      continue;
     }
-    dx[i * C + t] -= dloss[i] * (1 - smoothing) * w(t);
+    const float w_t = weight != nullptr ? weight[t] : 1.0f;
+    const float g = dloss[i];
+    const float ga = g * ((1 - smoothing) * w_t + eps_c * w_sum), g_eps = g * eps_c;
+    for (int64_t c = 0; c < C; ++c) {
+      const float p = math::exp((row[c] - stats[2 * i]) - stats[2 * i + 1]);
+      d[c] = madd(ga, p, -(g_eps * (weight != nullptr ? weight[c] : 1.0f)));
+    }
+    d[t] -= g * (1 - smoothing) * w_t;
   }
 }
 
@@ -207,36 +226,22 @@ float row_max(int64_t n, const float* x) {
   return r;
 }
 
-// Σ exp(xₖ - m) over the count < W elements left after the last full
-// register, also written to y unless y is null. They go through one padded
-// register and xsimd's exp, like the rest of the row, rather than libm's expf
-// one by one: a row of 10 keys is all tail, and expf is slow where it
-// underflows, as on every key d2l's mask sets to -1e6.
-float exp_tail(int64_t count, const float* x, float m, float* y) {
-  alignas(64) float lanes[W];
-  for (int64_t l = 0; l < W; ++l) lanes[l] = l < count ? x[l] : m;  // padding: exp(0), never used
-  xsimd::exp(batch::load_aligned(lanes) - batch(m)).store_aligned(lanes);
-  float sum = 0.0f;
-  for (int64_t l = 0; l < count; ++l) {
-    if (y != nullptr) y[l] = lanes[l];
-    sum += lanes[l];
-  }
-  return sum;
-}
-
-// Σ exp(xₖ - m) over the row, writing exp(xₖ - m) to y unless y is null.
+// Σ exp(xₖ - m) over the row, writing exp(xₖ - m) to y unless y is null:
+// exp_sum_column's sum, 16 running sums in SUM_LANES / W registers.
 float exp_sum(int64_t n, const float* x, float m, float* y) {
   const batch vm(m);
-  batch vsum(0.0f);
-  int64_t k = 0;
-  for (; k + W <= n; k += W) {
-    batch e = xsimd::exp(batch::load_unaligned(x + k) - vm);
-    if (y != nullptr) e.store_unaligned(y + k);
-    vsum += e;
-  }
-  float sum = reduce_add(vsum);
-  if (k < n) sum += exp_tail(n - k, x + k, m, y != nullptr ? y + k : nullptr);
-  return sum;
+  return ordered_sum_simd<batch>(
+      n,
+      [&](batch acc, int64_t k) {
+        const batch e = math::exp(batch::load_unaligned(x + k) - vm);
+        if (y != nullptr) e.store_unaligned(y + k);
+        return acc + e;
+      },
+      [&](float s, int64_t k) {
+        const float e = math::exp(x[k] - m);
+        if (y != nullptr) y[k] = e;
+        return s + e;
+      });
 }
 
 void softmax_row(int64_t n, const float* x, float* y) {
@@ -257,7 +262,7 @@ void log_softmax_row(int64_t n, const float* x, float* y) {
   const float sum = exp_sum(n, x, m, nullptr);  // unlike softmax, the exponentials are not kept
 
   // y = (x - m) - log Σ, in that order (see log_softmax_column).
-  const float log_sum = std::log(sum);
+  const float log_sum = math::log(sum);
   const batch vlog_sum(log_sum);
   int64_t k = 0;
   for (; k + W <= n; k += W) ((batch::load_unaligned(x + k) - vm) - vlog_sum).store_unaligned(y + k);
@@ -266,14 +271,12 @@ void log_softmax_row(int64_t n, const float* x, float* y) {
 
 // dx = y ⊙ (dy - Σ dy y)
 void softmax_backward_row(int64_t n, const float* y, const float* dy, float* dx) {
-  batch vdot(0.0f);
-  int64_t k = 0;
-  for (; k + W <= n; k += W) vdot = fmadd(batch::load_unaligned(dy + k), batch::load_unaligned(y + k), vdot);
-  float dot = reduce_add(vdot);
-  for (; k < n; ++k) dot += dy[k] * y[k];
+  const float dot = ordered_sum_simd<batch>(
+      n, [&](batch acc, int64_t k) { return fmadd(batch::load_unaligned(dy + k), batch::load_unaligned(y + k), acc); },
+      [&](float s, int64_t k) { return madd(dy[k], y[k], s); });
 
   const batch vd(dot);
-  k = 0;
+  int64_t k = 0;
   for (; k + W <= n; k += W)
     (batch::load_unaligned(y + k) * (batch::load_unaligned(dy + k) - vd)).store_unaligned(dx + k);
   for (; k < n; ++k) dx[k] = y[k] * (dy[k] - dot);
@@ -281,17 +284,15 @@ void softmax_backward_row(int64_t n, const float* y, const float* dy, float* dx)
 
 // dx = dy - exp(y) · Σ dy
 void log_softmax_backward_row(int64_t n, const float* y, const float* dy, float* dx) {
-  batch vsum(0.0f);
-  int64_t k = 0;
-  for (; k + W <= n; k += W) vsum += batch::load_unaligned(dy + k);
-  float sum = reduce_add(vsum);
-  for (; k < n; ++k) sum += dy[k];
+  const float sum = ordered_sum_simd<batch>(
+      n, [&](batch acc, int64_t k) { return acc + batch::load_unaligned(dy + k); },
+      [&](float s, int64_t k) { return s + dy[k]; });
 
   const batch vs(sum);
-  k = 0;
+  int64_t k = 0;
   for (; k + W <= n; k += W)
-    xsimd::fnma(xsimd::exp(batch::load_unaligned(y + k)), vs, batch::load_unaligned(dy + k)).store_unaligned(dx + k);
-  for (; k < n; ++k) dx[k] = dy[k] - std::exp(y[k]) * sum;
+    fmadd(-math::exp(batch::load_unaligned(y + k)), vs, batch::load_unaligned(dy + k)).store_unaligned(dx + k);
+  for (; k < n; ++k) dx[k] = madd(-math::exp(y[k]), sum, dy[k]);
 }
 
 // Threads: every row (and every column) is computed alone, so the rows are
@@ -348,7 +349,7 @@ void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, 
   each_row(N, C, [&](int64_t i) {
     const float* row = x + i * C;
     const float m = row_max(C, row);
-    const float log_sum = std::log(exp_sum(C, row, m, nullptr));
+    const float log_sum = math::log(exp_sum(C, row, m, nullptr));
     stats[2 * i] = m;
     stats[2 * i + 1] = log_sum;
     const int64_t t = target[i];
@@ -362,14 +363,16 @@ void cross_entropy(int64_t N, int64_t C, const float* x, const int64_t* target, 
 
     // smooth = -Σ_c w[c] · ((x[c] - m) - log Σ)
     const batch vm(m), vlog_sum(log_sum);
-    batch vs(0.0f);
-    int64_t c = 0;
-    for (; c + W <= C; c += W) {
-      const batch logp = (batch::load_unaligned(row + c) - vm) - vlog_sum;
-      vs = weight != nullptr ? fmadd(batch::load_unaligned(weight + c), logp, vs) : vs + logp;
-    }
-    float smooth = -reduce_add(vs);
-    for (; c < C; ++c) smooth -= (weight != nullptr ? weight[c] : 1.0f) * ((row[c] - m) - log_sum);
+    const float smooth = -ordered_sum_simd<batch>(
+        C,
+        [&](batch acc, int64_t c) {
+          const batch logp = (batch::load_unaligned(row + c) - vm) - vlog_sum;
+          return weight != nullptr ? fmadd(batch::load_unaligned(weight + c), logp, acc) : acc + logp;
+        },
+        [&](float s, int64_t c) {
+          const float logp = (row[c] - m) - log_sum;
+          return weight != nullptr ? madd(weight[c], logp, s) : s + logp;
+        });
     loss[i] = (1 - smoothing) * loss[i] + smoothing / static_cast<float>(C) * smooth;
   });
 }
@@ -393,13 +396,13 @@ void cross_entropy_backward(int64_t N, int64_t C, const float* x, const float* s
     const batch vm(stats[2 * i]), vlog_sum(stats[2 * i + 1]), vga(ga), vg_eps(g_eps);
     int64_t c = 0;
     for (; c + W <= C; c += W) {
-      const batch p = xsimd::exp((batch::load_unaligned(row + c) - vm) - vlog_sum);
+      const batch p = math::exp((batch::load_unaligned(row + c) - vm) - vlog_sum);
       const batch w = weight != nullptr ? batch::load_unaligned(weight + c) : batch(1.0f);
-      xsimd::fms(vga, p, vg_eps * w).store_unaligned(d + c);
+      fmadd(vga, p, -(vg_eps * w)).store_unaligned(d + c);
     }
     for (; c < C; ++c) {
-      const float p = std::exp((row[c] - stats[2 * i]) - stats[2 * i + 1]);
-      d[c] = ga * p - g_eps * (weight != nullptr ? weight[c] : 1.0f);
+      const float p = math::exp((row[c] - stats[2 * i]) - stats[2 * i + 1]);
+      d[c] = madd(ga, p, -(g_eps * (weight != nullptr ? weight[c] : 1.0f)));
     }
     d[t] -= g * (1 - smoothing) * w_t;  // the one-hot target
   });
