@@ -54,6 +54,13 @@ void check_links(const Page& page, const fs::path& out) {
     CHECK(std::string(img.node().attribute("alt").value()) != "");
     ++links;
   }
+  // An SVG is an <object> (its <title>s show on hover) around its <img>, of the same file.
+  for (const pugi::xpath_node& object : page.doc.select_nodes("//object")) {
+    std::string data = object.node().attribute("data").value();
+    INFO(data);
+    CHECK(fs::is_regular_file(out / data));
+    CHECK(std::string(object.node().child("img").attribute("src").value()) == data);
+  }
   for (const pugi::xpath_node& a : page.doc.select_nodes("//a[@href]")) {
     std::string href = a.node().attribute("href").value();
     if (href.rfind('#', 0) == 0) {
