@@ -531,6 +531,22 @@ class Picture {
     return true;
   }
 
+  // Where an arrow's label stands (0.6 em a character; 0.8 em above the baseline, 0.2 em below).
+  struct Label {
+    double x0, y0, x1, y1;
+    std::string text;
+  };
+  static Label label_box(double x, double y, const std::string& text, const std::string& anchor) {
+    const double w = detail::text_extent(text, 10.5);
+    const double x0 = anchor == "end" ? x - w : x;
+    return {x0, y - 0.8 * 10.5, x0 + w, y + 0.2 * 10.5, text};
+  }
+  const Label* overlap(const Label& a) const {
+    for (const Label& b : labels_)
+      if (a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1) return &b;
+    return nullptr;
+  }
+
   // One line of the picture as a <g class="flow|skip|loop|cross"> whose
   // data- attributes say what it carries, for tests and stylesheets.
   struct Arrow {
@@ -586,13 +602,30 @@ class Picture {
     if (f.kind == Flow::NEXT) {
       const Rect& t = rect_[static_cast<size_t>(f.to)];
       const double ex = entry_x(f), mid = row_bottom(frame, f.from) + ARROW / 2;
-      // One label per stem: the first flow that leaves it.
+      // One label per stem: the first flow that leaves it. Right of the stem;
+      // left of it where another label stands there; none where the same
+      // shape is written there already (two inputs of one add, side by side).
       bool first = true;
       for (const Flow& g : flows_)
         if (&g == &f)
           break;
         else if (g.frame == frame && g.from == f.from && g.port == f.port && g.kind == Flow::NEXT && start_x(g) == sx)
           first = false;
+      const std::string text = fmt::format("{}", f.shape);
+      const char* anchor = "start";
+      double lx = sx + 5;
+      if (first) {
+        const Label right = label_box(lx, mid - 6, text, "start"), left = label_box(sx - 5, mid - 6, text, "end");
+        if (const Label* other = overlap(right); other && other->text == text) {
+          first = false;
+        } else if (other && !overlap(left)) {
+          anchor = "end";
+          lx = sx - 5;
+          labels_.push_back(left);
+        } else {
+          labels_.push_back(right);
+        }
+      }
       return arrow_group({.frame = call(frame).name,
                           .from = from,
                           .to = to,
@@ -600,8 +633,9 @@ class Picture {
                           .shape = f.shape,
                           .read = &f.read,
                           .path = fmt::format("M {:.1f} {:.1f} V {:.1f} H {:.1f} V {:.1f}", sx, sy, mid, ex, t.y - 1),
-                          .lx = sx + 5,
+                          .lx = lx,
                           .ly = mid - 6,
+                          .anchor = anchor,
                           .label = first});
     }
     // Around the side, in a lane of the frame's gutter.
@@ -691,6 +725,7 @@ class Picture {
   std::map<int, int> used_;
   std::vector<Flow> flows_;
   std::vector<Cross> crosses_;
+  std::vector<Label> labels_;  // the arrows' labels placed so far
 };
 
 }  // namespace

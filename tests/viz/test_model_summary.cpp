@@ -272,6 +272,7 @@ TEST_CASE("model_svg: every block named, its parameters the module's own count, 
     CHECK(side("cross", "encoder", "decoder.blks.0.attention2") == "(2, 6, 8)");
     CHECK(side("cross", "encoder", "decoder.blks.1") == "(2, 6, 8)");
   }
+  SUBCASE("no text overlaps another, every module opened") { test::check_text_layout(doc); }
 }
 
 TEST_CASE("model_svg: a flag changes the picture") {
