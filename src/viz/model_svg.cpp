@@ -116,10 +116,9 @@ class Picture {
         "Boxes: the modules that ran (type; name · parameters); hover one for its shapes; a dashed frame: a module "
         "whose forward opens no TraceScope. Arrows: the data flow, each labelled with the shape that left its "
         "module; modules side by side read the same tensors independently; the ops between modules (a reshape, a "
-        "softmax outside any module) are not drawn, so lines join where one op reads several. Blue lines on the side: "
-        "a tensor read "
-        "again further on (a residual path) or back at the next call (a recurrence); brown lines: a tensor from "
-        "another branch (the encoder's output). Dropout is left out.",
+        "softmax outside any module) are not drawn, so lines join where one op reads several. Blue lines on the "
+        "side: a tensor read again further on (a residual path) or back at the next call (a recurrence); brown "
+        "lines: a tensor from another branch (the encoder's output). Dropout is left out.",
         width - 2 * MARGIN, 10.5);
     const double legend_h = 14 * static_cast<double>(legend.size()) + 6;
     const double height = MARGIN + title_h + root.h + ARROW + legend_h + MARGIN;
@@ -201,9 +200,11 @@ class Picture {
   // Where tensor `id`, read by node t inside `frame`, came from: each end
   // found is handed to `found(kind, node, port, id)`, kind 'i' (the
   // frame's input), 'k' (a module of the frame) or 'x' (another branch).
+  // `seen`: the tensors already followed from this read (each once, so a
+  // trace made by hand whose `from` lists go round in a circle ends).
   template <class Found>
-  void resolve(int frame, int t, int id, int hops, const Found& found) const {
-    if (hops > 64) return;  // a chain of ops this long is no picture's business
+  void resolve(int frame, int t, int id, std::set<int>& seen, const Found& found) const {
+    if (!seen.insert(id).second) return;
     for (int c : node(frame).calls)
       if (int p = position(call_at(c).inputs, id); p >= 0) return found('i', frame, p, id);
     // The outermost module that returned it (MultiHeadAttention before its W_o),
@@ -218,7 +219,7 @@ class Picture {
     if (producer >= 0) {
       const int m = node_of_.at(producer);
       if (call_at(producer).type == "Dropout") {  // not drawn: where its input came from
-        for (const TracedTensor& in : call_at(producer).inputs) resolve(frame, t, in.id, hops + 1, found);
+        for (const TracedTensor& in : call_at(producer).inputs) resolve(frame, t, in.id, seen, found);
         return;
       }
       if (t != OUT_PROBE && is_above(t, m)) return;  // t's own output read by its next call: a loop in one box
@@ -228,7 +229,8 @@ class Picture {
     for (int up = node(frame).parent; up >= 0; up = node(up).parent)
       for (int c : node(up).calls)
         if (position(call_at(c).inputs, id) >= 0) return found('i', frame, 0, id);
-    for (int source : tensor_.at(id)->from) resolve(frame, t, source, hops + 1, found);
+    if (auto it = tensor_.find(id); it != tensor_.end())
+      for (int source : it->second->from) resolve(frame, t, source, seen, found);
   }
 
   // The calls of node n and of every node below it.
@@ -253,20 +255,23 @@ class Picture {
           if (!in.integer) ins.push_back(in);
         const bool own = node_of_.at(c) == t;
         if (ins.empty() && own && !call_at(c).inputs.empty()) ins.push_back(call_at(c).inputs[0]);
-        for (const TracedTensor& in : ins)
-          resolve(frame, t, in.id, 0, [&](char kind, int from, int port, int id) {
+        for (const TracedTensor& in : ins) {
+          std::set<int> seen;
+          resolve(frame, t, in.id, seen, [&](char kind, int from, int port, int id) {
             const Shape& shape = tensor_.at(id)->shape;
             if (kind == 'x')
               add_cross({drawn(from), port, t, shape});
             else
               add_flow({frame, kind == 'i' ? IN : from, port, t, shape, in.shape});
           });
+        }
       }
     }
     const ModuleCall& self = call(frame);
     for (const TracedTensor& o : self.outputs) {
       if (o.integer) continue;
-      resolve(frame, OUT_PROBE, o.id, 0, [&](char kind, int from, int port, int id) {
+      std::set<int> seen;
+      resolve(frame, OUT_PROBE, o.id, seen, [&](char kind, int from, int port, int id) {
         if (kind == 'k') add_flow({frame, from, port, OUT, tensor_.at(id)->shape, o.shape});
       });
     }

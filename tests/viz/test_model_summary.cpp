@@ -544,3 +544,14 @@ TEST_CASE("model_svg: a block drawn as one box names, on hover, the shapes of th
     CHECK(title.find("W_q: Linear (2, 6, 8) -> (2, 6, 8)") != std::string::npos);
   }
 }
+
+TEST_CASE("model_svg: a trace made by hand whose tensors' sources go round in a circle, or name no tensor") {
+  // Two Linears of a model, each reading a tensor said to come from the other's input, and one from id 99.
+  viz::ModelTrace t;
+  t.calls.push_back({"", "Model", "", -1, 0, {{0, Shape{2, 3}, false, {}}}, {{3, Shape{2, 3}, false, {}}}, 18, true});
+  t.calls.push_back(
+      {"a", "Linear", "", 0, 1, {{1, Shape{2, 3}, false, {2, 99}}}, {{3, Shape{2, 3}, false, {}}}, 9, true});
+  t.calls.push_back({"b", "Linear", "", 0, 1, {{2, Shape{2, 3}, false, {1}}}, {{4, Shape{2, 3}, false, {}}}, 9, true});
+  pugi::xml_document doc = parse(viz::model_svg(t));
+  CHECK(modules_drawn(doc).size() == 3);
+}
