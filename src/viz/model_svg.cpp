@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -106,6 +107,14 @@ class Picture {
       if (open_[static_cast<size_t>(f)]) arrange(f);
     for (const Cross& x : crosses_) ++crossing_[static_cast<size_t>(std::max(0, node(x.from).parent))];
     measure(0);
+    // The arrowhead's id, its own to this picture: a page that shows several
+    // pictures inline has one id space, and a reference into a picture that
+    // is hidden (a folded section) draws nothing in some browsers.
+    uint32_t h = 2166136261u;  // FNV-1a of the title and the calls
+    for (const ModuleCall& c : trace.calls)
+      for (char ch : opt.title + c.name + c.type + detail::shapes_text(c.outputs))
+        h = (h ^ static_cast<unsigned char>(ch)) * 16777619u;
+    marker_ = fmt::format("qkv-arrow-{:08x}", h);
   }
 
   std::string svg() {
@@ -123,8 +132,10 @@ class Picture {
     const double legend_h = 14 * static_cast<double>(legend.size()) + 6;
     const double height = MARGIN + title_h + root.h + ARROW + legend_h + MARGIN;
     std::string s = detail::svg_begin(width, height);
-    s += "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
-         "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#444\"/></marker></defs>\n";
+    s += fmt::format(
+        "<defs><marker id=\"{}\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+        "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#444\"/></marker></defs>\n",
+        marker_);
     if (!opt_.title.empty()) s += detail::svg_text(width / 2, MARGIN + 16, opt_.title, {.size = 16, .cls = "title"});
     place(0, (width - root.w) / 2, MARGIN + title_h, s);
     for (const Flow& f : flows_) s += draw(f);
@@ -575,7 +586,7 @@ class Picture {
     const std::string cls = a.cls;
     const char* colour = cls == "cross" ? "#b05a2a" : cls == "flow" ? "#444" : "#2a7ab0";
     s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\"{}/>\n", a.path, colour,
-                     a.head ? " marker-end=\"url(#arrow)\"" : "");
+                     a.head ? fmt::format(" marker-end=\"url(#{})\"", marker_) : "");
     if (a.label)
       s += detail::svg_text(
           a.lx, a.ly, text,
@@ -731,6 +742,7 @@ class Picture {
   std::vector<Flow> flows_;
   std::vector<Cross> crosses_;
   std::vector<Label> labels_;  // the arrows' labels placed so far
+  std::string marker_;         // the arrowhead's id
 };
 
 }  // namespace
