@@ -48,6 +48,8 @@ EXEMPT = {
     "Optimizer::name": "a constant string",
     "NoGradGuard::NoGradGuard": "no arguments",
     "NoGradGuard::~NoGradGuard": "no arguments",
+    "EnableGradGuard::EnableGradGuard": "no arguments",
+    "EnableGradGuard::~EnableGradGuard": "no arguments",
     "GradcheckResult::operator bool": "a bool getter",
     "Module::Module": "no arguments",
     "Module::~Module": "no arguments",

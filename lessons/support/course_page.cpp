@@ -111,7 +111,7 @@ section.lesson { border-top: 3px solid #ccc; margin-top: 2.5em; padding-top: 1em
 section.failed { border-top-color: #b00020; }
 p.sections { color: #444; }
 figure { margin: 1.2em 0; }
-figure img { display: block; max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
+figure img, figure object { display: block; max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
 figcaption { font-size: 0.9em; color: #555; margin-top: 0.3em; }
 pre { background: #f6f6f6; border: 1px solid #e4e4e4; padding: 0.7em; overflow: auto;
       font-size: 0.82em; line-height: 1.3; }
@@ -275,9 +275,11 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
       if (!r.output->problem.empty()) add("<pre class=\"error\">{}</pre>\n", viz::xml_escape(r.output->problem));
       for (const Output::Picture& p : r.output->pictures) {
         std::string caption = viz::xml_escape(p.shows.empty() ? p.file : p.shows);
-        if (fs::path(p.file).extension() == ".svg")  // the caption links the picture at full size (a wide graph)
-          add("<figure><img src=\"{0}\" alt=\"{1}\"/><figcaption>{1} (<a href=\"{0}\"><code>{2}</code></a> at full "
-              "size)</figcaption></figure>\n",
+        // An <object>, not an <img>: the SVG stays a document, so hovering a block of a model or a heatmap's cell
+        // shows its <title>. The caption links the picture at full size (a wide graph).
+        if (fs::path(p.file).extension() == ".svg")
+          add("<figure><object type=\"image/svg+xml\" data=\"{0}\"><img src=\"{0}\" alt=\"{1}\"/></object>"
+              "<figcaption>{1} (<a href=\"{0}\"><code>{2}</code></a> at full size)</figcaption></figure>\n",
               viz::xml_escape(href(e.program, p.file)), caption, viz::xml_escape(p.file));
         else  // the graphs' Graphviz sources
           add("<p>{}: <a href=\"{}\">{}</a></p>\n", caption, viz::xml_escape(href(e.program, p.file)),

@@ -414,11 +414,7 @@ void Lesson::draw_model(const std::string& file, nn::Module& model, const std::f
                         const viz::ModelPictureOptions& opt, int summary_depth) {
   const bool training = model.is_training();
   model.eval();  // no dropout: nothing is drawn from the generator
-  viz::ModelTrace trace;
-  {
-    NoGradGuard no_grad;
-    trace = nn::trace(model, forward);
-  }
+  viz::ModelTrace trace = nn::trace(model, forward);
   model.train(training);
   print("{} drawn from one forward of it ({}):\n{}", model.type_name(), file, viz::model_summary(trace, summary_depth));
   viz::save_model_svg(picture(file, opt.title), trace, opt);

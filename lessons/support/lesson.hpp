@@ -171,10 +171,11 @@ class Lesson {
   void heatmap_grid(const std::string& file, const Tensor& m, const viz::GridOptions& opt);
   void line_plot(const std::string& file, const std::vector<viz::Series>& series, const viz::PlotOptions& opt);
   // The model drawn from itself: `forward` (a call of `model` on the
-  // lesson's inputs) runs once under nn::trace, in evaluation mode and
-  // without a graph (the mode is restored), so drawing changes no number of
-  // the run. Prints viz::model_summary (rows down to `summary_depth`), saves
-  // viz::model_svg as `file`, and records <file's stem>_parameters.
+  // lesson's inputs) runs once under nn::trace, in evaluation mode (the
+  // mode is restored; no dropout draws from the generator), so drawing
+  // changes no number of the run. The autograd graph nn::trace records to
+  // see which module read which is freed with the trace. Prints viz::model_summary (rows down to `summary_depth`),
+  // saves viz::model_svg as `file`, and records <file's stem>_parameters.
   void draw_model(const std::string& file, nn::Module& model, const std::function<void()>& forward,
                   const viz::ModelPictureOptions& opt, int summary_depth = 100);
   // The autograd graph that made `root`: <stem>.dot, and <stem>.svg when Graphviz's

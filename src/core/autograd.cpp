@@ -20,6 +20,8 @@ thread_local bool grad_enabled = true;
 bool is_grad_enabled() { return grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
+EnableGradGuard::EnableGradGuard() : previous_(grad_enabled) { grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { grad_enabled = previous_; }
 
 // --- recording --------------------------------------------------------------
 

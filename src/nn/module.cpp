@@ -1,4 +1,5 @@
 // nn::Module: registration, traversal, mode, state dicts and printing.
+#include <qkv/core/autograd.hpp>
 #include <qkv/core/error.hpp>
 #include <qkv/nn/module.hpp>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace qkv::nn {
 
@@ -350,18 +352,61 @@ class Tracer {
   // alive, so that no later tensor can reuse its address.
   int id_of(const void* address, std::shared_ptr<const void> keep) {
     auto [it, added] = ids_.try_emplace(address, static_cast<int>(ids_.size()));
-    if (added) alive_.push_back(std::move(keep));
+    if (added) {
+      alive_.push_back(std::move(keep));
+      from_.emplace_back();
+    }
     return it->second;
   }
   std::vector<viz::TracedTensor> tensors(std::initializer_list<TraceArg> args) {
     std::vector<viz::TracedTensor> out;
     for (const TraceArg& a : args) {
       if (a.tensor && a.tensor->defined())
-        out.push_back({id_of(a.tensor->impl().get(), a.tensor->impl()), a.tensor->shape(), false});
+        out.push_back(traced(*a.tensor));
       else if (a.ints && a.ints->defined())
         out.push_back({id_of(a.ints->storage().get(), a.ints->storage()), a.ints->shape(), true});
     }
     return out;
+  }
+  viz::TracedTensor traced(const Tensor& t) {
+    const size_t before = ids_.size();
+    const int id = id_of(t.impl().get(), t.impl());
+    const Node* node = t.impl()->grad_fn.get();
+    if (ids_.size() > before && node) {  // first seen: where it came from, then known by its node
+      auto known = node_ids_.find(node);
+      from_[static_cast<size_t>(id)] = known != node_ids_.end() ? std::vector<int>{known->second} : sources(*node);
+      node_ids_.try_emplace(node, id);
+    }
+    return {id, t.shape(), false, from_[static_cast<size_t>(id)]};
+  }
+  // The traced tensors nearest to `node` on each path back through the
+  // graph: what the ops between two modules were computed from.
+  std::vector<int> sources(const Node& node) const {
+    std::vector<int> found;
+    std::vector<const Node*> stack{&node};
+    std::unordered_set<const Node*> seen{&node};
+    auto reach = [&](int id) {
+      if (std::find(found.begin(), found.end(), id) == found.end()) found.push_back(id);
+    };
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      for (const Edge& e : n->edges) {
+        if (e.leaf) {  // a traced input that requires grad; a parameter is no module's output
+          auto it = ids_.find(e.leaf.get());
+          if (it != ids_.end()) reach(it->second);
+          continue;
+        }
+        if (!e.node || !seen.insert(e.node.get()).second) continue;
+        auto it = node_ids_.find(e.node.get());
+        if (it != node_ids_.end())
+          reach(it->second);
+        else
+          stack.push_back(e.node.get());
+      }
+    }
+    std::sort(found.begin(), found.end());  // in the order they were first traced
+    return found;
   }
 
   const Module* model_;
@@ -371,6 +416,8 @@ class Tracer {
   std::unordered_map<const Module*, Place> places_;
   std::unordered_map<const void*, int> ids_;
   std::vector<std::shared_ptr<const void>> alive_;
+  std::vector<std::vector<int>> from_;             // each id's TracedTensor::from ({} for an IntTensor)
+  std::unordered_map<const Node*, int> node_ids_;  // the node that made a traced tensor -> its id
 };
 
 }  // namespace detail
@@ -389,6 +436,10 @@ void TraceScope::record_outputs(std::initializer_list<TraceArg> ys) {
 viz::ModelTrace trace(const Module& model, const std::function<void()>& forward) {
   if (detail::active_tracer) fail("nn::trace: a trace of this thread is already running; traces do not nest");
   if (!forward) fail("nn::trace: no forward to run for {}", model.type_name());
+  // The graph links a module's output to the next module's input through
+  // the ops between them; it is built even when the caller asked for none,
+  // and freed with the trace (no number of the forward changes).
+  EnableGradGuard graph;
   detail::Tracer tracer(model);
   detail::active_tracer = &tracer;
   try {

@@ -54,6 +54,13 @@ void check_links(const Page& page, const fs::path& out) {
     CHECK(std::string(img.node().attribute("alt").value()) != "");
     ++links;
   }
+  // An SVG is an <object> (its <title>s show on hover) around its <img>, of the same file.
+  for (const pugi::xpath_node& object : page.doc.select_nodes("//object")) {
+    std::string data = object.node().attribute("data").value();
+    INFO(data);
+    CHECK(fs::is_regular_file(out / data));
+    CHECK(std::string(object.node().child("img").attribute("src").value()) == data);
+  }
   for (const pugi::xpath_node& a : page.doc.select_nodes("//a[@href]")) {
     std::string href = a.node().attribute("href").value();
     if (href.rfind('#', 0) == 0) {
@@ -165,8 +172,13 @@ TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, 
   REQUIRE(images.size() == 1);
   CHECK(std::string(images[0].node().attribute("src").value()) == std::string(one.program) + "/weights.svg");
   CHECK(std::string(images[0].node().attribute("alt").value()) == "weights <q, k> & more");
-  CHECK(text_of(images[0].node().parent().child("figcaption")).find("weights <q, k> & more") != std::string::npos);
-  CHECK(std::string(images[0].node().parent().child("figcaption").child("a").attribute("href").value()) ==
+  // The SVG is an <object> (so its <title>s show on hover) with the <img> inside it, in the figure.
+  const pugi::xml_node object = images[0].node().parent();
+  CHECK(std::string(object.name()) == "object");
+  CHECK(std::string(object.attribute("data").value()) == std::string(one.program) + "/weights.svg");
+  const pugi::xml_node figure = object.parent();
+  CHECK(text_of(figure.child("figcaption")).find("weights <q, k> & more") != std::string::npos);
+  CHECK(std::string(figure.child("figcaption").child("a").attribute("href").value()) ==
         std::string(one.program) + "/weights.svg");  // the picture at full size
   CHECK(l1.select_node(fmt::format(".//a[@href='{}/graph.dot']", one.program).c_str()));
   CHECK(text_of(l1).find("gone.svg") == std::string::npos);

@@ -51,6 +51,16 @@ TEST_CASE("lesson models: 13 draws the learner's own layer with its own shapes")
   CHECK(r.results().at("model_parameters").get<int64_t>() == (2 * 8 + 8) + (8 * 8 + 8) + (8 * 2 + 2));
   // Its forward opens a TraceScope: a solid frame, its own input (N, 2).
   CHECK(p.doc.select_node("//*[@class='frame' and @stroke-dasharray='none']"));
+  // Its data flow, through the Swish between its layers: fc1 -> fc2 -> out, each arrow (N, hidden).
+  for (const auto& [from, to] : {std::pair{"fc1", "fc2"}, std::pair{"fc2", "out"}}) {
+    CAPTURE(from);
+    const pugi::xpath_node arrow =
+        p.doc.select_node(fmt::format("//*[@class='flow' and @data-from='{}' and @data-to='{}']", from, to).c_str());
+    REQUIRE(arrow);
+    const std::string shape = arrow.node().attribute("data-shape").value();
+    CHECK(shape.size() > 4);
+    CHECK(shape.substr(shape.size() - 4) == ", 8)");
+  }
   const std::string transcript = qkv::lesson_test::read_text(r.out / "transcript.txt");
   CHECK(transcript.find("SwishMLP drawn from one forward of it (model.svg)") != std::string::npos);
   CHECK(transcript.find("├─fc1: Linear") != std::string::npos);
@@ -70,6 +80,28 @@ TEST_CASE("lesson models: 09 draws multi-head attention, its heads as a batch") 
       CHECK(std::string(n.node().attribute("data-shape").value()) == "(10, 4, 20)");
     }
   CHECK(found);
+  // Drawn as data flows: the three projections read the queries and keys side by side, at one depth.
+  auto y_of = [&](const char* name) { return p.modules.at(name).child("rect").attribute("y").as_double(); };
+  CHECK(y_of("W_q") == y_of("W_k"));
+  CHECK(y_of("W_k") == y_of("W_v"));
+  CHECK(y_of("attention") > y_of("W_q"));
+}
+
+TEST_CASE("lesson models: 12 draws the classifier's attention pooling") {
+  LessonRun r("12_attention_classifier");
+  Picture p;
+  load(r, p);
+  auto flows = [&](const char* cls, const std::string& from, const std::string& to) {
+    int n = 0;
+    for (const pugi::xpath_node& x : p.doc.select_nodes(fmt::format("//*[@class='{}']", cls).c_str()))
+      n += x.node().attribute("data-from").value() == from && x.node().attribute("data-to").value() == to;
+    return n;
+  };
+  // The pooling attention's keys are the features of the placed words; its values the embedded words, which
+  // skip the positions and the features (a line around the side); its pooled (B, 1, D) feeds the head.
+  CHECK(flows("flow", "features", "attention") == 1);
+  CHECK(flows("skip", "embedding", "attention") == 1);
+  CHECK(flows("flow", "attention", "head") == 1);
 }
 
 TEST_CASE("lesson models: 11's picture follows --blocks and --heads") {

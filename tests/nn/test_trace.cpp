@@ -7,6 +7,7 @@
 
 #include <qkv/qkv.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -184,4 +185,38 @@ TEST_CASE("trace: another thread's forwards are not recorded") {
   });
   REQUIRE(t.calls.size() == 1);
   CHECK(t.calls[0].inputs[0].shape == Shape{1, 2});
+}
+
+TEST_CASE("trace: a tensor computed between modules says which traced tensors it came from") {
+  // Multi-head attention splits each projection into heads between W_q and
+  // its attention: (B, Q, H) -> (B·h, Q, H/h), a new tensor made by a reshape
+  // and a transpose (d2l's transpose_qkv). Its `from` is W_q's output.
+  const int64_t B = 2, Q = 3, K = 4, H = 6, h = 2;
+  nn::MultiHeadAttention mha(H, h, 0.0f, /*bias=*/false);
+  Tensor queries = randn({B, Q, H}), keys = randn({B, K, H});
+  SUBCASE("with grad on, and under a NoGradGuard (the trace records the graph it needs, then stops)") {
+    for (bool guarded : {false, true}) {
+      CAPTURE(guarded);
+      std::optional<NoGradGuard> guard;
+      if (guarded) guard.emplace();
+      viz::ModelTrace t = nn::trace(mha, [&] { mha(queries, keys, keys); });
+      CHECK(is_grad_enabled() == !guarded);  // the caller's mode is back
+      const viz::ModuleCall& attention = find(t, "attention");
+      REQUIRE(attention.inputs.size() >= 3);
+      CHECK(attention.inputs[0].shape == Shape{B * h, Q, H / h});
+      CHECK(attention.inputs[0].from == std::vector<int>{find(t, "W_q").outputs[0].id});
+      CHECK(attention.inputs[1].from == std::vector<int>{find(t, "W_k").outputs[0].id});
+      CHECK(attention.inputs[2].from == std::vector<int>{find(t, "W_v").outputs[0].id});
+      // W_o reads the heads put back together: from the attention's output.
+      CHECK(find(t, "W_o").inputs[0].from == std::vector<int>{attention.outputs[0].id});
+      // A tensor that reached a module as it left another needs no `from`: its id is the link.
+      CHECK(find(t, "W_q").inputs[0].id == t.calls[0].inputs[0].id);
+      CHECK(find(t, "W_q").inputs[0].from.empty());
+    }
+  }
+  SUBCASE("through an op between two modules of a model") {
+    Outer model;  // inner.b reads relu(inner.a(x)): from a's output alone
+    viz::ModelTrace t = nn::trace(model, [&] { model.forward(randn({6, 3})); });
+    CHECK(find(t, "inner.b").inputs[0].from == std::vector<int>{find(t, "inner.a").outputs[0].id});
+  }
 }

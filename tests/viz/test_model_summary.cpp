@@ -8,6 +8,7 @@
 #include <qkv/qkv.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
@@ -117,6 +118,53 @@ std::vector<std::vector<std::string>> summary_rows(const std::string& text) {
   return rows;
 }
 
+// The top left corner of the box or frame drawn for module `name`.
+struct Corner {
+  double x = -1, y = -1, w = 0;
+};
+Corner corner(const std::map<std::string, pugi::xml_node>& drawn, const std::string& name) {
+  auto it = drawn.find(name);
+  REQUIRE_MESSAGE(it != drawn.end(), "no module drawn as '" << name << "'");
+  pugi::xml_node rect = it->second.child("rect");
+  return {rect.attribute("x").as_double(), rect.attribute("y").as_double(), rect.attribute("width").as_double()};
+}
+
+// Every line of the picture (arrows, lines around the side, lines between
+// branches) carries the shape its producer's trace recorded: a module's
+// output at data-port, or the frame's input at data-port. Returns how many
+// lines were checked.
+int check_arrow_shapes(const pugi::xml_document& doc, const viz::ModelTrace& trace) {
+  std::map<std::string, const viz::ModuleCall*> calls;
+  for (const viz::ModuleCall& c : trace.calls) calls.emplace(c.name, &c);  // the first call of each
+  int checked = 0;
+  for (const char* cls : {"flow", "skip", "loop", "cross"})
+    for (pugi::xml_node g : test::with_class(doc, cls)) {
+      const std::string from = g.attribute("data-from").value(), frame = g.attribute("data-frame").value();
+      const size_t port = static_cast<size_t>(g.attribute("data-port").as_int());
+      CAPTURE(cls);
+      CAPTURE(from);
+      CAPTURE(frame);
+      CAPTURE(port);
+      const bool input = from == "input";
+      REQUIRE(calls.count(input ? frame : from) == 1);
+      const viz::ModuleCall& c = *calls.at(input ? frame : from);
+      const std::vector<viz::TracedTensor>& tensors = input ? c.inputs : c.outputs;
+      REQUIRE(port < tensors.size());
+      CHECK(std::string(g.attribute("data-shape").value()) == shape_text(tensors[port].shape));
+      ++checked;
+    }
+  return checked;
+}
+
+// The lines of class `cls` from module `from` to module `to`.
+std::vector<pugi::xml_node> lines(const pugi::xml_document& doc, const char* cls, const std::string& from,
+                                  const std::string& to) {
+  std::vector<pugi::xml_node> out;
+  for (pugi::xml_node g : test::with_class(doc, cls))
+    if (g.attribute("data-from").value() == from && g.attribute("data-to").value() == to) out.push_back(g);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("model_summary: torchinfo's rows, with the shapes and counts of the layers' definitions") {
@@ -200,24 +248,7 @@ TEST_CASE("model_svg: every block named, its parameters the module's own count, 
     }
   }
   SUBCASE("the arrows carry the shapes the trace recorded") {
-    std::map<std::string, const viz::ModuleCall*> calls;
-    for (const viz::ModuleCall& c : tr.trace.calls) calls.emplace(c.name, &c);  // the first call of each
-    int checked = 0;
-    for (pugi::xml_node flow : test::with_class(doc, "flow")) {
-      const std::string from = flow.attribute("data-from").value();
-      if (from == "input" || from.empty()) continue;
-      const viz::ModuleCall& c = *calls.at(from);
-      std::string floats;
-      for (const viz::TracedTensor& o : c.outputs)
-        if (!o.integer) {
-          if (!floats.empty()) floats += ' ';
-          floats += shape_text(o.shape);
-        }
-      CHECK(std::string(flow.attribute("data-shape").value()) == floats);
-      CHECK(test::has_text(doc, floats));
-      ++checked;
-    }
-    CHECK(checked > 10);
+    CHECK(check_arrow_shapes(doc, tr.trace) > 20);
     // And against d2l's shapes: (B, T, H) out of the encoder's embedding, (B·h, T, H/h) out of a head.
     auto shape_from = [&](const std::string& name) {
       for (pugi::xml_node flow : test::with_class(doc, "flow"))
@@ -241,6 +272,7 @@ TEST_CASE("model_svg: every block named, its parameters the module's own count, 
     CHECK(side("cross", "encoder", "decoder.blks.0.attention2") == "(2, 6, 8)");
     CHECK(side("cross", "encoder", "decoder.blks.1") == "(2, 6, 8)");
   }
+  SUBCASE("no text overlaps another, every module opened") { test::check_text_layout(doc); }
 }
 
 TEST_CASE("model_svg: a flag changes the picture") {
@@ -309,4 +341,217 @@ TEST_CASE("docs/viz: a model drawn from itself") {
   // The row docs/viz.md shows for the first block: 4·32² attention weights without bias, FFN 32·64 + 64 + 64·32 + 32,
   // two LayerNorms of 2·32.
   CHECK(trace.calls[0].parameters == 200 * 32 + 2 * (4 * 32 * 32 + (32 * 64 + 64 + 64 * 32 + 32) + 2 * 2 * 32));
+}
+
+TEST_CASE("model_svg: data flow, not run order: W_q, W_k and W_v side by side, reading the input in parallel") {
+  // d2l 11.5: the three projections read queries, keys and values independently; the heads' attention reads
+  // all three; W_o reads the heads put back together. B = 2, Q = 3, K = 5, H = 8, h = 2.
+  const int64_t B = 2, Q = 3, K = 5, H = 8, h = 2;
+  nn::MultiHeadAttention mha(H, h, 0.0f, /*bias=*/false);
+  mha.eval();
+  Tensor queries = randn({B, Q, H}), keys = randn({B, K, H});
+  auto check_layout = [&](const pugi::xml_document& doc) {
+    const std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
+    const Corner q = corner(drawn, "W_q"), k = corner(drawn, "W_k"), v = corner(drawn, "W_v"),
+                 a = corner(drawn, "attention"), o = corner(drawn, "W_o");
+    CHECK(q.y == k.y);  // one depth
+    CHECK(k.y == v.y);
+    CHECK(q.x + q.w < k.x);  // side by side, without overlapping
+    CHECK(k.x + k.w < v.x);
+    CHECK(a.y > q.y);  // the attention below them, W_o below it
+    CHECK(o.y > a.y);
+    for (const char* w : {"W_q", "W_k", "W_v"}) {
+      CAPTURE(w);
+      CHECK(lines(doc, "flow", w, "attention").size() == 1);
+      CHECK(lines(doc, "flow", "W_q", w).empty());  // no chain between them
+    }
+    // The heads as a batch: W_o reads (B, Q, H) that left the attention as (B·h, Q, H/h).
+    const std::vector<pugi::xml_node> into_o = lines(doc, "flow", "attention", "W_o");
+    REQUIRE(into_o.size() == 1);
+    CHECK(std::string(into_o[0].attribute("data-shape").value()) == "(4, 3, 4)");
+    CHECK(std::string(into_o[0].attribute("data-read").value()) == "(2, 3, 8)");
+  };
+  SUBCASE("self-attention: one input, read by all three") {
+    Tensor X = randn({B, Q, H});
+    viz::ModelTrace t = nn::trace(mha, [&] { mha(X, X, X); });
+    pugi::xml_document doc = parse(viz::model_svg(t));
+    check_layout(doc);
+    for (const char* w : {"W_q", "W_k", "W_v"}) {
+      const std::vector<pugi::xml_node> in = lines(doc, "flow", "input", w);
+      REQUIRE(in.size() == 1);
+      CHECK(in[0].attribute("data-port").as_int() == 0);  // the one tensor, given three times
+    }
+    CHECK(check_arrow_shapes(doc, t) == 3 + 3 + 1 + 1 + 1);  // in, into the attention, into W_o, out, the model's out
+    test::check_text_layout(doc);
+  }
+  SUBCASE("cross-attention: the queries into W_q, the keys (also the values) into W_k and W_v") {
+    viz::ModelTrace t = nn::trace(mha, [&] { mha(queries, keys, keys); });
+    pugi::xml_document doc = parse(viz::model_svg(t));
+    check_layout(doc);
+    auto port_into = [&](const char* w) {
+      return lines(doc, "flow", "input", w).at(0).attribute("data-port").as_int();
+    };
+    CHECK(port_into("W_q") == 0);
+    CHECK(port_into("W_k") == 1);
+    CHECK(port_into("W_v") == 1);
+    CHECK(std::string(lines(doc, "flow", "input", "W_k").at(0).attribute("data-shape").value()) ==
+          shape_text(Shape{B, K, H}));
+    check_arrow_shapes(doc, t);
+    test::check_text_layout(doc);
+  }
+}
+
+TEST_CASE("model_svg: the Transformer's residual paths and the encoder's output, from the trace alone") {
+  Transformer tr = transformer(8, 2, 2);
+  pugi::xml_document doc = parse(viz::model_svg(tr.trace));
+  const std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
+  // Encoder and decoder read only the model's inputs: side by side.
+  CHECK(corner(drawn, "encoder").y == corner(drawn, "decoder").y);
+  CHECK(corner(drawn, "encoder").x + corner(drawn, "encoder").w < corner(drawn, "decoder").x);
+  // Inside a block: attention, add & norm, FFN, add & norm one below the other, each add & norm also reading
+  // what entered its sublayer, around it.
+  const char* chain[] = {"encoder.blks.0.attention", "encoder.blks.0.addnorm1", "encoder.blks.0.ffn",
+                         "encoder.blks.0.addnorm2"};
+  for (size_t i = 1; i < 4; ++i) {
+    CAPTURE(chain[i]);
+    CHECK(corner(drawn, chain[i]).y > corner(drawn, chain[i - 1]).y);
+    CHECK(lines(doc, "flow", chain[i - 1], chain[i]).size() == 1);
+  }
+  CHECK(lines(doc, "skip", "input", "encoder.blks.0.addnorm1").size() == 1);
+  CHECK(lines(doc, "skip", "encoder.blks.0.addnorm1", "encoder.blks.0.addnorm2").size() == 1);
+  // The decoder's causal self-attention reads the block's input; its cross-attention reads the encoder's output.
+  CHECK(lines(doc, "flow", "input", "decoder.blks.0.attention1").size() == 1);
+  CHECK(lines(doc, "flow", "decoder.blks.0.addnorm1", "decoder.blks.0.attention2").size() == 1);
+  CHECK(lines(doc, "cross", "encoder", "decoder.blks.0.attention2").size() == 1);
+  CHECK(lines(doc, "cross", "encoder", "decoder.blks.1").size() == 1);
+  CHECK(check_arrow_shapes(doc, tr.trace) > 20);
+  test::check_text_layout(doc);
+}
+
+TEST_CASE("model_svg: seq2seq with Bahdanau attention: the recurrence and the encoder's state") {
+  // d2l 10.7 / 11.4: at each step the decoder's attention reads the previous hidden state (the encoder's
+  // final state at the first step) as its query and the encoder's outputs as keys; the GRU reads the context
+  // with the step's embedding.
+  const int64_t B = 2, T = 4, S = 3, E = 6, H = 8, V = 20;
+  auto encoder = std::make_shared<nn::Seq2SeqEncoder>(V, E, H, 1, 0.0f);
+  auto decoder = std::make_shared<nn::Seq2SeqAttentionDecoder>(V, E, H, 1, 0.0f);
+  nn::EncoderDecoder model(encoder, decoder);
+  model.eval();
+  viz::ModelTrace t = nn::trace(model, [&] {
+    model.forward(int_tensor(std::vector<int64_t>(B * T, 2), {B, T}),
+                  int_tensor(std::vector<int64_t>(B * S, 3), {B, S}), int_tensor({4, 2}));
+  });
+  pugi::xml_document doc = parse(viz::model_svg(t));
+  const std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
+  CHECK(lines(doc, "flow", "encoder.embedding", "encoder.rnn").size() == 1);
+  CHECK(lines(doc, "flow", "decoder.embedding", "decoder.rnn").size() == 1);
+  CHECK(lines(doc, "flow", "decoder.attention", "decoder.rnn").size() == 1);  // the context
+  CHECK(lines(doc, "flow", "decoder.rnn", "decoder.dense").size() == 1);
+  CHECK(lines(doc, "loop", "decoder.rnn", "decoder.attention").size() == 1);  // the next step's query
+  // From the encoder: its outputs (port 0) as keys and values, its state (port 1) as the first query and h0.
+  std::vector<int> ports;
+  for (pugi::xml_node g : lines(doc, "cross", "encoder", "decoder.attention"))
+    ports.push_back(g.attribute("data-port").as_int());
+  std::sort(ports.begin(), ports.end());
+  CHECK(ports == std::vector<int>{0, 1});
+  const std::vector<pugi::xml_node> h0 = lines(doc, "cross", "encoder", "decoder.rnn");
+  REQUIRE(h0.size() == 1);
+  CHECK(h0[0].attribute("data-port").as_int() == 1);
+  CHECK(std::string(h0[0].attribute("data-shape").value()) == shape_text(Shape{1, B, H}));  // (layers, B, H)
+  // The embedding and the attention read nothing of each other: side by side, above the GRU.
+  CHECK(corner(drawn, "decoder.embedding").y == corner(drawn, "decoder.attention").y);
+  CHECK(corner(drawn, "decoder.rnn").y > corner(drawn, "decoder.attention").y);
+  CHECK(check_arrow_shapes(doc, t) > 8);
+  test::check_text_layout(doc);
+}
+
+TEST_CASE("model_svg: hovering a block shows its shapes (<title>, data-inputs, data-outputs)") {
+  Transformer tr = transformer(8, 2, 1);
+  pugi::xml_document doc = parse(viz::model_svg(tr.trace, {.depth = 10}));
+  std::map<std::string, const viz::ModuleCall*> calls;
+  for (const viz::ModuleCall& c : tr.trace.calls) calls.emplace(c.name, &c);
+  int checked = 0;
+  for (pugi::xml_node g : test::with_class(doc, "module")) {
+    const std::string name = g.attribute("data-name").value();
+    CAPTURE(name);
+    const viz::ModuleCall& c = *calls.at(name);
+    auto shapes = [](const std::vector<viz::TracedTensor>& ts) {
+      std::string s;
+      for (const viz::TracedTensor& x : ts) s += (s.empty() ? "" : " ") + shape_text(x.shape);
+      return s.empty() ? std::string("--") : s;
+    };
+    const std::string title = g.child_value("title");
+    CHECK(title.find("in: " + shapes(c.inputs)) != std::string::npos);
+    CHECK(title.find("out: " + shapes(c.outputs)) != std::string::npos);
+    CHECK(title.find(with_commas(c.parameters)) != std::string::npos);
+    CHECK(std::string(g.attribute("data-inputs").value()) == shapes(c.inputs));
+    CHECK(std::string(g.attribute("data-outputs").value()) == shapes(c.outputs));
+    // The title is the group's first child, so that it titles the whole block, box and text.
+    CHECK(std::string(g.first_child().name()) == "title");
+    ++checked;
+  }
+  CHECK(checked > 20);
+}
+
+namespace {
+// Self-attention written by hand around three Linears, in a forward that
+// opens a TraceScope: its output is softmax(Q·Kᵀ/√d)·V, an op of all three.
+class HandAttention : public nn::Module {
+ public:
+  explicit HandAttention(int64_t d) {
+    q = register_module("q", std::make_shared<nn::Linear>(d, d));
+    k = register_module("k", std::make_shared<nn::Linear>(d, d));
+    v = register_module("v", std::make_shared<nn::Linear>(d, d));
+  }
+  Tensor forward(const Tensor& x) const {
+    nn::TraceScope trace(*this, {x});
+    Tensor scores = bmm((*q)(x), transpose((*k)(x), 1, 2));                                             // (B, T, T)
+    return trace.output(bmm(softmax(scores / std::sqrt(static_cast<float>(x.size(2))), -1), (*v)(x)));  // (B, T, d)
+  }
+  std::string type_name() const override { return "HandAttention"; }
+  std::shared_ptr<nn::Linear> q, k, v;
+};
+}  // namespace
+
+TEST_CASE("model_svg: outputs combined by an op outside any module join below their modules") {
+  HandAttention model(4);
+  Tensor x = randn({2, 3, 4});
+  viz::ModelTrace t = nn::trace(model, [&] { model.forward(x); });
+  pugi::xml_document doc = parse(viz::model_svg(t));
+  const std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
+  CHECK(corner(drawn, "q").y == corner(drawn, "k").y);
+  CHECK(corner(drawn, "k").y == corner(drawn, "v").y);
+  for (const char* name : {"q", "k", "v"}) {
+    CAPTURE(name);
+    CHECK(lines(doc, "flow", "input", name).size() == 1);
+    CHECK(lines(doc, "flow", name, "output").size() == 1);  // all three into the model's output
+  }
+  // The model's output arrow leaves below the middle of the frame, where the three lines join.
+  CHECK(check_arrow_shapes(doc, t) == 3 + 3 + 1);
+}
+
+TEST_CASE("model_svg: a block drawn as one box names, on hover, the shapes of the modules inside it") {
+  // At the default depth a Transformer's attention is one box; its heads run as a batch of B·h (d2l 11.5),
+  // so the heads flag shows in the shapes inside it: (B·h, T, H/h) with B = 2, T = 6, H = 8.
+  for (int64_t h : {1, 4}) {
+    CAPTURE(h);
+    pugi::xml_document doc = parse(viz::model_svg(transformer(8, h, 1).trace));
+    const std::string title = modules_drawn(doc).at("encoder.blks.0.attention").child_value("title");
+    const std::string head = fmt::format("({}, 6, {})", 2 * h, 8 / h);  // queries, keys, values, and the output
+    const size_t at = title.find(fmt::format("attention: DotProductAttention {0} {0} {0}", head));
+    REQUIRE(at != std::string::npos);
+    CHECK(title.find("-> " + head, at) != std::string::npos);
+    CHECK(title.find("W_q: Linear (2, 6, 8) -> (2, 6, 8)") != std::string::npos);
+  }
+}
+
+TEST_CASE("model_svg: a trace made by hand whose tensors' sources go round in a circle, or name no tensor") {
+  // Two Linears of a model, each reading a tensor said to come from the other's input, and one from id 99.
+  viz::ModelTrace t;
+  t.calls.push_back({"", "Model", "", -1, 0, {{0, Shape{2, 3}, false, {}}}, {{3, Shape{2, 3}, false, {}}}, 18, true});
+  t.calls.push_back(
+      {"a", "Linear", "", 0, 1, {{1, Shape{2, 3}, false, {2, 99}}}, {{3, Shape{2, 3}, false, {}}}, 9, true});
+  t.calls.push_back({"b", "Linear", "", 0, 1, {{2, Shape{2, 3}, false, {1}}}, {{4, Shape{2, 3}, false, {}}}, 9, true});
+  pugi::xml_document doc = parse(viz::model_svg(t));
+  CHECK(modules_drawn(doc).size() == 3);
 }

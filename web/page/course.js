@@ -143,18 +143,23 @@ function shortenTitle(figureElement) {
   figureElement.dataset.titleCut = String(whole.length);
 }
 
-// Hovering a heatmap cell: its row, column and value (each cell's <title> is "row, col: value").
+// Hovering a heatmap cell: its row, column and value (each cell's <title> is "row, col: value");
+// hovering a block of a model picture: its shapes.
 function followHover() {
   const box = document.getElementById("hover");
   document.addEventListener("mousemove", (event) => {
     const cell = event.target.closest && event.target.closest("rect.cell");
     const title = cell && cell.querySelector("title");
     const match = title && /^(.*), (.*): (.*)$/.exec(title.textContent);
-    if (!match) {
+    // A block of a model picture: its name, shapes in and out, parameters (its <title>'s lines).
+    const block = !match && event.target.closest && event.target.closest("g.module");
+    if (!match && !block) {
       box.hidden = true;
       return;
     }
-    box.textContent = `row ${match[1]}, column ${match[2]}: ${match[3]}`;
+    box.textContent = match
+      ? `row ${match[1]}, column ${match[2]}: ${match[3]}`
+      : block.querySelector("title").textContent.replace(/\n/g, " · ");
     box.style.left = `${event.clientX + 12}px`;
     box.style.top = `${event.clientY + 12}px`;
     box.hidden = false;

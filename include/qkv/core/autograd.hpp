@@ -210,4 +210,18 @@ class NoGradGuard {
   bool previous_;
 };
 
+// The opposite, PyTorch's torch.enable_grad(): inside its scope ops record a
+// graph even under a NoGradGuard. nn::trace uses it, since the graph is how
+// it sees which module's output another module read through a reshape.
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace qkv

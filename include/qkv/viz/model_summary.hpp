@@ -13,7 +13,9 @@
 //
 // What the picture leaves out on purpose: Dropout (the identity at
 // evaluation; still in the table), the ops between modules (a reshape, a
-// concatenation), and the insides of modules deeper than `depth`.
+// concatenation: the arrows run through them), a module's output read by its
+// own next call (an RNN step's state into the next step), and the insides of
+// modules deeper than `depth`.
 #pragma once
 #include <qkv/viz/model_trace.hpp>
 
@@ -42,18 +44,33 @@ struct ModelPictureOptions {
   int depth = 4;
 };
 
-// Boxes for the modules (type, name, parameter count), a frame around a
-// module's submodules, arrows in the order they ran labelled with the shape
-// that flowed, and a line on the side where a tensor is read again further
-// down (a residual path) or comes from another branch (the encoder's output
-// into the decoder's cross-attention). A list of n blocks of one type is
-// drawn as its first block opened and the others as one box each. Encoder
-// and decoder (the model's submodules that have submodules of their own)
-// stand side by side.
+// The data flow of the model, as d2l draws the Transformer: a box per module
+// (type, name, parameter count), a frame around a module's submodules, and
+// arrows from each module to the modules that read its output, labelled with
+// the shape that left it. The trace says who read what: a tensor's id, or,
+// for a tensor made by ops between modules (the heads split by a reshape),
+// the traced tensors it came from (TracedTensor::from). Inside a frame each
+// module stands one row below the deepest module it reads, so modules that
+// read the same tensors stand side by side (W_q, W_k and W_v; encoder and
+// decoder). A tensor read rows further down (the residual into add & norm)
+// runs around the side, in the frame's gutter, and so does one read back by
+// an earlier module called again (a decoder's hidden state into its next
+// step's attention); a tensor from another branch (the encoder's output into
+// the decoder's cross-attention) runs between the branches. Several outputs
+// that one op outside any module combines (softmax(Q·Kᵀ)·V) join below
+// their modules. A list of n blocks of one type is its first block opened
+// and the others one box each.
 //
-// Class names for tests and stylesheets: every module's box or frame is a
-// <g class="module" data-name="…" data-type="…" data-params="…">, every arrow
-// between modules a <g class="flow" data-shape="(2, 10, 32)"> with its label.
+// Each module's <g> starts with a <title> (its name, type, shapes in and out,
+// parameters), which a browser shows on hover where the SVG is inline or an
+// <object>. Class names for tests and stylesheets:
+//   <g class="module" data-name data-type data-params data-calls data-inputs data-outputs>
+//   <g class="flow|skip|loop|cross" data-frame data-from data-port data-to data-shape data-read>
+// flow: to the next row; skip: around the side, downwards; loop: around the
+// side, upwards; cross: between branches. data-from is a module's dotted name
+// or "input" (the input of the frame data-frame names), data-port which of
+// its outputs (or of the frame's inputs) the line carries, data-shape that
+// tensor's traced shape, data-read the shape the reader got it in.
 std::string model_svg(const ModelTrace& trace, const ModelPictureOptions& opt = {});
 void save_model_svg(const std::filesystem::path& file, const ModelTrace& trace, const ModelPictureOptions& opt = {});
 

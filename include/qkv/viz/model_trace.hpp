@@ -16,10 +16,20 @@ namespace qkv::viz {
 // id across the whole trace, so a tensor that one call returns and another
 // reads shows where the data flows (a residual path reads a block's input
 // again after its sublayer).
+//
+// A tensor computed between modules (the heads split by a reshape, a
+// concatenation, a sum) is a new object, so its id alone would not say where
+// it came from; `from` does. It lists the ids of the traced tensors it was
+// computed from, the nearest on each path back through the autograd graph
+// (which nn::trace records, even under a NoGradGuard): attention's queries
+// (B·h, Q, H/h) come from W_q's output (B, Q, H). Empty for a tensor that
+// reached a module as it left another (its id is the link), and for one
+// computed from no traced tensor (a fresh input, a parameter alone).
 struct TracedTensor {
   int id = -1;
   Shape shape{};
   bool integer = false;  // an IntTensor: token ids, valid lengths
+  std::vector<int> from{};
 };
 
 struct ModuleCall {
