@@ -344,14 +344,17 @@ std::vector<double> training(lesson::Lesson& lesson, nn::EncoderDecoder& model, 
       "token (padding masked)\n",
       z.epochs, (nmt.src_array.size(0) + z.batch_size - 1) / z.batch_size, z.batch_size, z.lr, z.dropout,
       z.label_smoothing, z.weight_decay);
-  return lesson::train_seq2seq_and_plot(model, nmt,
-                                        {.epochs = z.epochs,
-                                         .lr = z.lr,
-                                         .batch_size = z.batch_size,
-                                         .grad_clip = 1,
-                                         .weight_decay = z.weight_decay,
-                                         .label_smoothing = z.label_smoothing},
-                                        gen, lesson);
+  nn::set_need_weights(model, false);  // training draws no weights: the fused attention (lesson 14)
+  std::vector<double> losses = lesson::train_seq2seq_and_plot(model, nmt,
+                                                              {.epochs = z.epochs,
+                                                               .lr = z.lr,
+                                                               .batch_size = z.batch_size,
+                                                               .grad_clip = 1,
+                                                               .weight_decay = z.weight_decay,
+                                                               .label_smoothing = z.label_smoothing},
+                                                              gen, lesson);
+  nn::set_need_weights(model, true);  // the pictures below read the weights
+  return losses;
 }
 
 // One sentence decoded by hand as EncoderDecoder::predict decodes it: the encoder once, then the decoder
