@@ -666,7 +666,9 @@ function buildLine() {
   const b = course.build;
   return `This page runs qkv ${b.commit} (built ${b.date}) compiled to WebAssembly by emscripten ${b.emscripten}: ` +
          "scalar kernels (plain loops, no hand-written SIMD), one thread. The native build is several times " +
-         "faster; the numbers are the same to within float rounding (docs/web.md).";
+         "faster. The numbers are those of every same-numbers build, bit for bit: the portable and ARM64 " +
+         "builds, and a native one made with `cmake --preset same`; the default native build fuses " +
+         "multiply-adds and differs in the last bits (docs/building.md, \"Numbers on another machine\").";
 }
 
 document.getElementById("build").textContent = buildLine();

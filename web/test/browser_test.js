@@ -127,7 +127,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
   await page.goto(url, { waitUntil: "load" });
   await page.waitForFunction(() => window.qkvReady === true, { timeout: 30000 });
   const build = await page.$eval("#build", (e) => e.textContent);
-  check(/scalar kernels/.test(build) && /one thread/.test(build) && /qkv [0-9a-f]{7}/.test(build),
+  check(/scalar kernels/.test(build) && /one thread/.test(build) && /qkv [0-9a-f]{7}/.test(build) &&
+            /bit for bit/.test(build),
         `the page says which build it is: "${build.slice(0, 90)}…"`);
 
   // Presses a button through the DOM, not with the mouse at its coordinates: whatever
