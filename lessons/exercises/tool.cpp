@@ -35,6 +35,12 @@ using namespace qkv::exercises;
 
 namespace {
 
+// The exit status (the top of the file says when). Not the grader's Status:
+// the tool grades nothing, and it refuses a file it cannot read or write as
+// it refuses a bad flag, with 2, the grader's bad_flag.
+constexpr int kDone = 0;
+constexpr int kRefused = 2;  // a bad command, number or flag, or a file it cannot read or write
+
 constexpr const char* usage =
     "usage: exercises [hint N | solution N [--yes] | reset N] [--root DIR] [--out DIR]\n"
     "  (./qkv.sh exercise runs it: ./qkv.sh exercise, ./qkv.sh exercise N --hint, N --solution, N --reset)\n";
@@ -193,7 +199,7 @@ int main(int argc, char** argv) {
         yes = true;
       } else if (arg == "-h" || arg == "--help") {
         fmt::print("{}", usage);
-        return 0;
+        return kDone;
       } else if (arg.rfind("--", 0) == 0) {
         throw Failure{fmt::format("unknown flag '{}'", arg)};
       } else {
@@ -203,7 +209,7 @@ int main(int argc, char** argv) {
     if (paths.out.empty()) paths.out = paths.root / "out/exercises";
     if (words.empty() || (words.size() == 1 && words[0] == "list")) {
       list(paths);
-      return 0;
+      return kDone;
     }
     const std::string& command = words[0];
     if (command != "hint" && command != "solution" && command != "reset")
@@ -215,10 +221,10 @@ int main(int argc, char** argv) {
     if (command == "reset") reset(e, paths);
   } catch (const Failure& f) {
     fmt::print(stderr, "exercises: {}\n{}", f.message, usage);
-    return 2;
+    return kRefused;
   } catch (const std::exception& error) {  // progress.json unreadable or unwritable
     fmt::print(stderr, "exercises: {}\n", error.what());
-    return 2;
+    return kRefused;
   }
-  return 0;
+  return kDone;
 }
