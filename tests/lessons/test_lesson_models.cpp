@@ -52,10 +52,11 @@ TEST_CASE("lesson models: 13 draws the learner's own layer with its own shapes")
   // Its forward opens a TraceScope: a solid frame, its own input (N, 2).
   CHECK(p.doc.select_node("//*[@class='frame' and @stroke-dasharray='none']"));
   // Its data flow, through the Swish between its layers: fc1 -> fc2 -> out, each arrow (N, hidden).
-  for (const auto& [from, to] : {std::pair{"fc1", "fc2"}, std::pair{"fc2", "out"}}) {
+  for (const auto& edge : {std::pair{"fc1", "fc2"}, std::pair{"fc2", "out"}}) {
+    const char* from = edge.first;  // a plain variable: clang 14 cannot capture a structured binding in CAPTURE
     CAPTURE(from);
-    const pugi::xpath_node arrow =
-        p.doc.select_node(fmt::format("//*[@class='flow' and @data-from='{}' and @data-to='{}']", from, to).c_str());
+    const pugi::xpath_node arrow = p.doc.select_node(
+        fmt::format("//*[@class='flow' and @data-from='{}' and @data-to='{}']", from, edge.second).c_str());
     REQUIRE(arrow);
     const std::string shape = arrow.node().attribute("data-shape").value();
     CHECK(shape.size() > 4);
