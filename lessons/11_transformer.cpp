@@ -30,7 +30,7 @@
 // blocks, F = 64), so that training takes seconds on a CPU; the embeddings
 // start at N(0, 1/H) instead of N(0, 1) (see init_embeddings); the
 // vocabularies keep every word of the corpus (min_freq 1, where d2l keeps
-// the words seen twice: the data section counts why); and it trains for 40
+// the words seen twice: the data section counts why); and it trains for 45
 // epochs without dropout, with label smoothing 0.1 (see Sizes).
 //
 // Letters: B sentence pairs in a batch, T = num_steps source steps, S target
@@ -61,12 +61,12 @@ namespace {
 //   no dropout      at this size and budget dropout only slows learning;
 //   label smoothing 0.1 (lesson 08's): against learning the pairs by heart (--label-smoothing 0
 //                   trains without it, for a learner to compare the held-out BLEU);
-//   40 epochs, no weight decay: a pair that occurs once (`go .` => `va !`, while `go home .` =>
+//   45 epochs, no weight decay: a pair that occurs once (`go .` => `va !`, while `go home .` =>
 //                   `rentre chez toi .`) is learned only by fitting the training pairs closely;
 //                   lesson 08's weight decay, or fewer epochs, leave more seeds with one of d2l's
-//                   sentences wrong.
+//                   sentences wrong (40 did at seed 2 in the same-numbers arithmetic, docs/building.md).
 struct Sizes {
-  int64_t epochs = 40, batch_size = 32, num_hiddens = 32, num_heads = 4, num_blks = 2, ffn_num_hiddens = 64,
+  int64_t epochs = 45, batch_size = 32, num_hiddens = 32, num_heads = 4, num_blks = 2, ffn_num_hiddens = 64,
           num_steps = 10, min_freq = 1;
   float lr = 0.005f, dropout = 0.0f, label_smoothing = 0.1f, weight_decay = 0.0f;
 };
