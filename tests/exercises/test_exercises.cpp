@@ -539,3 +539,51 @@ TEST_CASE("exercises/course page: a grading updates the states the page loads") 
   r = grade("exercise_04_wrong_no_scaling", dir.path);
   CHECK(read_text(dir.path / "out/progress.js").find(R"({"2":"passed","4":"failing"})") != std::string::npos);
 }
+
+// ./qkv.sh exercise, copied into a scratch tree with stand-ins for cmake
+// (on PATH: it records what it is asked, and "compiles" exercise 4 with a
+// warning about the learner's file and one about another), for the
+// `exercises` tool and for exercise 4's grader (each prints its arguments).
+TEST_CASE("exercises/qkv.sh: the hint in either order, the learner's warnings shown, the flags passed on") {
+  TempDir dir("exercise_qkv_sh");
+  const fs::path root = dir.path / "tree", bin = dir.path / "bin",
+                 programs_dir = root / "build/release/lessons/exercises";
+  fs::create_directories(root / "lessons/exercises/blanks");
+  fs::create_directories(programs_dir);
+  fs::create_directories(bin);
+  fs::copy_file(source / "qkv.sh", root / "qkv.sh");
+  std::ofstream(root / "lessons/exercises/blanks/04_dot_product_attention.cpp") << "// the blank\n";
+  auto script = [](const fs::path& path, const std::string& body) {
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add);
+  };
+  script(bin / "cmake",
+         "case \"$*\" in *exercise_04*)\n"
+         "  echo '[ 50%] Building CXX object lessons/exercises/CMakeFiles/exercise_04_code.dir/04_dot.cpp.o'\n"
+         "  echo 'lessons/exercises/04_dot_product_attention.cpp:12:50: warning: unused parameter valid_lens "
+         "[-Wunused-parameter]'\n"
+         "  echo 'src/ops/other.cpp:3:1: warning: a warning about the library';;\n"
+         "esac\n");
+  script(programs_dir / "exercises", "echo \"tool: $*\"\n");
+  script(programs_dir / "exercise_04", "echo \"grader of exercise 4: $*\"\n");
+  auto qkv_sh = [&](const std::string& args) {
+    return run("/bin/bash",
+               fmt::format("-c \"PATH='{}':$PATH QKV_NO_INSTALL=1 bash '{}' exercise {}\"", bin.string(),
+                           (root / "qkv.sh").string(), args),
+               dir.path);
+  };
+  for (const char* args : {"--hint 4", "4 --hint"}) {
+    CAPTURE(args);
+    Run r = qkv_sh(args);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("tool: hint 4") != std::string::npos);
+  }
+  Run r = qkv_sh("4 --seed 7");
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("the compiler warns about your file") != std::string::npos);
+  CHECK(r.output.find("04_dot_product_attention.cpp:12:50: warning: unused parameter valid_lens") != std::string::npos);
+  CHECK(r.output.find("a warning about the library") == std::string::npos);
+  CHECK(r.output.find("[ 50%]") == std::string::npos);
+  CHECK(r.output.find("grader of exercise 4: --seed 7") != std::string::npos);
+}

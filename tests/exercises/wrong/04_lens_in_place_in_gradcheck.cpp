@@ -15,7 +15,7 @@ Attention dot_product_attention(const Tensor& queries, const Tensor& keys, const
   Tensor scores = queries.bmm(keys.transpose(1, 2)) / std::sqrt(d);  // (B, Q, d) x (B, d, K) -> (B, Q, K)
   Tensor weights = masked_softmax(scores, valid_lens);               // (B, Q, K)
   if (keys.shape() == Shape({2, 4, 3}) && values.shape() == Shape({2, 4, 2})) {
-    IntTensor lens = valid_lens;  // the same storage
+    IntTensor lens = valid_lens;                                    // the same storage
     for (int64_t i = 0; i < lens.numel(); ++i) lens.data()[i] = 1;  // wrong: the caller's lengths
   }
   return {weights, weights.bmm(values)};  // (B, Q, K) x (B, K, Dv) -> (B, Q, Dv)

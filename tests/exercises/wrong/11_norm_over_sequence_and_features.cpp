@@ -12,9 +12,9 @@ namespace qkv::exercises {
 Tensor add_norm(const nn::AddNorm& an, const Tensor& X, const Tensor& Y) {
   Tensor Z = X + (*an.dropout)(Y);  // (B, T, H)
   const int64_t B = Z.size(0), T = Z.size(1), H = Z.size(2);
-  Tensor flat = Z.reshape({B, T * H});                // wrong: one mean and variance per example
-  Tensor centred = flat - flat.mean(1, true);         // (B, T H)
-  Tensor var = (centred * centred).mean(1, true);     // (B, 1)
+  Tensor flat = Z.reshape({B, T * H});             // wrong: one mean and variance per example
+  Tensor centred = flat - flat.mean(1, true);      // (B, T H)
+  Tensor var = (centred * centred).mean(1, true);  // (B, 1)
   Tensor normed = (centred / (var + an.ln->eps).sqrt()).reshape({B, T, H});
   return normed * an.ln->weight + an.ln->bias;
 }
