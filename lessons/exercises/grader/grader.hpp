@@ -13,7 +13,9 @@
 //   an exception       the case, and the error's type and message
 //   a blank            "not written yet"
 //   an input changed   "you changed an input in place", naming it
-//   a broken rule      the library function or op the exercise does not allow
+//   a broken rule      the library function or op the exercise does not allow,
+//                      or a function of the library defined again in the learner's file
+//   an unreadable result  (a tensor of 17 dimensions) the case, as the learner's failure
 //   a crash, a hang    (any way the learner's code ends other than returning)
 //                      the way it ended and the case
 //
