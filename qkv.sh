@@ -274,10 +274,13 @@ case "${1:-}" in
       echo "qkv: lessons/exercises/${nn}_*.cpp does not compile (above); fix it and run ./qkv.sh exercise $n again" >&2
       exit 1
     fi
-    # The compiler's warnings about the learner's file (an unused parameter is often the mistake).
-    if grep -q "exercises/${nn}_[A-Za-z0-9_]*\.cpp:[0-9]*:[0-9]*: warning" "$log"; then
+    # The compiler's warnings about the learner's file (an unused parameter is often the mistake):
+    # each message that names the file, with the lines of code under it (they start with a space);
+    # not the build's progress, nor a message about another file.
+    warnings=$(awk -v mine="exercises/${nn}_" '/^[^ ]/ { show = index($0, mine) > 0 && /: (warning|note): |: In / } show' "$log")
+    if grep -q ": warning: " <<<"$warnings"; then
       echo "qkv: the compiler warns about your file (a warning often points at the mistake):"
-      grep -A3 "exercises/${nn}_[A-Za-z0-9_]*\.cpp:[0-9]*:[0-9]*: warning" "$log" | grep -v -e '^\[ *[0-9]*%\]' -e '^gmake' -e '^make'
+      echo "$warnings"
     fi
     echo "qkv: built exercise_$nn in $(($(date +%s) - start)) s"
     build/release/lessons/exercises/exercise_"$nn" ${rest[@]+"${rest[@]}"}

@@ -20,7 +20,7 @@ IntTensor padding(const Tensor& X, const IntTensor& lens, bool at_or_past = true
 
 void grade_case(Grader& g, const std::string& name, const Tensor& X, const IntTensor& lens) {
   g.begin_case(name, fmt::format("X {}, valid_lens {}", X.shape(), lens.defined() ? values(lens) : "undefined"));
-  Tensor got = g.call({{"X", X}}, [&] { return exercises::masked_softmax(X, lens); });
+  Tensor got = g.call({{"X", X}, {"valid_lens", lens}}, [&] { return exercises::masked_softmax(X, lens); });
   auto explain = [&](const std::vector<int64_t>& i) {
     std::string length = "none (plain softmax)";
     if (lens.defined()) {
@@ -81,6 +81,6 @@ int main(int argc, char** argv) {
     IntTensor lens = int_tensor({1, 2, 4, 3, 4, 2}, {2, 3});
     g.check_gradients("of the weights with respect to X",
                       [&](const std::vector<Tensor>& x) { return exercises::masked_softmax(x[0], lens); },
-                      {randn({2, 3, 4}, gen)});
+                      {randn({2, 3, 4}, gen)}, {{"valid_lens", lens}});
   });
 }

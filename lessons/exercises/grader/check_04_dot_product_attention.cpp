@@ -73,8 +73,8 @@ void grade_case(Grader& g, const std::string& name, const Tensor& q, const Tenso
                 const IntTensor& lens) {
   g.begin_case(name, fmt::format("queries {}, keys {}, values {}, valid_lens {}", q.shape(), k.shape(), v.shape(),
                                  lens.defined() ? values(lens) : "undefined"));
-  Attention got =
-      g.call({{"queries", q}, {"keys", k}, {"values", v}}, [&] { return dot_product_attention(q, k, v, lens); });
+  Attention got = g.call({{"queries", q}, {"keys", k}, {"values", v}, {"valid_lens", lens}},
+                         [&] { return dot_product_attention(q, k, v, lens); });
   nn::DotProductAttention layer(0.0f);
   layer.eval();
   Tensor output = layer(q, k, v, lens);  // (B, Q, Dv)
@@ -143,6 +143,6 @@ int main(int argc, char** argv) {
     g.check_gradients(
         "of the output with respect to queries, keys and values",
         [&](const std::vector<Tensor>& x) { return dot_product_attention(x[0], x[1], x[2], lens).output; },
-        {randn({2, 2, 3}, gen), randn({2, 4, 3}, gen), randn({2, 4, 2}, gen)});
+        {randn({2, 2, 3}, gen), randn({2, 4, 3}, gen), randn({2, 4, 2}, gen)}, {{"valid_lens", lens}});
   });
 }

@@ -34,7 +34,8 @@ void grade_case(Grader& g, const std::string& name, int64_t Dq, int64_t Dk, int6
   Tensor Q = randn({1, 1, Dq}, gen), K = randn({1, 1, Dk}, gen), V = randn({1, V1, Dv}, gen);
   g.begin_case(name, fmt::format("Attn({}, {}, {}, {}, {}); Q {}, K {}, V {}", Dq, Dk, V1, Dv, out, Q.shape(),
                                  K.shape(), V.shape()));
-  AttnSteps got = g.call({{"Q", Q}, {"K", K}, {"V", V}}, [&] { return m.forward(Q, K, V); });
+  AttnSteps got =
+      g.call(with_parameters({{"Q", Q}, {"K", K}, {"V", V}}, m, "Attn"), [&] { return m.forward(Q, K, V); });
   AttnSteps want = variant(m, Q, K, V, {});
   auto mistakes = [&](Tensor AttnSteps::*step) {
     auto run = [&, step](Variant how) { return [=, &m] { return variant(m, Q, K, V, how).*step; }; };
@@ -56,10 +57,17 @@ void grade_case(Grader& g, const std::string& name, int64_t Dq, int64_t Dk, int6
   };
   g.check({"weights", "softmax(attn(cat(Q[0], K[0])), dim 1), (1, V1)"}, got.weights, want.weights, explain_weight,
           mistakes(&AttnSteps::weights));
-  g.check({"applied", "weights (1, 1, V1) bmm V (1, V1, Dv) -> (1, 1, Dv)"}, got.applied, want.applied, {},
+  auto explain_applied = [&](const std::vector<int64_t>& i) {
+    return fmt::format("feature {}: the weights {}, column {} of V {}", i[2], values(want.weights), i[2],
+                       values(at(V.transpose(1, 2), {0, i[2]})));
+  };
+  auto explain_output = [&](const std::vector<int64_t>& i) {
+    return fmt::format("output feature {}: Q[0] = {}, applied[0] = {}", i[2], values(Q), values(want.applied));
+  };
+  g.check({"applied", "weights (1, 1, V1) bmm V (1, V1, Dv) -> (1, 1, Dv)"}, got.applied, want.applied, explain_applied,
           mistakes(&AttnSteps::applied));
-  g.check({"output", "attn_combine(cat(Q[0], applied[0])) -> (1, 1, output_size)"}, got.output, want.output, {},
-          mistakes(&AttnSteps::output));
+  g.check({"output", "attn_combine(cat(Q[0], applied[0])) -> (1, 1, output_size)"}, got.output, want.output,
+          explain_output, mistakes(&AttnSteps::output));
 }
 
 // The module's parameters from inputs x3 … x6: attn's weight and bias, attn_combine's.

@@ -32,7 +32,7 @@ void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_
   SelfAttention m(D, gen);
   Tensor X = randn({B, T, D}, gen);
   g.begin_case(name, fmt::format("sents {} (B, T, D), SelfAttention({})", X.shape(), D));
-  SelfAttentionSteps got = g.call({{"sents", X}}, [&] { return m.forward(X); });
+  SelfAttentionSteps got = g.call(with_parameters({{"sents", X}}, m, "SelfAttention"), [&] { return m.forward(X); });
   SelfAttentionSteps want = variant(m, X, {});
   auto mistakes = [&](Tensor SelfAttentionSteps::*step) {
     auto run = [&, step](Variant how) { return [=, &m] { return variant(m, X, how).*step; }; };
@@ -52,9 +52,20 @@ void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_
     return fmt::format("sentence {}, query word {}: its vector {}", i[0], i[1], values(at(X, {i[0], i[1]})));
   };
   g.check({"scores", "Q Kᵀ, (B, T, T)"}, got.scores, want.scores, explain, mistakes(&SelfAttentionSteps::scores));
-  g.check({"probs", "softmax(scores, -1), (B, T, T)"}, got.probs, want.probs, explain,
+  auto explain_probs = [&](const std::vector<int64_t>& i) {
+    return fmt::format("sentence {}, query word {}: its row of scores {}", i[0], i[1],
+                       values(at(want.scores, {i[0], i[1]})));
+  };
+  auto explain_output = [&](const std::vector<int64_t>& i) {
+    NoGradGuard no_grad;
+    const Tensor V = (*m.ValueW)(X).transpose(1, 2);  // (B, D, T): feature d of V, word by word
+    return fmt::format("sentence {}, query word {}: its weights {}, feature {} of V over the words {}", i[0], i[1],
+                       values(at(want.probs, {i[0], i[1]})), i[2], values(at(V, {i[0], i[2]})));
+  };
+  g.check({"probs", "softmax(scores, -1), (B, T, T)"}, got.probs, want.probs, explain_probs,
           mistakes(&SelfAttentionSteps::probs));
-  g.check({"output", "probs V, (B, T, D)"}, got.output, want.output, explain, mistakes(&SelfAttentionSteps::output));
+  g.check({"output", "probs V, (B, T, D)"}, got.output, want.output, explain_output,
+          mistakes(&SelfAttentionSteps::output));
 }
 
 void load(SelfAttention& m, const std::vector<Tensor>& x) {  // x1 … x6: QueryW, KeyW, ValueW weights and biases

@@ -39,8 +39,10 @@ void grade_case(Grader& g, const std::string& name, int64_t B, int64_t T, int64_
   g.begin_case(name, fmt::format("hidden {} (L, B, H), enc_outputs {}, enc_valid_lens {}, x {}", hidden.shape(),
                                  enc.shape(), values(lens), x.shape()));
   nn::AdditiveAttention& attention = *decoder.attention;
-  DecoderStep got = g.call({{"hidden", hidden}, {"enc_outputs", enc}, {"x", x}},
-                           [&] { return bahdanau_step(attention, hidden, enc, lens, x); });
+  DecoderStep got =
+      g.call(with_parameters({{"hidden", hidden}, {"enc_outputs", enc}, {"x", x}, {"enc_valid_lens", lens}}, attention,
+                             "attention"),
+             [&] { return bahdanau_step(attention, hidden, enc, lens, x); });
   DecoderStep want = variant(attention, hidden, enc, lens, x, {});
   auto mistakes = [&](Tensor DecoderStep::*step) {
     auto run = [&, step](Variant how) {
@@ -130,6 +132,7 @@ int main(int argc, char** argv) {
                         return bahdanau_step(*attention_of(x, gen), x[0], x[1], lens, x[2]).rnn_input;
                       },
                       {randn({2, 2, 3}, gen), randn({2, 4, 3}, gen), randn({2, 2}, gen), randn({3, 3}, gen),
-                       randn({3, 3}, gen), randn({1, 3}, gen)});
+                       randn({3, 3}, gen), randn({1, 3}, gen)},
+                      {{"enc_valid_lens", lens}});
   });
 }

@@ -2,7 +2,8 @@
 //   expected:  qkv's nn::PositionalEncoding's table P, and d2l's PositionalEncoding
 //              in PyTorch (its P, stored)
 //   cases:     lesson 10's table (60 positions, 32 features), H = 2, one position,
-//              a wide table, PyTorch's tables. No gradients: P is a constant.
+//              a wide table, three random tables (fresh at every grading), PyTorch's
+//              tables. No gradients: P is a constant.
 #include <cmath>
 
 #include "10_positional_encoding.hpp"
@@ -77,6 +78,13 @@ int main(int argc, char** argv) {
     grade_case(g, "H = 2", 5, 2);
     grade_case(g, "one position", 1, 8);
     grade_case(g, "a wide table", 12, 128);
+    // Random tables, fresh at every grading: 1 to 50 positions, an even H from 2 to 64.
+    Generator gen(g.seed());
+    for (int i = 1; i <= 3; ++i) {
+      const int64_t max_len = 1 + randint(0, 50, {1}, gen).at({0});
+      const int64_t H = 2 * (1 + randint(0, 32, {1}, gen).at({0}));
+      grade_case(g, fmt::format("a random table {}", i), max_len, H);
+    }
     for (const TorchCase& c : g.torch_cases("10/")) {
       const Tensor P = c.f("P");
       const int64_t max_len = P.size(0), H = P.size(1);

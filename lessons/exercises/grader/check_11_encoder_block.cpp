@@ -64,7 +64,8 @@ EncoderBlockSteps variant(nn::TransformerEncoderBlock& blk, const Tensor& X, con
 void grade_block(
     Grader& g, nn::TransformerEncoderBlock& blk, const Tensor& X, const IntTensor& lens,
     const std::function<void()>& rewind = [] {}) {
-  EncoderBlockSteps got = g.call({{"X", X}}, [&] { return encoder_block(blk, X, lens); });
+  EncoderBlockSteps got = g.call(with_parameters({{"X", X}, {"valid_lens", lens}}, blk, "blk"),
+                                 [&] { return encoder_block(blk, X, lens); });
   rewind();
   EncoderBlockSteps want = variant(blk, X, lens, {});
   auto mistakes = [&](Tensor EncoderBlockSteps::*step) {
@@ -106,15 +107,28 @@ void grade_block(
                       run({.mask = false})});
     return list;
   };
-  auto explain = [&](const std::vector<int64_t>& i) {
+  // Each step's inputs at position (example, position): what that row of the step is made from.
+  auto position = [&](const std::vector<int64_t>& i) {
     return fmt::format("example {}, position {}{}", i[0], i[1],
                        lens.defined() ? fmt::format(" (valid length {})", lens.at({i[0]})) : "");
   };
-  g.check({"attended", "attention(X, X, X, valid_lens), (B, T, H)"}, got.attended, want.attended, explain,
+  auto explain_attended = [&](const std::vector<int64_t>& i) {
+    return fmt::format("{}: X there {}", position(i), values(at(X, {i[0], i[1]})));
+  };
+  auto explain_Y = [&](const std::vector<int64_t>& i) {
+    return fmt::format("{}: X there {}, attended there {}", position(i), values(at(X, {i[0], i[1]})),
+                       values(at(want.attended, {i[0], i[1]})));
+  };
+  auto explain_output = [&](const std::vector<int64_t>& i) {
+    NoGradGuard no_grad;
+    return fmt::format("{}: Y there {}, ffn(Y) there {}", position(i), values(at(want.Y, {i[0], i[1]})),
+                       values(at((*blk.ffn)(want.Y), {i[0], i[1]})));
+  };
+  g.check({"attended", "attention(X, X, X, valid_lens), (B, T, H)"}, got.attended, want.attended, explain_attended,
           mistakes(&EncoderBlockSteps::attended));
-  g.check({"Y", "addnorm1(X, attended), (B, T, H)"}, got.Y, want.Y, explain, mistakes(&EncoderBlockSteps::Y));
+  g.check({"Y", "addnorm1(X, attended), (B, T, H)"}, got.Y, want.Y, explain_Y, mistakes(&EncoderBlockSteps::Y));
   rewind();
-  g.check({"output", "addnorm2(Y, ffn(Y)), (B, T, H)"}, got.output, blk.forward(X, lens), explain,
+  g.check({"output", "addnorm2(Y, ffn(Y)), (B, T, H)"}, got.output, blk.forward(X, lens), explain_output,
           mistakes(&EncoderBlockSteps::output));
 }
 
@@ -184,8 +198,9 @@ int main(int argc, char** argv) {
     nn::TransformerEncoderBlock blk(4, 6, 1, 0.0f, false, gen);
     blk.eval();
     IntTensor lens = int_tensor({2, 3});
-    g.check_gradients("of the output with respect to X",
-                      [&](const std::vector<Tensor>& x) { return encoder_block(blk, x[0], lens).output; },
-                      {randn({2, 3, 4}, gen)});
+    g.check_gradients(
+        "of the output with respect to X",
+        [&](const std::vector<Tensor>& x) { return encoder_block(blk, x[0], lens).output; }, {randn({2, 3, 4}, gen)},
+        with_parameters({{"valid_lens", lens}}, blk, "blk"));
   });
 }

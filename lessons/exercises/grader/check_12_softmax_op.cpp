@@ -74,7 +74,11 @@ void grade_case(Grader& g, const std::string& name, const Tensor& x_in, Generato
     g.print("  your backward against finite differences (gradcheck's table):\n");
     g.gradient_table([](const std::vector<Tensor>& in) { return my_softmax(in[0]); }, {x_in});
   }
-  g.check({"dx", "y ⊙ (dout - Σⱼ doutⱼ yⱼ), against qkv's softmax backward"}, grad, x_ref.grad(), explain,
+  auto explain_dx = [&](const std::vector<int64_t>& i) {
+    std::vector<int64_t> row(i.begin(), i.end() - 1);
+    return fmt::format("the row's y {}, its dout {}", values(at(want, row)), values(at(dout, row)));
+  };
+  g.check({"dx", "y ⊙ (dout - Σⱼ doutⱼ yⱼ), against qkv's softmax backward"}, grad, x_ref.grad(), explain_dx,
           backward_mistakes(want, dout));
 }
 

@@ -225,6 +225,18 @@ float element(const Tensor& x, const std::vector<int64_t>& index) {
   return x.data()[flat];
 }
 
+Tensor compared(const Input& in) {
+  if (in.value.defined()) return in.value.detach();
+  if (!in.ints.defined()) return Tensor();
+  const std::vector<int64_t> v = in.ints.to_vector();
+  return Tensor(std::vector<float>(v.begin(), v.end()), in.ints.shape());
+}
+
+Inputs with_parameters(Inputs inputs, const nn::Module& m, const std::string& prefix) {
+  for (const auto& [name, p] : m.named_parameters()) inputs.push_back({prefix + "." + name, p});
+  return inputs;
+}
+
 // --- the bytes of a tensor --------------------------------------------------------------------
 
 namespace {
@@ -268,12 +280,13 @@ void get(Reader& r, Tensor& t, std::vector<Graph>& graphs) {
     return;
   }
   std::vector<int64_t> dims(r.u64());
-  if (dims.size() > 16) throw std::runtime_error("grader: the child's result is garbled");
+  if (dims.size() > 16)
+    throw std::runtime_error(fmt::format("a tensor of {} dimensions (the grader reads at most 16)", dims.size()));
   for (int64_t& d : dims) d = static_cast<int64_t>(r.u64());
   std::vector<float> v = r.floats();
   const Shape shape(dims);
   if (static_cast<int64_t>(v.size()) != shape.numel())
-    throw std::runtime_error("grader: the child's result is garbled");
+    throw std::runtime_error(fmt::format("{} values for a tensor of shape {}", v.size(), shape));
   t = Tensor(std::move(v), shape);
   if (r.u64() == 0) return;
   Graph g;
@@ -349,6 +362,14 @@ Grader::Grader(int number, int argc, char** argv)
     }
   }
   seed_ = seed ? *seed : fresh_seed();
+  // The progress as it is before any of the learner's code runs: finish()
+  // writes this exercise's verdict into it, so that nothing the learner's
+  // code writes into progress.json survives the grading.
+  try {
+    progress_ = read_progress(out_);
+  } catch (const std::exception& error) {
+    progress_error_ = error.what();
+  }
   color_ = viz::use_color(color == "always"  ? viz::Color::Always
                           : color == "never" ? viz::Color::Never
                                              : viz::Color::Auto);
@@ -431,8 +452,20 @@ std::string Grader::in_child(const std::function<std::string()>& body) {
     case Ending::garbled:
       break;
   }
-  print(fmt::format(
-      "  ✗ the result of your code on {} could not be read back: it wrote on, or closed, the grader's pipe\n", where));
+  unreadable("it wrote on, or closed, the grader's pipe");
+}
+
+void Grader::read_back(const std::function<void()>& decode) {
+  try {
+    decode();
+  } catch (const std::exception& e) {
+    unreadable(e.what());
+  }
+}
+
+void Grader::unreadable(const std::string& why) {
+  print(
+      fmt::format("  ✗ the result of your code on case {} ({}) could not be read back: {}\n", cases_, case_name_, why));
   fail("the result of your code could not be read back");
 }
 
@@ -440,9 +473,9 @@ void Grader::unchanged(const Inputs& inputs, Reader& r) {
   std::vector<Graph> ignored;
   for (const Input& in : inputs) {
     Tensor after;
-    get(r, after, ignored);
-    if (!in.value.defined()) continue;
-    const Tensor before = in.value.detach();
+    read_back([&] { get(r, after, ignored); });
+    const Tensor before = compared(in);
+    if (!before.defined()) continue;
     int64_t changed = after.defined() && after.shape() == before.shape() ? first_wrong(after, before, 0.0f, 0.0f) : 0;
     if (changed < 0) continue;
     const std::vector<int64_t> index = unflatten(std::max<int64_t>(changed, 0), before.shape());
@@ -470,6 +503,7 @@ void Grader::check_calls() {
   std::ifstream in(file);
   if (!in) qkv::fail("grader: cannot check the exercise's rules: {} is missing (the build writes it)", file.string());
   for (std::string line; std::getline(in, line);) {
+    refuse_definition(line);
     if (line.find(" U ") == std::string::npos) continue;  // only what the file calls, not what it defines
     for (const Forbidden& f : forbidden_) {
       if (f.function.empty() || line.find(f.function) == std::string::npos) continue;
@@ -479,6 +513,35 @@ void Grader::check_calls() {
       fail(fmt::format("rule broken: your file calls {}…", f.function));
     }
   }
+}
+
+// A function the learner's file defines that another part of the program
+// already has would replace it, where it comes from a library: the
+// library's own (qkv::data::bleu, whose value the grader expects), listed by
+// the build as "redefines <symbol>", or a C function (pow, strtof: nm shows
+// a T, W or i with a plain name) that the C and maths libraries would
+// otherwise give every caller, the grader's code too.
+void Grader::refuse_definition(const std::string& line) {
+  std::string symbol, what;
+  if (line.rfind("redefines ", 0) == 0) {
+    symbol = line.substr(10);
+    what = "a function of the library";
+  } else if (const size_t space = line.find(' ');  // "<address> <type> <symbol>"
+             space != std::string::npos && space > 0 && line.size() > space + 3 && line[space + 2] == ' ' &&
+             std::string_view("TWi").find(line[space + 1]) != std::string_view::npos) {
+    symbol = line.substr(space + 3);
+    if (symbol.find('(') != std::string::npos || symbol.rfind("__", 0) == 0) return;  // C++, or the compiler's own
+    what = "a function of the C library";
+  } else {
+    return;
+  }
+  cases_ = 0;
+  case_name_ = "the rules";
+  print(
+      fmt::format("  ✗ your file defines {},\n    {}: yours would replace it for the whole program, the grader's own\n"
+                  "    answers too. Give your functions names of their own (helpers go in an anonymous namespace).\n",
+                  symbol, what));
+  fail(fmt::format("your file defines {}, {}", symbol.substr(0, symbol.find('(')), what));
 }
 
 void Grader::obeys_rules(const std::vector<Graph>& graphs) {
@@ -621,20 +684,22 @@ Traced Grader::trace(const std::vector<Tensor>& inputs, const std::function<Tens
   Reader r(bytes);
   Traced t;
   std::vector<Graph> graphs;
-  get(r, t.out, graphs);
+  read_back([&] { get(r, t.out, graphs); });
   t.has_graph = !graphs.empty();
   if (t.has_graph) t.graph = graphs[0];
   Inputs named;
   for (size_t i = 0; i < inputs.size(); ++i) named.push_back({fmt::format("input {}", i), inputs[i]});
   unchanged(named, r);
   obeys_rules(graphs);
-  if (r.u64() == 1) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      Tensor grad;
-      get(r, grad, graphs);
-      t.grads.push_back(grad);
+  read_back([&] {
+    if (r.u64() == 1) {
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        Tensor grad;
+        get(r, grad, graphs);
+        t.grads.push_back(grad);
+      }
     }
-  }
+  });
   return t;
 }
 
@@ -660,13 +725,15 @@ bool agrees(double analytic, double numeric) {
 
 // The learner's f and its backward, and the finite differences, in one child.
 Differences Grader::differences(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                                const std::vector<Tensor>& inputs) {
+                                const std::vector<Tensor>& inputs, const Inputs& captured) {
   const std::string bytes = in_child([&] {
     std::vector<Tensor> xs;
     for (const Tensor& x : inputs) xs.push_back(x.detach().clone().requires_grad_());
     Writer w;
     Tensor out = f(xs);
     put(w, out);
+    for (const Tensor& x : xs) put(w, x.detach());  // as f left them: unchanged, or the finite differences mislead
+    for (const Input& in : captured) put(w, compared(in));
     const bool graph = out.defined() && out.requires_grad();
     if (!graph) return w.bytes();
     Generator gen(7);
@@ -710,21 +777,27 @@ Differences Grader::differences(const std::function<Tensor(const std::vector<Ten
   Reader r(bytes);
   Differences d;
   std::vector<Graph> graphs;
-  get(r, d.traced.out, graphs);
+  read_back([&] { get(r, d.traced.out, graphs); });
+  Inputs named;
+  for (size_t i = 0; i < inputs.size(); ++i) named.push_back({fmt::format("input {}", i), inputs[i]});
+  named.insert(named.end(), captured.begin(), captured.end());
+  unchanged(named, r);
   d.traced.has_graph = !graphs.empty();
   if (!d.traced.has_graph) return d;
   d.traced.graph = graphs[0];
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Tensor grad;
-    get(r, grad, graphs);
-    d.traced.grads.push_back(grad);
-  }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::vector<float> v = r.floats();
-    d.numeric.emplace_back(v.begin(), v.end());
-    std::vector<float> narrow = r.floats();
-    d.numeric_narrow.emplace_back(narrow.begin(), narrow.end());
-  }
+  read_back([&] {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Tensor grad;
+      get(r, grad, graphs);
+      d.traced.grads.push_back(grad);
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::vector<float> v = r.floats();
+      d.numeric.emplace_back(v.begin(), v.end());
+      std::vector<float> narrow = r.floats();
+      d.numeric_narrow.emplace_back(narrow.begin(), narrow.end());
+    }
+  });
   return d;
 }
 
@@ -762,10 +835,10 @@ std::string difference_table(const Differences& d, const std::vector<Tensor>& in
 }  // namespace
 
 void Grader::check_gradients(const std::string& what, const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                             const std::vector<Tensor>& inputs) {
+                             const std::vector<Tensor>& inputs, const Inputs& captured) {
   ++checks_;
   print(fmt::format("  gradients: {}", what));
-  Differences d = differences(f, inputs);
+  Differences d = differences(f, inputs, captured);
   obeys_rules({d.traced.graph});
   if (!d.traced.has_graph) {
     print(
@@ -837,12 +910,12 @@ int Grader::finish(Status status) {
         cases_ == 0 ? "before the first case, " : "at ", verdict_, e->program, number_, number_, number_, seed_));
   }
   try {
-    Progress progress = read_progress(out_);
-    ExerciseProgress& p = progress[number_];
+    if (!progress_error_.empty()) qkv::fail("{}", progress_error_);
+    ExerciseProgress& p = progress_[number_];
     p.state = status == Status::passed ? "passed" : status == Status::not_written ? "not started" : "failing";
     p.detail = status == Status::passed ? fmt::format("{} cases, {} checks", cases_, checks_) : verdict_;
     p.graded = now_text();
-    write_progress(out_, progress);
+    write_progress(out_, progress_);
   } catch (const std::exception& error) {
     fmt::print(stderr, "exercise {}: the progress was not saved: {}\n", number_, error.what());
   }
@@ -860,6 +933,7 @@ int grade(int number, int argc, char** argv, const std::function<void(Grader&)>&
     return static_cast<int>(Status::grader_failed);
   }
   try {
+    grader->forbid({});  // no rules yet: the definitions of the learner's file alone, checked before any case
     body(*grader);
   } catch (const StopGrading& stop) {
     return grader->finish(stop.status);

@@ -13,7 +13,9 @@
 //   an exception       the case, and the error's type and message
 //   a blank            "not written yet"
 //   an input changed   "you changed an input in place", naming it
-//   a broken rule      the library function or op the exercise does not allow
+//   a broken rule      the library function or op the exercise does not allow,
+//                      or a function of the library defined again in the learner's file
+//   an unreadable result  (a tensor of 17 dimensions) the case, as the learner's failure
 //   a crash, a hang    (any way the learner's code ends other than returning)
 //                      the way it ended and the case
 //
@@ -41,21 +43,15 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "child.hpp"
 #include "exercise.hpp"
+#include "progress.hpp"
+#include "status.hpp"
 
 namespace qkv::exercises {
-
-// The exit status of a grading.
-enum class Status : int {
-  passed = 0,
-  failing = 1,        // a check failed, or the learner's code crashed, hung, threw or broke a rule
-  bad_flag = 2,       // nothing graded
-  not_written = 3,    // the blank's not_written_yet(…) is still there
-  grader_failed = 4,  // the grader itself (its file of PyTorch's values missing, say; named on stderr)
-};
 
 // A library function or autograd op an exercise must not use, and why.
 // `function` is matched in the learner's compiled file (its calls, as the
@@ -69,12 +65,22 @@ struct Forbidden {
 };
 
 // An input of a call of the learner's code, by name: after the call it must
-// be unchanged.
+// be unchanged. A float tensor, or an integer one ({"valid_lens", lens}).
 struct Input {
+  Input(std::string name, Tensor value) : name(std::move(name)), value(std::move(value)) {}
+  Input(std::string name, IntTensor ints) : name(std::move(name)), ints(std::move(ints)) {}
   std::string name;  // "X"
   Tensor value;
+  IntTensor ints;
 };
 using Inputs = std::vector<Input>;
+
+// The input as the in-place check compares it: the float tensor (detached),
+// or the integers as floats (exact for the small counts they hold).
+Tensor compared(const Input& in);
+
+// `inputs` and every parameter of `m`, named "<prefix>.<parameter>" ("attention.W_q.weight").
+Inputs with_parameters(Inputs inputs, const nn::Module& m, const std::string& prefix);
 
 // What the autograd graph of a returned tensor holds: the names of its ops
 // (each once, nearest first) and how many nodes it has.
@@ -205,13 +211,13 @@ class Grader {
       }
       Writer w;
       put(w, f());
-      for (const Input& in : inputs) put(w, in.value.defined() ? in.value.detach() : in.value);
+      for (const Input& in : inputs) put(w, compared(in));
       return w.bytes();
     });
     std::vector<Graph> graphs;
     R out{};
     Reader r(bytes);
-    get(r, out, graphs);
+    read_back([&] { get(r, out, graphs); });
     unchanged(inputs, r);
     obeys_rules(graphs);
     return out;
@@ -243,9 +249,11 @@ class Grader {
 
   // The learner's f has a gradient (its output is part of a graph) and
   // gradcheck passes it; on failure, gradcheck's verdict and a table of
-  // backward against finite differences for the input it names.
+  // backward against finite differences for the input it names. `inputs`,
+  // and `captured` (what f reads besides them: valid lengths), must be
+  // unchanged by f.
   void check_gradients(const std::string& what, const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                       const std::vector<Tensor>& inputs);
+                       const std::vector<Tensor>& inputs, const Inputs& captured = {});
   // Backward against finite differences for f at `inputs`, printed as a table
   // from the first element that disagrees, for the first input with one
   // (nothing if all agree): what check_gradients shows on a failure.
@@ -273,11 +281,16 @@ class Grader {
   // Runs body in a child (run_in_child), shows what it printed, and turns
   // every ending but a return into a failure of the case; the result's bytes.
   std::string in_child(const std::function<std::string()>& body);
+  // Runs `decode` on a child's bytes; a result it cannot read (a tensor of 17
+  // dimensions, say) fails the case: the learner's code made it.
+  void read_back(const std::function<void()>& decode);
+  [[noreturn]] void unreadable(const std::string& why);
   void unchanged(const Inputs& inputs, Reader& r);
   void obeys_rules(const std::vector<Graph>& graphs);
-  void check_calls();  // the learner's compiled file against the forbidden functions
-  Differences differences(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                          const std::vector<Tensor>& inputs);
+  void check_calls();  // the learner's compiled file against the forbidden functions and definitions
+  void refuse_definition(const std::string& line);  // a line of check_calls' listing
+  Differences differences(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                          const Inputs& captured = {});
   [[noreturn]] void fail(const std::string& headline);
   void pictures(const Step& step, const Tensor& got, const Tensor& want, const std::vector<int64_t>& index);
 
@@ -288,7 +301,9 @@ class Grader {
   std::vector<Forbidden> forbidden_;
   std::string case_name_, case_inputs_;
   int cases_ = 0, checks_ = 0;
-  std::string verdict_;  // the first line of the failure, for progress.json
+  std::string verdict_;         // the first line of the failure, for progress.json
+  Progress progress_;           // progress.json as it was when the grader started
+  std::string progress_error_;  // why it could not be read, if it could not
 };
 
 // Runs `body` with a Grader and turns its end into an exit status: main's one call.
