@@ -40,6 +40,7 @@ class Attn : public nn::Module {
   }
 
   std::pair<Tensor, Tensor> forward(const Tensor& Q, const Tensor& K, const Tensor& V) const {
+    nn::TraceScope trace(*this, {Q, K, V});  // the picture draws Attn with its own inputs and outputs
     // Step 1 (3.3 第一步): apply a rule of 2.注意力计算规则 to Q, K, V. Here rule 1: join Q and K,
     // a Linear gives one score per value row, softmax makes them weights, bmm applies them to V.
     Tensor q = select0(Q), k = select0(K);                     // (1, 1, D) -> (1, D): PyTorch's Q[0]
@@ -49,6 +50,7 @@ class Attn : public nn::Module {
     Tensor output = cat({q, select0(attn_applied)}, 1);  // (1, Dq) ++ (1, Dv) -> (1, Dq+Dv)
     // Step 3 (第三步): a Linear gives the output the size asked for: the attention representation of Q.
     output = unsqueeze((*attn_combine)(output), 0);  // (1, Dq+Dv) -> (1, output_size) -> (1, 1, output_size)
+    trace.outputs({output, attn_weights});
     return {output, attn_weights};
   }
 

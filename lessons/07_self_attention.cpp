@@ -42,13 +42,14 @@ class SelfAttention : public nn::Module {
   }
 
   Tensor forward(const Tensor& sents) {
+    nn::TraceScope trace(*this, {sents});    // the picture draws SelfAttention with its own shapes
     Tensor Q = (*QueryW)(sents);             // (B, T, D)
     Tensor K = (*KeyW)(sents);               // (B, T, D)
     Tensor V = (*ValueW)(sents);             // (B, T, D)
     Tensor S = Q.matmul(K.transpose(1, 2));  // (B, T, D) x (B, D, T) -> (B, T, T)
     probs = S.softmax(-1);                   // (B, T, T): the notes' Score2Prob
     scores = S.detach();
-    return probs.matmul(V);  // (B, T, T) x (B, T, D) -> (B, T, D)
+    return trace.output(probs.matmul(V));  // (B, T, T) x (B, T, D) -> (B, T, D)
   }
 
   std::string type_name() const override { return "SelfAttention"; }

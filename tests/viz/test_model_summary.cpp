@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "viz/model_picture_check.hpp"
 #include "viz/viz_test_util.hpp"
 
 using namespace qkv;
+using qkv::test::check_arrow_shapes;
 
 namespace {
 
@@ -127,33 +129,6 @@ Corner corner(const std::map<std::string, pugi::xml_node>& drawn, const std::str
   REQUIRE_MESSAGE(it != drawn.end(), "no module drawn as '" << name << "'");
   pugi::xml_node rect = it->second.child("rect");
   return {rect.attribute("x").as_double(), rect.attribute("y").as_double(), rect.attribute("width").as_double()};
-}
-
-// Every line of the picture (arrows, lines around the side, lines between
-// branches) carries the shape its producer's trace recorded: a module's
-// output at data-port, or the frame's input at data-port. Returns how many
-// lines were checked.
-int check_arrow_shapes(const pugi::xml_document& doc, const viz::ModelTrace& trace) {
-  std::map<std::string, const viz::ModuleCall*> calls;
-  for (const viz::ModuleCall& c : trace.calls) calls.emplace(c.name, &c);  // the first call of each
-  int checked = 0;
-  for (const char* cls : {"flow", "skip", "loop", "cross"})
-    for (pugi::xml_node g : test::with_class(doc, cls)) {
-      const std::string from = g.attribute("data-from").value(), frame = g.attribute("data-frame").value();
-      const size_t port = static_cast<size_t>(g.attribute("data-port").as_int());
-      CAPTURE(cls);
-      CAPTURE(from);
-      CAPTURE(frame);
-      CAPTURE(port);
-      const bool input = from == "input";
-      REQUIRE(calls.count(input ? frame : from) == 1);
-      const viz::ModuleCall& c = *calls.at(input ? frame : from);
-      const std::vector<viz::TracedTensor>& tensors = input ? c.inputs : c.outputs;
-      REQUIRE(port < tensors.size());
-      CHECK(std::string(g.attribute("data-shape").value()) == shape_text(tensors[port].shape));
-      ++checked;
-    }
-  return checked;
 }
 
 // The lines of class `cls` from module `from` to module `to`.
