@@ -233,8 +233,8 @@ class Joined : public nn::Module {
   Tensor forward(const Tensor& x, const Tensor& y) const {
     nn::TraceScope trace(*this, {x, y});
     Tensor x0 = squeeze(slice(x, 0, 0, 1), 0), y0 = squeeze(slice(y, 0, 0, 1), 0);  // (1, 1, 2) -> (1, 2)
-    Tensor h = (*first)(cat({x0, y0}, 1));                                           // (1, 4) -> (1, 3)
-    return trace.output((*second)(cat({x0, h}, 1)));                                 // (1, 5) -> (1, 1)
+    Tensor h = (*first)(cat({x0, y0}, 1));                                          // (1, 4) -> (1, 3)
+    return trace.output((*second)(cat({x0, h}, 1)));                                // (1, 5) -> (1, 1)
   }
   std::string type_name() const override { return "Joined"; }
   std::shared_ptr<nn::Linear> first, second;
