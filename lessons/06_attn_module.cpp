@@ -150,10 +150,12 @@ int main(int argc, char** argv) {
 
   dot_product_branch(lesson, attn, gen);
 
+  lesson.print(
+      "\nWhat to remember: a mechanism is a rule inside a network: a rule's weights applied to V, joined to Q\n"
+      "when the rule joined Q and K, and a Linear to the size asked for. With the transposed dot product and\n"
+      "Q = K = V, step 2 joins nothing and step 3 reads the attention's output alone.\n");
   return lesson.finish(
-      fmt::format("To remember: a mechanism is a rule inside a network. The notes' Attn, completed: rule 1's weights\n"
-                  "{} over the {} value rows, their bmm with V, Q joined to it, and attn_combine to the output size:\n"
-                  "Q {}, K {}, V {} -> {}. With the transposed dot product and Q = K = V, step 2 joins nothing and\n"
-                  "step 3 reads (…, D) alone.",
+      fmt::format("The notes' Attn, completed: rule 1's weights {} over the {} value rows, their bmm with V, Q\n"
+                  "joined to it, and attn_combine to the output size: Q {}, K {}, V {} -> {}.",
                   weights.shape(), V.size(1), Q.shape(), K.shape(), V.shape(), output.shape()));
 }

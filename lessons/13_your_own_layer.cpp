@@ -282,6 +282,11 @@ int main(int argc, char** argv) {
   if (steps < 1 || hidden < 1 || n_train < 2)
     fail("13_your_own_layer: --steps {}, --hidden {} and --n-train {} must be at least 1, 1 and 2", steps, hidden,
          n_train);
+  lesson.print(
+      "What this lesson shows: a new op, swish(x) = x·sigmoid(x), written as qkv writes its ops, forward\n"
+      "and backward side by side; gradcheck passing it and catching a backward that forgets the product\n"
+      "rule; the op inside a layer of your own, drawn in the model picture like the library's layers; and\n"
+      "that layer trained on two half-moons, with its decision surface drawn.\n");
   Generator gen(lesson.seed());
 
   const OpShown shown = show_the_op(lesson);
@@ -325,6 +330,11 @@ int main(int argc, char** argv) {
   lesson.result("train_accuracy", train_accuracy);
   lesson.result("test_accuracy", test_accuracy);
 
+  lesson.print(
+      "\nWhat to remember: an op is one function: compute the output without recording, then record() its\n"
+      "backward beside it, reading only what it saved. gradcheck compares that backward with finite\n"
+      "differences and names the element where they disagree. A layer is a Module that registers its\n"
+      "parts and calls ops in its forward; a TraceScope in that forward puts it in the model picture.\n");
   return lesson.finish(fmt::format(
       "swish written as one op with its hand-derived backward; gradcheck passed it and caught the backward\n"
       "that forgot the product rule. Inside SwishMLP, trained with Adam for {} steps, the loss fell from\n"
