@@ -573,6 +573,54 @@ void the_parts(lesson::Lesson& lesson, nn::EncoderDecoder& model, nn::Transforme
 
 }  // namespace
 
+// The lesson's flags, read and checked (a value out of range stops the lesson, naming it).
+Sizes read_flags(lesson::Lesson& lesson) {
+  Sizes z;
+  lesson.option("--epochs", z.epochs, "passes over the training pairs", {.max = 10'000});
+  lesson.option("--batch-size", z.batch_size, "sentence pairs per minibatch", {.max = 4096});
+  lesson.option("--num-hiddens", z.num_hiddens, "d_model H: the features of every position", {.min = 2, .max = 1024});
+  lesson.option("--heads", z.num_heads, "attention heads h (H must be a multiple of h)", {.max = 64});
+  lesson.option("--blocks", z.num_blks, "encoder blocks, and as many decoder blocks", {.max = 16});
+  lesson.option("--ffn", z.ffn_num_hiddens, "hidden units F of the position-wise FFN", {.max = 4096});
+  lesson.option("--num-steps", z.num_steps, "tokens per sentence after truncating or padding", {.min = 2, .max = 256});
+  lesson.option("--min-freq", z.min_freq, "keep the words seen at least this often (d2l: 2); the rest are <unk>",
+                {.max = 10'000});
+  lesson.option("--dropout", z.dropout, "dropout rate (in training only; d2l: 0.2)");
+  lesson.option("--lr", z.lr, "AdamW learning rate");
+  lesson.option("--label-smoothing", z.label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");
+  lesson.option("--weight-decay", z.weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
+  lesson.data_option();
+  lesson.start();
+  if (z.epochs < 1 || z.batch_size < 1 || z.num_hiddens < 2 || z.num_heads < 1 || z.num_blks < 1 ||
+      z.ffn_num_hiddens < 1 || z.num_steps < 2 || z.min_freq < 1)
+    fail(
+        "11_transformer: --epochs {}, --batch-size {}, --num-hiddens {}, --heads {}, --blocks {}, --ffn {}, "
+        "--num-steps {}, --min-freq {}: each must be at least 1 (num-hiddens and num-steps at least 2)",
+        z.epochs, z.batch_size, z.num_hiddens, z.num_heads, z.num_blks, z.ffn_num_hiddens, z.num_steps, z.min_freq);
+  if (z.num_hiddens % z.num_heads != 0 || z.num_hiddens % 2 != 0)
+    fail("11_transformer: --num-hiddens {} must be even and a multiple of --heads {}", z.num_hiddens, z.num_heads);
+  if (!(z.label_smoothing >= 0 && z.label_smoothing < 1) || !(z.weight_decay >= 0) ||
+      !(z.dropout >= 0 && z.dropout < 1))
+    fail("11_transformer: --label-smoothing {} and --dropout {} must be in [0, 1), --weight-decay {} at least 0",
+         z.label_smoothing, z.dropout, z.weight_decay);
+  return z;
+}
+
+// The trained model and its vocabularies, for lessons/translate.cpp to load.
+void save_model(lesson::Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt, const Sizes& z) {
+  lesson::save_lesson_model(lesson, model,
+                            {.architecture = "transformer",
+                             .trained_by = "11_transformer",
+                             .num_steps = z.num_steps,
+                             .num_hiddens = z.num_hiddens,
+                             .dropout = z.dropout,
+                             .ffn_num_hiddens = z.ffn_num_hiddens,
+                             .num_heads = z.num_heads,
+                             .num_blks = z.num_blks,
+                             .use_bias = false},
+                            nmt);
+}
+
 // What the lesson will show, printed before its first section.
 void what_you_will_see(lesson::Lesson& lesson) {
   lesson.print(
@@ -594,35 +642,8 @@ void what_to_remember(lesson::Lesson& lesson) {
 
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 11);
-  Sizes z;
-  lesson.option("--epochs", z.epochs, "passes over the training pairs", {.max = 10'000});
-  lesson.option("--batch-size", z.batch_size, "sentence pairs per minibatch", {.max = 4096});
-  lesson.option("--num-hiddens", z.num_hiddens, "d_model H: the features of every position", {.min = 2, .max = 1024});
-  lesson.option("--heads", z.num_heads, "attention heads h (H must be a multiple of h)", {.max = 64});
-  lesson.option("--blocks", z.num_blks, "encoder blocks, and as many decoder blocks", {.max = 16});
-  lesson.option("--ffn", z.ffn_num_hiddens, "hidden units F of the position-wise FFN", {.max = 4096});
-  lesson.option("--num-steps", z.num_steps, "tokens per sentence after truncating or padding", {.min = 2, .max = 256});
-  lesson.option("--min-freq", z.min_freq, "keep the words seen at least this often (d2l: 2); the rest are <unk>",
-                {.max = 10'000});
-  lesson.option("--dropout", z.dropout, "dropout rate (in training only; d2l: 0.2)");
-  lesson.option("--lr", z.lr, "AdamW learning rate");
-  lesson.option("--label-smoothing", z.label_smoothing, "ε: train against (1-ε)·onehot + ε/V (0: d2l's loss)");
-  lesson.option("--weight-decay", z.weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
-  lesson.data_option();
-  lesson.start();
+  const Sizes z = read_flags(lesson);
   const auto start = std::chrono::steady_clock::now();
-  if (z.epochs < 1 || z.batch_size < 1 || z.num_hiddens < 2 || z.num_heads < 1 || z.num_blks < 1 ||
-      z.ffn_num_hiddens < 1 || z.num_steps < 2 || z.min_freq < 1)
-    fail(
-        "11_transformer: --epochs {}, --batch-size {}, --num-hiddens {}, --heads {}, --blocks {}, --ffn {}, "
-        "--num-steps {}, --min-freq {}: each must be at least 1 (num-hiddens and num-steps at least 2)",
-        z.epochs, z.batch_size, z.num_hiddens, z.num_heads, z.num_blks, z.ffn_num_hiddens, z.num_steps, z.min_freq);
-  if (z.num_hiddens % z.num_heads != 0 || z.num_hiddens % 2 != 0)
-    fail("11_transformer: --num-hiddens {} must be even and a multiple of --heads {}", z.num_hiddens, z.num_heads);
-  if (!(z.label_smoothing >= 0 && z.label_smoothing < 1) || !(z.weight_decay >= 0) ||
-      !(z.dropout >= 0 && z.dropout < 1))
-    fail("11_transformer: --label-smoothing {} and --dropout {} must be in [0, 1), --weight-decay {} at least 0",
-         z.label_smoothing, z.dropout, z.weight_decay);
   Generator gen(lesson.seed());
   what_you_will_see(lesson);
 
@@ -646,17 +667,7 @@ int main(int argc, char** argv) {
 
   layer_norm_vs_batch_norm(lesson);
   std::vector<double> losses = training(lesson, model, nmt, z, gen);
-  lesson::save_lesson_model(lesson, model,
-                            {.architecture = "transformer",
-                             .trained_by = "11_transformer",
-                             .num_steps = z.num_steps,
-                             .num_hiddens = z.num_hiddens,
-                             .dropout = z.dropout,
-                             .ffn_num_hiddens = z.ffn_num_hiddens,
-                             .num_heads = z.num_heads,
-                             .num_blks = z.num_blks,
-                             .use_bias = false},
-                            nmt);
+  save_model(lesson, model, nmt, z);
   greedy_decoding(lesson, model, *encoder, *decoder, nmt, z.num_steps);
 
   lesson.section("d2l's four sentences");

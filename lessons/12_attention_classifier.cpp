@@ -649,6 +649,26 @@ void save_results(lesson::Lesson& lesson, const Split& test_split, const std::ve
   lesson.result("second_clause_uniform_share", shares.second_clause_uniform);
 }
 
+// Both files read, the vocabulary of the training sentences, every sentence as T ids; then shown.
+struct Corpus {
+  Split train, test;
+  data::Vocab vocab;
+};
+Corpus read_corpus(lesson::Lesson& lesson, int64_t num_steps) {
+  Split train_split = read_split(lesson.data() / "sentiment" / "train.txt");
+  Split test_split = read_split(lesson.data() / "sentiment" / "test.txt");
+  data::Vocab vocab(train_split.text.tokens, /*min_freq=*/1, {"<pad>"});
+  for (Split* s : {&train_split, &test_split}) {
+    for (const auto& words : s->text.tokens)
+      if (static_cast<int64_t>(words.size()) > num_steps)
+        fail("12_attention_classifier: \"{}\" has {} words, more than T = {}", fmt::join(words, " "), words.size(),
+             num_steps);
+    s->array = data::build_array(s->text.tokens, vocab, num_steps);  // (N, T), (N)
+  }
+  show_data(lesson, train_split, test_split, vocab, num_steps);
+  return {std::move(train_split), std::move(test_split), std::move(vocab)};
+}
+
 // What the lesson will show, printed before its first section.
 void what_you_will_see(lesson::Lesson& lesson) {
   lesson.print(
@@ -692,17 +712,9 @@ int main(int argc, char** argv) {
   five_steps(lesson);
   notes_model(lesson);
 
-  Split train_split = read_split(lesson.data() / "sentiment" / "train.txt");
-  Split test_split = read_split(lesson.data() / "sentiment" / "test.txt");
-  data::Vocab vocab(train_split.text.tokens, /*min_freq=*/1, {"<pad>"});
-  for (Split* s : {&train_split, &test_split}) {
-    for (const auto& words : s->text.tokens)
-      if (static_cast<int64_t>(words.size()) > num_steps)
-        fail("12_attention_classifier: \"{}\" has {} words, more than T = {}", fmt::join(words, " "), words.size(),
-             num_steps);
-    s->array = data::build_array(s->text.tokens, vocab, num_steps);  // (N, T), (N)
-  }
-  show_data(lesson, train_split, test_split, vocab, num_steps);
+  Corpus corpus = read_corpus(lesson, num_steps);
+  Split &train_split = corpus.train, &test_split = corpus.test;
+  const data::Vocab& vocab = corpus.vocab;
 
   // Three models, each from the same seed: the same first draws, the same batches.
   const int64_t V = vocab.size(), C = train_split.text.num_classes;
