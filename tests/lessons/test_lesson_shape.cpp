@@ -30,13 +30,12 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 TEST_CASE("lessons: each opens with what it will show and ends with what to remember") {
   // Flags that keep a run short; a lesson not listed runs at its defaults.
-  const std::map<std::string, std::string> quick = {
-      {"08_seq2seq_attention", "--epochs 1 --embed 8 --hidden 8"},
-      {"10_positional_encoding", "--reps 1"},
-      {"11_transformer", "--epochs 1 --blocks 1"},
-      {"12_attention_classifier", "--epochs 1"},
-      {"13_your_own_layer", "--steps 5 --hidden 8"},
-      {"14_attention_at_length", "--max-t 128 --reps 1"}};
+  const std::map<std::string, std::string> quick = {{"08_seq2seq_attention", "--epochs 1 --embed 8 --hidden 8"},
+                                                    {"10_positional_encoding", "--reps 1"},
+                                                    {"11_transformer", "--epochs 1 --blocks 1"},
+                                                    {"12_attention_classifier", "--epochs 1"},
+                                                    {"13_your_own_layer", "--steps 5 --hidden 8"},
+                                                    {"14_attention_at_length", "--max-t 128 --reps 1"}};
   int checked = 0;
   for (const qkv::lesson::CatalogEntry& e : qkv::lesson::catalog) {
     if (!e.written) continue;
@@ -52,8 +51,10 @@ TEST_CASE("lessons: each opens with what it will show and ends with what to reme
     std::vector<size_t> sections, remember;
     for (size_t i = 0; i < lines.size(); ++i) {
       if (header == lines.size() && starts_with(lines[i], "Arithmetic:")) header = i;
-      if (starts_with(lines[i], "== Summary ==")) summary = i;
-      else if (starts_with(lines[i], "== ")) sections.push_back(i);
+      if (starts_with(lines[i], "== Summary =="))
+        summary = i;
+      else if (starts_with(lines[i], "== "))
+        sections.push_back(i);
       if (lines[i].find("What to remember:") != std::string::npos) remember.push_back(i);
     }
     REQUIRE(header < lines.size());
