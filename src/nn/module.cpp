@@ -274,6 +274,15 @@ class Tracer {
     pop();
   }
 
+  void note(const Module& module, std::string_view text) {
+    for (size_t i = modules_.size(); i-- > 0;)
+      if (modules_[i] == &module) {
+        trace_.calls[i].note = std::string(text);
+        return;
+      }
+    fail("nn::trace_note: {} has not run in this trace: no call to note \"{}\" on", module.type_name(), text);
+  }
+
   void outputs(int call, std::initializer_list<TraceArg> ys) {
     trace_.calls[static_cast<size_t>(call)].outputs = tensors(ys);
   }
@@ -453,6 +462,11 @@ void TraceScope::close() {
 }
 void TraceScope::record_outputs(std::initializer_list<TraceArg> ys) {
   if (detail::active_tracer) detail::active_tracer->outputs(call_, ys);
+}
+
+void trace_note(const Module& module, std::string_view note) {
+  if (note.empty()) fail("nn::trace_note: an empty note for {}", module.type_name());
+  if (detail::active_tracer) detail::active_tracer->note(module, note);
 }
 
 viz::ModelTrace trace(const Module& model, const std::function<void()>& forward) {

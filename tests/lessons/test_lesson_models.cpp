@@ -209,6 +209,9 @@ TEST_CASE("lesson models: 11's picture follows --blocks and --heads") {
       CHECK(p.modules.count(part) == 1);
     CHECK(p.modules[""].attribute("data-params").as_llong() == r.results().at("model_parameters").get<int64_t>());
     CHECK(p.doc.select_nodes("//*[@class='cross']").size() == static_cast<size_t>(blocks));
+    // The decoder block's self-attention is drawn as causally masked; its attention on the encoder is not.
+    CHECK(std::string(p.modules["decoder.blks.0.attention1"].attribute("data-note").value()) == "causal mask");
+    CHECK(std::string(p.modules["decoder.blks.0.attention2"].attribute("data-note").value()).empty());
 
     // The trained decoder's masked self-attention, every block and head (blocks, 2, S, S): causal, so
     // step s gives no weight to a later step, and each row is a softmax (sums to 1).

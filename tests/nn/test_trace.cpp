@@ -259,3 +259,17 @@ TEST_CASE("trace: the model's own inputs are followed through the ops before its
   nn::trace(model, [&] { model.forward(w, y); });
   CHECK(w.requires_grad());
 }
+
+TEST_CASE("trace: trace_note marks the last call of a module; without a trace it does nothing") {
+  auto lin = std::make_shared<nn::Linear>(2, 2);
+  Tensor x = randn({1, 2});
+  nn::trace_note(*lin, "causal mask");  // no trace runs: nothing to mark, no error
+  viz::ModelTrace t = nn::trace(*lin, [&] {
+    (*lin)(x);
+    nn::trace_note(*lin, "first");
+    nn::trace_note(*lin, "second");  // the last note holds
+  });
+  CHECK(t.calls[0].note == "second");
+  viz::ModelTrace plain = nn::trace(*lin, [&] { (*lin)(x); });
+  CHECK(plain.calls[0].note.empty());
+}

@@ -403,6 +403,36 @@ TEST_CASE("model_svg: the Transformer's residual paths and the encoder's output,
   test::check_text_layout(doc);
 }
 
+TEST_CASE("model_svg and model_summary: the decoder's self-attention is marked as causally masked") {
+  // TransformerDecoderBlock builds the causal mask for its attention1 (d2l's dec_valid_lens) and notes it
+  // on that call (nn::trace_note); the attention that reads the encoder, and the encoder's own, have none.
+  Transformer tr = transformer(8, 2, 2);
+  pugi::xml_document doc = parse(viz::model_svg(tr.trace));
+  const std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
+  for (const auto& [name, g] : drawn) {
+    CAPTURE(name);
+    const bool causal = name.size() > 11 && name.substr(name.size() - 11) == ".attention1";
+    CHECK((std::string(g.attribute("data-note").value()) == "causal mask") == causal);
+    if (causal) {
+      CHECK(name.rfind("decoder.blks.", 0) == 0);
+      CHECK(test::has_text(doc, "MultiHeadAttention (causal mask)"));
+      CHECK(std::string(g.child_value("title")).find(", causal mask") != std::string::npos);
+    }
+  }
+  CHECK(drawn.count("decoder.blks.0.attention1") == 1);  // the first block drawn open; the second as one box,
+  CHECK(std::string(drawn.at("decoder.blks.1").child_value("title")).find("MultiHeadAttention, causal mask") !=
+        std::string::npos);  // its parts in its hover text
+  // The terminal table says it on the same rows.
+  const std::string summary = viz::model_summary(tr.trace);
+  size_t rows = 0;
+  for (size_t at = summary.find("attention1: MultiHeadAttention (causal mask)"); at != std::string::npos;
+       at = summary.find("attention1: MultiHeadAttention (causal mask)", at + 1))
+    ++rows;
+  CHECK(rows == 2);
+  CHECK(summary.find("attention2: MultiHeadAttention (") == std::string::npos);
+  test::check_text_layout(doc);
+}
+
 TEST_CASE("model_svg: seq2seq with Bahdanau attention: the recurrence and the encoder's state") {
   // d2l 10.7 / 11.4: at each step the decoder's attention reads the previous hidden state (the encoder's
   // final state at the first step) as its query and the encoder's outputs as keys; the GRU reads the context
