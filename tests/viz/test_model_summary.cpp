@@ -409,7 +409,9 @@ TEST_CASE("model_svg and model_summary: the decoder's self-attention is marked a
   Transformer tr = transformer(8, 2, 2);
   pugi::xml_document doc = parse(viz::model_svg(tr.trace));
   const std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
-  for (const auto& [name, g] : drawn) {
+  for (const auto& entry : drawn) {  // no structured binding: CAPTURE's lambda cannot capture one in clang 14
+    const std::string& name = entry.first;
+    const pugi::xml_node g = entry.second;
     CAPTURE(name);
     const bool causal = name.size() > 11 && name.substr(name.size() - 11) == ".attention1";
     CHECK((std::string(g.attribute("data-note").value()) == "causal mask") == causal);
