@@ -177,10 +177,11 @@ int main(int argc, char** argv) {
   lesson.result("x_train", data.x_train);
   lesson.result("y_train", data.y_train);
 
+  lesson.print(
+      "\nWhat to remember: keys are what stands out by itself, the query is what we look for, and attention\n"
+      "weighs the values by how well their keys match the query. Average pooling ignores the query.\n");
   return lesson.finish(
-      fmt::format("To remember: keys are what stands out by itself, the query is what we look for, and\n"
-                  "attention weighs the values by how well their keys match the query. Average pooling ignores\n"
-                  "the query: it predicts the mean {:.4f} of the training y for every x, a flat line far from\n"
+      fmt::format("Average pooling predicts the mean {:.4f} of the training y for every x, a flat line far from\n"
                   "the curve f(x) (test MSE {:.4f} against f). Lesson 02 lets the query choose.",
                   y_mean.item(), mse.item()));
 }

@@ -186,10 +186,11 @@ int main(int argc, char** argv) {
   lesson.result("width_test_mse", c.width_mse);
 
   const size_t best_kernel = argmin(c.kernel_mse), best_width = argmin(c.width_mse);
+  lesson.print(
+      "\nWhat to remember: attention pooling weighs each training value by a kernel of its key's distance to\n"
+      "the query. The Gaussian's weights form a band along the diagonal, and the prediction follows f(x).\n");
   return lesson.finish(
-      fmt::format("To remember: attention pooling weighs each training value by a kernel of its key's distance to\n"
-                  "the query. The Gaussian's weights form a band along the diagonal, the prediction follows f(x),\n"
-                  "and the test MSE falls from {:.4f} (average pooling) to {:.4f}. Of d2l's kernels the {} did\n"
+      fmt::format("The test MSE falls from {:.4f} (average pooling) to {:.4f}. Of d2l's kernels the {} did\n"
                   "best here (test MSE {:.4f}); of the widths, σ = {} ({:.4f}). Lesson 03 learns the width.",
                   average_mse.item(), mse.item(), d2l_kernels()[best_kernel].name, c.kernel_mse[best_kernel],
                   c.sigmas[best_width], c.width_mse[best_width]));

@@ -204,9 +204,10 @@ int main(int argc, char** argv) {
   lesson.result("weights", c.learned.weights);
   lesson.result("prediction", c.learned.y_hat);
 
+  lesson.print(
+      "\nWhat to remember: a kernel's width can be a parameter, learned by gradient descent like any other.\n");
   return lesson.finish(fmt::format(
-      "To remember: a kernel's width can be a parameter, learned by gradient descent like any other.\n"
-      "Here w moved from {:.4f} to {:.4f}; the summed squared error fell from {:.4f} to {:.4f} in {} epochs.\n"
+      "w moved from {:.4f} to {:.4f}; the summed squared error fell from {:.4f} to {:.4f} in {} epochs.\n"
       "The attention is sharper than lesson 02's: mean row entropy {:.4f} against {:.4f}.",
       t.w_start, learned_w.item(), t.losses.front(), t.final_loss, epochs, c.entropy_learned, c.entropy_fixed));
 }

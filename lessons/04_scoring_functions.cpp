@@ -323,9 +323,11 @@ int main(int argc, char** argv) {
       "values  (批量数, 键-值对个数, 值向量长度)   = {}\noutput  (批量数, 查询向量个数, 值向量长度) = {}\n",
       queries.shape(), example.keys.shape(), example.values.shape(), additive_out.shape());
 
-  return lesson.finish(
-      "To remember: attention is score, softmax, weighted sum. The score a(q, k) can be a dot product,\n"
+  lesson.print(
+      "\nWhat to remember: attention is score, softmax, weighted sum. The score a(q, k) can be a dot product,\n"
       "a cosine, an MLP or additive; α is its softmax over the keys, masked where keys are padding; the\n"
-      "output sums the values with the α. Equal keys give uniform weights, so d2l's example outputs the\n"
-      "mean of the valid values. Divide q·k by √d, or the softmax turns one-hot as d grows.");
+      "output sums the values with the α. Divide q·k by √d, or the softmax turns one-hot as d grows.\n");
+  return lesson.finish(
+      "Similarity, masked softmax, additive and scaled dot-product attention computed on d2l's shapes.\n"
+      "Equal keys give uniform weights, so d2l's example outputs the mean of the valid values.");
 }

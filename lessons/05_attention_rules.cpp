@@ -139,9 +139,11 @@ int main(int argc, char** argv) {
   lesson.result("bmm_shape", bmm_check.res);
   lesson.result("bmm_max_diff_from_matmul", bmm_check.max_diff);
 
-  return lesson.finish(fmt::format(
-      "To remember: the three rules of 000 2.注意力计算规则 differ only in how a score is made (a Linear of\n"
-      "the joined Q and K; a Linear, tanh and sum; a scaled dot product); each ends in softmax weights and\n"
-      "a bmm with V, giving {}. bmm multiplies matching matrices of two batches: {} · {} -> {}.",
-      r3.out.shape(), bmm_check.input, bmm_check.mat2, bmm_check.res));
+  lesson.print(
+      "\nWhat to remember: the three rules of 000 2.注意力计算规则 differ only in how a score is made (a Linear\n"
+      "of the joined Q and K; a Linear, tanh and sum; a scaled dot product); each ends in softmax weights\n"
+      "and a bmm with V. bmm multiplies matching matrices of two batches.\n");
+  return lesson.finish(
+      fmt::format("Each rule's weights and bmm with V give {}. bmm on matching matrices of two batches: {} · {} -> {}.",
+                  r3.out.shape(), bmm_check.input, bmm_check.mat2, bmm_check.res));
 }

@@ -40,6 +40,7 @@ class Attn : public nn::Module {
   }
 
   std::pair<Tensor, Tensor> forward(const Tensor& Q, const Tensor& K, const Tensor& V) const {
+    nn::TraceScope trace(*this, {Q, K, V});  // the picture draws Attn with its own inputs and outputs
     // Step 1 (3.3 第一步): apply a rule of 2.注意力计算规则 to Q, K, V. Here rule 1: join Q and K,
     // a Linear gives one score per value row, softmax makes them weights, bmm applies them to V.
     Tensor q = select0(Q), k = select0(K);                     // (1, 1, D) -> (1, D): PyTorch's Q[0]
@@ -49,6 +50,7 @@ class Attn : public nn::Module {
     Tensor output = cat({q, select0(attn_applied)}, 1);  // (1, Dq) ++ (1, Dv) -> (1, Dq+Dv)
     // Step 3 (第三步): a Linear gives the output the size asked for: the attention representation of Q.
     output = unsqueeze((*attn_combine)(output), 0);  // (1, Dq+Dv) -> (1, output_size) -> (1, 1, output_size)
+    trace.outputs({output, attn_weights});
     return {output, attn_weights};
   }
 
@@ -88,6 +90,52 @@ void dot_product_branch(lesson::Lesson& lesson, const Attn& attn, Generator& gen
   lesson.result("attn_combine_in_features", joined);
 }
 
+// One call on the notes' shapes: Q (1,1,32), K (1,1,32), V (1,32,64) -> output (1,1,64), weights (1,32).
+struct OneCall {
+  Tensor Q, K, V, output, weights;
+};
+OneCall one_call(lesson::Lesson& lesson, Attn& attn, Generator& gen) {
+  lesson.section("One call: Q (1,1,32), K (1,1,32), V (1,32,64)");
+  Tensor Q = randn({1, 1, 32}, gen);
+  Tensor K = randn({1, 1, 32}, gen);
+  Tensor V = randn({1, 32, 64}, gen);
+  auto [output, weights] = attn.forward(Q, K, V);  // (1, 1, 64), (1, 32)
+  lesson.print("Q {}, K {}, V {} -> output {}, attention weights {}\n", Q.shape(), K.shape(), V.shape(), output.shape(),
+               weights.shape());
+  lesson.print("weights sum to {:.4f}; the largest is {:.4f} (on value row {})\n", sum(weights).item(),
+               max(weights).item(), argmax(weights).item());
+  lesson.heatmap("attention_weights.svg", weights,
+                 {.title = "Attn: rule 1's weights over the 32 value rows",
+                  .xlabel = "value rows",
+                  .row_labels = {"the query Q"}});  // one row: a label beside it, where an axis title would not fit
+  lesson.print("output[0, 0, :8] = {}\n", slice(reshape(output, {64}), 0, 0, 8));
+  lesson.draw_model("model.svg", attn, [&] { attn.forward(Q, K, V); },
+                    {.title = "The notes' Attn, drawn from one call on Q (1,1,32), K (1,1,32), V (1,32,64)"});
+
+  lesson.result("output_shape", output.shape());
+  lesson.result("weights_shape", weights.shape());
+  lesson.result("weights", weights);
+  lesson.result("num_parameters", attn.num_parameters());
+  // The inputs and every parameter, so that the output can be recomputed from this file alone.
+  lesson.result("Q", Q);
+  lesson.result("K", K);
+  lesson.result("V", V);
+  lesson.result("attn_weight", attn.attn->weight);                  // (32, 64)
+  lesson.result("attn_bias", attn.attn->bias);                      // (32)
+  lesson.result("attn_combine_weight", attn.attn_combine->weight);  // (64, 96)
+  lesson.result("attn_combine_bias", attn.attn_combine->bias);      // (64)
+  lesson.result("output", output);
+  return {Q, K, V, output, weights};
+}
+
+// What to keep from it, printed before the summary.
+void what_to_remember(lesson::Lesson& lesson) {
+  lesson.print(
+      "\nWhat to remember: a mechanism is a rule inside a network: a rule's weights applied to V, joined to Q\n"
+      "when the rule joined Q and K, and a Linear to the size asked for. With the transposed dot product and\n"
+      "Q = K = V, step 2 joins nothing and step 3 reads the attention's output alone.\n");
+}
+
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 6);
   lesson.start();
@@ -115,43 +163,12 @@ int main(int argc, char** argv) {
   Attn attn(/*query_size=*/32, /*key_size=*/32, /*value_size1=*/32, /*value_size2=*/64, /*output_size=*/64, gen);
   lesson.print("{}\n", attn.repr());
 
-  lesson.section("One call: Q (1,1,32), K (1,1,32), V (1,32,64)");
-  Tensor Q = randn({1, 1, 32}, gen);
-  Tensor K = randn({1, 1, 32}, gen);
-  Tensor V = randn({1, 32, 64}, gen);
-  auto [output, weights] = attn.forward(Q, K, V);
-  lesson.print("Q {}, K {}, V {} -> output {}, attention weights {}\n", Q.shape(), K.shape(), V.shape(), output.shape(),
-               weights.shape());
-  lesson.print("weights sum to {:.4f}; the largest is {:.4f} (on value row {})\n", sum(weights).item(),
-               max(weights).item(), argmax(weights).item());
-  lesson.heatmap("attention_weights.svg", weights,
-                 {.title = "Attn: rule 1's weights over the 32 value rows",
-                  .xlabel = "value rows",
-                  .row_labels = {"the query Q"}});  // one row: a label beside it, where an axis title would not fit
-  lesson.print("output[0, 0, :8] = {}\n", slice(reshape(output, {64}), 0, 0, 8));
-  lesson.draw_model("model.svg", attn, [&] { attn.forward(Q, K, V); },
-                    {.title = "The notes' Attn, drawn from one call on Q (1,1,32), K (1,1,32), V (1,32,64)"});
-
-  lesson.result("output_shape", output.shape());
-  lesson.result("weights_shape", weights.shape());
-  lesson.result("weights", weights);
-  lesson.result("num_parameters", attn.num_parameters());
-  // The inputs and every parameter, so that the output can be recomputed from this file alone.
-  lesson.result("Q", Q);
-  lesson.result("K", K);
-  lesson.result("V", V);
-  lesson.result("attn_weight", attn.attn->weight);                  // (32, 64)
-  lesson.result("attn_bias", attn.attn->bias);                      // (32)
-  lesson.result("attn_combine_weight", attn.attn_combine->weight);  // (64, 96)
-  lesson.result("attn_combine_bias", attn.attn_combine->bias);      // (64)
-  lesson.result("output", output);
-
+  const OneCall call = one_call(lesson, attn, gen);
   dot_product_branch(lesson, attn, gen);
 
-  return lesson.finish(
-      fmt::format("To remember: a mechanism is a rule inside a network. The notes' Attn, completed: rule 1's weights\n"
-                  "{} over the {} value rows, their bmm with V, Q joined to it, and attn_combine to the output size:\n"
-                  "Q {}, K {}, V {} -> {}. With the transposed dot product and Q = K = V, step 2 joins nothing and\n"
-                  "step 3 reads (…, D) alone.",
-                  weights.shape(), V.size(1), Q.shape(), K.shape(), V.shape(), output.shape()));
+  what_to_remember(lesson);
+  return lesson.finish(fmt::format(
+      "The notes' Attn, completed: rule 1's weights {} over the {} value rows, their bmm with V, Q\n"
+      "joined to it, and attn_combine to the output size: Q {}, K {}, V {} -> {}.",
+      call.weights.shape(), call.V.size(1), call.Q.shape(), call.K.shape(), call.V.shape(), call.output.shape()));
 }

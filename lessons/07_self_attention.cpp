@@ -42,13 +42,14 @@ class SelfAttention : public nn::Module {
   }
 
   Tensor forward(const Tensor& sents) {
+    nn::TraceScope trace(*this, {sents});    // the picture draws SelfAttention with its own shapes
     Tensor Q = (*QueryW)(sents);             // (B, T, D)
     Tensor K = (*KeyW)(sents);               // (B, T, D)
     Tensor V = (*ValueW)(sents);             // (B, T, D)
     Tensor S = Q.matmul(K.transpose(1, 2));  // (B, T, D) x (B, D, T) -> (B, T, T)
     probs = S.softmax(-1);                   // (B, T, T): the notes' Score2Prob
     scores = S.detach();
-    return probs.matmul(V);  // (B, T, T) x (B, T, D) -> (B, T, D)
+    return trace.output(probs.matmul(V));  // (B, T, T) x (B, T, D) -> (B, T, D)
   }
 
   std::string type_name() const override { return "SelfAttention"; }
@@ -193,11 +194,13 @@ int main(int argc, char** argv) {
   Tensor free_probs = without_projections(lesson, sents);
   draw_probabilities(lesson, model.probs.detach(), free_probs);
 
+  lesson.print(
+      "\nWhat to remember: self-attention compares every vector of a sentence with every other, turns each\n"
+      "row of scores into probabilities that sum to 1, and mixes the values in those proportions. 002's\n"
+      "printed matrix is X Xᵀ of its unit vectors: symmetric, ones on the diagonal; its module's Q Kᵀ is\n"
+      "neither, and a Transformer would also divide by √d.\n");
   return lesson.finish(
-      fmt::format("To remember: self-attention compares every vector of a sentence with every other (scores\n"
-                  "{}), turns each row into probabilities that sum to 1, and mixes the values in those\n"
-                  "proportions (output {}). 002's printed matrix is X Xᵀ of its unit vectors: symmetric,\n"
-                  "ones on the diagonal, reproduced here from its own input; its module's Q Kᵀ is neither, and\n"
-                  "a Transformer would also divide by √d.",
+      fmt::format("SelfAttention on 002's sentences: scores {}, output {}; 002's printed matrix reproduced from\n"
+                  "its own input.",
                   model.scores.shape(), sents.shape()));
 }

@@ -445,27 +445,8 @@ std::string beam_search_section(lesson::Lesson& lesson, nn::EncoderDecoder& mode
 
 }  // namespace
 
-// What the lesson will show, printed before its first section.
-void what_you_will_see(lesson::Lesson& lesson) {
-  lesson.print(
-      "What this lesson shows: note 003's encoder–decoder with Bahdanau attention, its decoder's state and\n"
-      "one decoding step worked by hand; the model trained on English–French pairs; BLEU explained, then\n"
-      "measured on held-out pairs; which English word each French word looks at; and beam search against\n"
-      "greedy decoding.\n");
-}
-
-// What to keep from it, printed before the summary.
-void what_to_remember(lesson::Lesson& lesson) {
-  lesson.print(
-      "\nWhat to remember: at every step the decoder's last hidden state is the query, the encoder's outputs\n"
-      "are keys and values, and the valid lengths mask the padding; the context is fed to the GRU with the\n"
-      "step's input, so the decoder runs one step at a time. The weights align each output word with the\n"
-      "source words it needs, wherever they stand. A beam keeps several partial translations; it finds what\n"
-      "the model scores higher, which is not always what BLEU scores higher.\n");
-}
-
-int main(int argc, char** argv) {
-  lesson::Lesson lesson(argc, argv, 8);
+// The lesson's flags, read and checked (a value out of range stops the lesson, naming it).
+Sizes read_flags(lesson::Lesson& lesson) {
   Sizes z;
   lesson.option("--epochs", z.epochs, "passes over the training pairs", {.max = 10'000});
   lesson.option("--batch-size", z.batch_size, "pairs per minibatch", {.max = 4096});
@@ -488,6 +469,31 @@ int main(int argc, char** argv) {
   if (!(z.label_smoothing >= 0 && z.label_smoothing < 1) || !(z.weight_decay >= 0))
     fail("08_seq2seq_attention: --label-smoothing {} must be in [0, 1) and --weight-decay {} at least 0",
          z.label_smoothing, z.weight_decay);
+  return z;
+}
+
+// What the lesson will show, printed before its first section.
+void what_you_will_see(lesson::Lesson& lesson) {
+  lesson.print(
+      "What this lesson shows: note 003's encoder–decoder with Bahdanau attention, its decoder's state and\n"
+      "one decoding step worked by hand; the model trained on English–French pairs; BLEU explained, then\n"
+      "measured on held-out pairs; which English word each French word looks at; and beam search against\n"
+      "greedy decoding.\n");
+}
+
+// What to keep from it, printed before the summary.
+void what_to_remember(lesson::Lesson& lesson) {
+  lesson.print(
+      "\nWhat to remember: at every step the decoder's last hidden state is the query, the encoder's outputs\n"
+      "are keys and values, and the valid lengths mask the padding; the context is fed to the GRU with the\n"
+      "step's input, so the decoder runs one step at a time. The weights align each output word with the\n"
+      "source words it needs, wherever they stand. A beam keeps several partial translations; it finds what\n"
+      "the model scores higher, which is not always what BLEU scores higher.\n");
+}
+
+int main(int argc, char** argv) {
+  lesson::Lesson lesson(argc, argv, 8);
+  const Sizes z = read_flags(lesson);
   Generator gen(lesson.seed());
   what_you_will_see(lesson);
 

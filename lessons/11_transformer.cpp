@@ -19,8 +19,8 @@
 // what the decoder keeps from the earlier steps; d2l's four sentences are
 // translated and checked against their references (a wrong one is called
 // wrong); every held-out pair of data/eng-fra/test.txt is translated, scored
-// with BLEU (k = 2) and saved; and the attention of one sentence is drawn per
-// block and per head.
+// with BLEU (k = 2) and saved; and the attention of one held-out sentence (the
+// short one this run translates best) is drawn per block and per head.
 //
 // The trained model is saved with its vocabularies as <out>/model.safetensors
 // (lessons/support/translation_model.hpp); lessons/translate.cpp loads it and
@@ -44,6 +44,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <sstream>
 
 #include "lesson.hpp"
 #include "translation.hpp"
@@ -462,10 +463,36 @@ void decoder_self_attention_per_head(lesson::Lesson& lesson, nn::EncoderDecoder&
   lesson.result("decoder_self_attention", grid);
 }
 
+// The sentence whose attention is drawn: held out (a pair of test.txt, never trained on), of 3 to 5
+// tokens so that each grid stays small, and, among those, the one this run's model translates best:
+// the highest BLEU, then the most tokens, then the first in the file. A rule, not a fixed sentence,
+// so that at any seed the drawing shows a translation the trained model got right.
+const lesson::ScoredPair& held_out_sentence(const lesson::BleuScores& test) {
+  const lesson::ScoredPair* best = nullptr;
+  size_t best_tokens = 0;
+  for (const lesson::ScoredPair& s : test.pairs) {
+    std::istringstream words(s.pair.source);  // preprocessed: tokens between single spaces
+    size_t tokens = 0;
+    for (std::string w; words >> w;) ++tokens;
+    if (tokens < 3 || tokens > 5) continue;
+    if (!best || s.bleu > best->bleu || (s.bleu == best->bleu && tokens > best_tokens)) {
+      best = &s;
+      best_tokens = tokens;
+    }
+  }
+  if (!best) fail("11_transformer: no held-out sentence of 3 to 5 tokens to draw the attention of");
+  return *best;
+}
+
 void attention_per_head(lesson::Lesson& lesson, nn::EncoderDecoder& model, const nn::TransformerEncoder& encoder,
-                        const data::NMTData& nmt, const Sizes& z) {
+                        const data::NMTData& nmt, const lesson::BleuScores& test, const Sizes& z) {
   lesson.section("Attention per block and per head: encoder self-attention, decoder attention on the source");
-  const std::string sentence = "i'm home .";
+  const lesson::ScoredPair& chosen = held_out_sentence(test);
+  const std::string sentence = chosen.pair.source;
+  lesson.print(
+      "Drawn on a held-out sentence (a pair of test.txt, never trained on): of those with 3 to 5 tokens,\n"
+      "the one this model translates best (BLEU {:.3f}; reference \"{}\").\n",
+      chosen.bleu, chosen.pair.target);
   lesson::Translation t = lesson::translate(model, nmt, sentence, z.num_steps);
   AttentionGrids grids = attention_grids(model, encoder, nmt, t, z.num_steps);
   std::vector<std::string> outputs = t.tokens;
@@ -477,7 +504,7 @@ void attention_per_head(lesson::Lesson& lesson, nn::EncoderDecoder& model, const
   lesson.print("\"{}\" => \"{}\"\n", sentence, t.text());
   lesson.print("encoder self-attention {} (blocks, heads, queries, keys)\n", grids.encoder.shape());
   lesson.heatmap_grid("encoder_attention.svg", grids.encoder,
-                      {.title = fmt::format("Encoder self-attention on \"{}\"", sentence),
+                      {.title = fmt::format("Encoder self-attention on the held-out \"{}\"", sentence),
                        .row_titles = block_titles,
                        .col_titles = head_titles,
                        .cell = {.xlabel = "keys",
@@ -505,6 +532,7 @@ void attention_per_head(lesson::Lesson& lesson, nn::EncoderDecoder& model, const
   lesson.result("encoder_attention", grids.encoder);
   lesson.result("decoder_attention", grids.decoder);
   lesson.result("attention_sentence", sentence);
+  lesson.result("attention_sentence_bleu", chosen.bleu);
   lesson.result("attention_translation", t.text());
 }
 
@@ -545,26 +573,8 @@ void the_parts(lesson::Lesson& lesson, nn::EncoderDecoder& model, nn::Transforme
 
 }  // namespace
 
-// What the lesson will show, printed before its first section.
-void what_you_will_see(lesson::Lesson& lesson) {
-  lesson.print(
-      "What this lesson shows: d2l's encoder–decoder Transformer part by part, with the shapes each part\n"
-      "makes on a real batch (the scaled embedding plus P, multi-head self-attention, add & norm, the FFN,\n"
-      "the decoder's masked and cross attention); LayerNorm against BatchNorm; the model trained on lesson\n"
-      "08's corpus, one sentence decoded step by step, BLEU on the held-out pairs, and its attention drawn.\n");
-}
-
-// What to keep from it, printed before the summary.
-void what_to_remember(lesson::Lesson& lesson) {
-  lesson.print(
-      "\nWhat to remember: the Transformer has no recurrence: positions enter once, as P added to the scaled\n"
-      "embeddings; every block is attention then a position-wise FFN, each wrapped in add & norm; the\n"
-      "decoder's self-attention is masked so a step sees only the steps before it, and its cross-attention\n"
-      "reads the encoder's outputs. Scaled dot-product attention is the same softmax(QKᵀ/√d_k)·V in every head.\n");
-}
-
-int main(int argc, char** argv) {
-  lesson::Lesson lesson(argc, argv, 11);
+// The lesson's flags, read and checked (a value out of range stops the lesson, naming it).
+Sizes read_flags(lesson::Lesson& lesson) {
   Sizes z;
   lesson.option("--epochs", z.epochs, "passes over the training pairs", {.max = 10'000});
   lesson.option("--batch-size", z.batch_size, "sentence pairs per minibatch", {.max = 4096});
@@ -581,7 +591,6 @@ int main(int argc, char** argv) {
   lesson.option("--weight-decay", z.weight_decay, "AdamW's decoupled weight decay λ (0: d2l's Adam)");
   lesson.data_option();
   lesson.start();
-  const auto start = std::chrono::steady_clock::now();
   if (z.epochs < 1 || z.batch_size < 1 || z.num_hiddens < 2 || z.num_heads < 1 || z.num_blks < 1 ||
       z.ffn_num_hiddens < 1 || z.num_steps < 2 || z.min_freq < 1)
     fail(
@@ -594,6 +603,47 @@ int main(int argc, char** argv) {
       !(z.dropout >= 0 && z.dropout < 1))
     fail("11_transformer: --label-smoothing {} and --dropout {} must be in [0, 1), --weight-decay {} at least 0",
          z.label_smoothing, z.dropout, z.weight_decay);
+  return z;
+}
+
+// The trained model and its vocabularies, for lessons/translate.cpp to load.
+void save_model(lesson::Lesson& lesson, nn::EncoderDecoder& model, const data::NMTData& nmt, const Sizes& z) {
+  lesson::save_lesson_model(lesson, model,
+                            {.architecture = "transformer",
+                             .trained_by = "11_transformer",
+                             .num_steps = z.num_steps,
+                             .num_hiddens = z.num_hiddens,
+                             .dropout = z.dropout,
+                             .ffn_num_hiddens = z.ffn_num_hiddens,
+                             .num_heads = z.num_heads,
+                             .num_blks = z.num_blks,
+                             .use_bias = false},
+                            nmt);
+}
+
+// What the lesson will show, printed before its first section.
+void what_you_will_see(lesson::Lesson& lesson) {
+  lesson.print(
+      "What this lesson shows: d2l's encoder–decoder Transformer part by part, with the shapes each part\n"
+      "makes on a real batch (the scaled embedding plus P, multi-head self-attention, add & norm, the FFN,\n"
+      "the decoder's masked and cross attention); LayerNorm against BatchNorm; the model trained on lesson\n"
+      "08's corpus, one sentence decoded step by step, BLEU on the held-out pairs, and the attention of\n"
+      "every head of every layer drawn on a held-out sentence.\n");
+}
+
+// What to keep from it, printed before the summary.
+void what_to_remember(lesson::Lesson& lesson) {
+  lesson.print(
+      "\nWhat to remember: the Transformer has no recurrence: positions enter once, as P added to the scaled\n"
+      "embeddings; every block is attention then a position-wise FFN, each wrapped in add & norm; the\n"
+      "decoder's self-attention is masked so a step sees only the steps before it, and its cross-attention\n"
+      "reads the encoder's outputs. Scaled dot-product attention is the same softmax(QKᵀ/√d_k)·V in every head.\n");
+}
+
+int main(int argc, char** argv) {
+  lesson::Lesson lesson(argc, argv, 11);
+  const Sizes z = read_flags(lesson);
+  const auto start = std::chrono::steady_clock::now();
   Generator gen(lesson.seed());
   what_you_will_see(lesson);
 
@@ -617,17 +667,7 @@ int main(int argc, char** argv) {
 
   layer_norm_vs_batch_norm(lesson);
   std::vector<double> losses = training(lesson, model, nmt, z, gen);
-  lesson::save_lesson_model(lesson, model,
-                            {.architecture = "transformer",
-                             .trained_by = "11_transformer",
-                             .num_steps = z.num_steps,
-                             .num_hiddens = z.num_hiddens,
-                             .dropout = z.dropout,
-                             .ffn_num_hiddens = z.ffn_num_hiddens,
-                             .num_heads = z.num_heads,
-                             .num_blks = z.num_blks,
-                             .use_bias = false},
-                            nmt);
+  save_model(lesson, model, nmt, z);
   greedy_decoding(lesson, model, *encoder, *decoder, nmt, z.num_steps);
 
   lesson.section("d2l's four sentences");
@@ -638,7 +678,7 @@ int main(int argc, char** argv) {
   lesson::BleuScores test = lesson::report_held_out_bleu(lesson, model, nmt, test_pairs, z.num_steps, 5);
   lesson.result("test_seconds", seconds_since(test_start));
 
-  attention_per_head(lesson, model, *encoder, nmt, z);
+  attention_per_head(lesson, model, *encoder, nmt, test, z);
 
   lesson.result("test_pairs", static_cast<int64_t>(test.pairs.size()));
   lesson.result("num_blocks", z.num_blks);

@@ -49,7 +49,10 @@ class ClassifierHead : public nn::Module {
     hidden_layer = register_module("hidden", std::make_shared<nn::Linear>(embed, hidden, true, gen));
     output = register_module("output", std::make_shared<nn::Linear>(hidden, classes, true, gen));
   }
-  Tensor forward(const Tensor& context) { return (*output)(relu((*hidden_layer)(context))); }  // (B, D) -> (B, C)
+  Tensor forward(const Tensor& context) {
+    nn::TraceScope trace(*this, {context});                          // drawn with its own shapes
+    return trace.output((*output)(relu((*hidden_layer)(context))));  // (B, D) -> (B, F) -> (B, C)
+  }
   std::string type_name() const override { return "ClassifierHead"; }
   std::shared_ptr<nn::Linear> hidden_layer, output;
 };
@@ -64,12 +67,13 @@ class AveragePooling : public nn::Module {
     head = register_module("head", std::make_shared<ClassifierHead>(embed, hidden, classes, gen));
   }
   Tensor forward(const IntTensor& X, const IntTensor& valid_len) {
+    nn::TraceScope trace(*this, {X, valid_len});  // drawn with both inputs, the ids and their lengths
     const int64_t B = X.size(0), T = X.size(1);
     Tensor embedded = (*embedding)(X);                         // (B, T) -> (B, T, D)
     weights = masked_softmax(zeros({B, 1, T}), valid_len);     // (B, 1, T): 1/length on each valid word
     Tensor context = bmm(weights, embedded).reshape({B, -1});  // (B, 1, T) x (B, T, D) -> (B, D)
     weights = weights.reshape({B, T});                         // kept for drawing
-    return head->forward(context);                             // (B, C)
+    return trace.output(head->forward(context));               // (B, C)
   }
   Tensor operator()(const IntTensor& X, const IntTensor& valid_len) { return forward(X, valid_len); }
   std::string type_name() const override { return "AveragePooling"; }
@@ -96,13 +100,14 @@ class AttentionClassifier : public nn::Module {
   }
 
   Tensor forward(const IntTensor& X, const IntTensor& valid_len) {
+    nn::TraceScope trace(*this, {X, valid_len});  // drawn with both inputs, the ids and their lengths
     const int64_t B = X.size(0), D = query.size(0);
     Tensor embedded = (*embedding)(X);                             // step 1 嵌入: (B, T) -> (B, T, D)
     Tensor placed = positions ? (*position)(embedded) : embedded;  // + P[t]: where each word stands (B, T, D)
     Tensor keys = tanh((*features)(placed));                       // step 2 特征提取: (B, T, D)
     Tensor q = expand(query.reshape({1, 1, D}), {B, 1, D});        // step 3: one learned query (B, 1, D)
     Tensor context = (*attention)(q, keys, embedded, valid_len);   // softmax(q·kᵀ/√D) · values: (B, 1, D)
-    return head->forward(context.reshape({B, D}));                 // steps 4, 5: (B, D) -> (B, C)
+    return trace.output(head->forward(context.reshape({B, D})));   // steps 4, 5: (B, D) -> (B, C)
   }
   Tensor operator()(const IntTensor& X, const IntTensor& valid_len) { return forward(X, valid_len); }
   // The last forward's attention weights, (B, 1, T) -> (B, T).
@@ -644,6 +649,26 @@ void save_results(lesson::Lesson& lesson, const Split& test_split, const std::ve
   lesson.result("second_clause_uniform_share", shares.second_clause_uniform);
 }
 
+// Both files read, the vocabulary of the training sentences, every sentence as T ids; then shown.
+struct Corpus {
+  Split train, test;
+  data::Vocab vocab;
+};
+Corpus read_corpus(lesson::Lesson& lesson, int64_t num_steps) {
+  Split train_split = read_split(lesson.data() / "sentiment" / "train.txt");
+  Split test_split = read_split(lesson.data() / "sentiment" / "test.txt");
+  data::Vocab vocab(train_split.text.tokens, /*min_freq=*/1, {"<pad>"});
+  for (Split* s : {&train_split, &test_split}) {
+    for (const auto& words : s->text.tokens)
+      if (static_cast<int64_t>(words.size()) > num_steps)
+        fail("12_attention_classifier: \"{}\" has {} words, more than T = {}", fmt::join(words, " "), words.size(),
+             num_steps);
+    s->array = data::build_array(s->text.tokens, vocab, num_steps);  // (N, T), (N)
+  }
+  show_data(lesson, train_split, test_split, vocab, num_steps);
+  return {std::move(train_split), std::move(test_split), std::move(vocab)};
+}
+
 // What the lesson will show, printed before its first section.
 void what_you_will_see(lesson::Lesson& lesson) {
   lesson.print(
@@ -687,17 +712,9 @@ int main(int argc, char** argv) {
   five_steps(lesson);
   notes_model(lesson);
 
-  Split train_split = read_split(lesson.data() / "sentiment" / "train.txt");
-  Split test_split = read_split(lesson.data() / "sentiment" / "test.txt");
-  data::Vocab vocab(train_split.text.tokens, /*min_freq=*/1, {"<pad>"});
-  for (Split* s : {&train_split, &test_split}) {
-    for (const auto& words : s->text.tokens)
-      if (static_cast<int64_t>(words.size()) > num_steps)
-        fail("12_attention_classifier: \"{}\" has {} words, more than T = {}", fmt::join(words, " "), words.size(),
-             num_steps);
-    s->array = data::build_array(s->text.tokens, vocab, num_steps);  // (N, T), (N)
-  }
-  show_data(lesson, train_split, test_split, vocab, num_steps);
+  Corpus corpus = read_corpus(lesson, num_steps);
+  Split &train_split = corpus.train, &test_split = corpus.test;
+  const data::Vocab& vocab = corpus.vocab;
 
   // Three models, each from the same seed: the same first draws, the same batches.
   const int64_t V = vocab.size(), C = train_split.text.num_classes;

@@ -269,6 +269,44 @@ void draw_moons(lesson::Lesson& lesson, const Moons& data) {
                    {.title = "The held-out half-moons", .xlabel = "x", .ylabel = "y"});
 }
 
+// What the lesson will show, printed before its first section.
+void what_you_will_see(lesson::Lesson& lesson) {
+  lesson.print(
+      "What this lesson shows: a new op, swish(x) = x·sigmoid(x), written as qkv writes its ops, forward\n"
+      "and backward side by side; gradcheck passing it and catching a backward that forgets the product\n"
+      "rule; the op inside a layer of your own, drawn in the model picture like the library's layers; and\n"
+      "that layer trained on two half-moons, with its decision surface drawn.\n");
+}
+
+// What to keep from it, printed before the summary.
+void what_to_remember(lesson::Lesson& lesson) {
+  lesson.print(
+      "\nWhat to remember: an op is one function: compute the output without recording, then record() its\n"
+      "backward beside it, reading only what it saved. gradcheck compares that backward with finite\n"
+      "differences and names the element where they disagree. A layer is a Module that registers its\n"
+      "parts and calls ops in its forward; a TraceScope in that forward puts it in the model picture.\n");
+}
+
+// The numbers the lesson claims, into results.json.
+void save_results(lesson::Lesson& lesson, const OpShown& shown, const Checked& checked,
+                  const std::vector<double>& losses, double train_accuracy, double test_accuracy) {
+  lesson.result("forward_max_diff", shown.forward_diff);
+  lesson.result("backward_max_diff", shown.backward_diff);
+  lesson.result("gradcheck_ok", checked.right.ok);
+  lesson.result("gradcheck_message", checked.right.message);
+  lesson.result("gradcheck_wrong_ok", checked.wrong.ok);
+  lesson.result("gradcheck_wrong_message", checked.wrong.message);
+  lesson.result("wrong_backward_max_error", checked.worst_error);
+  lesson.result("wrong_backward_max_error_x", checked.worst_x);
+  lesson.result("gradcheck_input", checked.inputs);
+  lesson.result("x", shown.x);
+  lesson.result("swish", shown.swish);
+  lesson.result("derivative", shown.derivative);
+  lesson.result("losses", losses);
+  lesson.result("train_accuracy", train_accuracy);
+  lesson.result("test_accuracy", test_accuracy);
+}
+
 int main(int argc, char** argv) {
   lesson::Lesson lesson(argc, argv, 13);
   int64_t steps = 300, hidden = 16, n_train = 200;
@@ -282,6 +320,7 @@ int main(int argc, char** argv) {
   if (steps < 1 || hidden < 1 || n_train < 2)
     fail("13_your_own_layer: --steps {}, --hidden {} and --n-train {} must be at least 1, 1 and 2", steps, hidden,
          n_train);
+  what_you_will_see(lesson);
   Generator gen(lesson.seed());
 
   const OpShown shown = show_the_op(lesson);
@@ -309,22 +348,9 @@ int main(int argc, char** argv) {
   draw_decision_surface(lesson, model);
   draw_moons(lesson, test_set);
 
-  lesson.result("forward_max_diff", shown.forward_diff);
-  lesson.result("backward_max_diff", shown.backward_diff);
-  lesson.result("gradcheck_ok", checked.right.ok);
-  lesson.result("gradcheck_message", checked.right.message);
-  lesson.result("gradcheck_wrong_ok", checked.wrong.ok);
-  lesson.result("gradcheck_wrong_message", checked.wrong.message);
-  lesson.result("wrong_backward_max_error", checked.worst_error);
-  lesson.result("wrong_backward_max_error_x", checked.worst_x);
-  lesson.result("gradcheck_input", checked.inputs);
-  lesson.result("x", shown.x);
-  lesson.result("swish", shown.swish);
-  lesson.result("derivative", shown.derivative);
-  lesson.result("losses", losses);
-  lesson.result("train_accuracy", train_accuracy);
-  lesson.result("test_accuracy", test_accuracy);
+  save_results(lesson, shown, checked, losses, train_accuracy, test_accuracy);
 
+  what_to_remember(lesson);
   return lesson.finish(fmt::format(
       "swish written as one op with its hand-derived backward; gradcheck passed it and caught the backward\n"
       "that forgot the product rule. Inside SwishMLP, trained with Adam for {} steps, the loss fell from\n"

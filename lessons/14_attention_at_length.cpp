@@ -506,6 +506,11 @@ int main(int argc, char** argv) {
                 {.min = 128, .max = 16'384});
   lesson.option("--reps", reps, "timed runs per size (the median is kept)", {.max = 100});
   lesson.start();
+  lesson.print(
+      "What this lesson shows: how attention is computed without holding its (T, T) weights. Lesson 04's\n"
+      "softmax read in blocks (the online softmax); a tile of queries walking the tiles of keys, drawn;\n"
+      "the library's fused attention against the plain path; and time and peak memory measured as T\n"
+      "doubles: what changed (memory) and what did not (time).\n");
   Generator gen(lesson.seed());
 
   online_softmax_section(lesson, gen);
@@ -513,11 +518,11 @@ int main(int argc, char** argv) {
   fused_section(lesson, gen);
   const std::string measured = length_section(lesson, max_t, reps, gen);
 
-  return lesson.finish(
-      "What to remember: softmax needs the row's maximum, but not all at once: keep the maximum and\n"
+  lesson.print(
+      "\nWhat to remember: softmax needs the row's maximum, but not all at once: keep the maximum and\n"
       "the sum so far, and rescale the sum by exp(m - m') when the maximum grows. Carry the weighted\n"
       "sum of the values along the same way and attention runs a tile of keys at a time, holding\n"
       "(BR, BC) scores instead of (T, T) weights, with the same output (and the backward recomputes\n"
-      "the weights instead of storing them).\n" +
-      measured);
+      "the weights instead of storing them).\n");
+  return lesson.finish(measured);
 }

@@ -87,6 +87,55 @@ bool copy_source(const fs::path& sources, const fs::path& folder, std::string_vi
   return !ec;
 }
 
+// --- the story first, the listing folded ------------------------------------------
+// A transcript opens with what the lesson will show (the lines between its
+// header, which ends with the "Arithmetic:" line, and its first "== " section)
+// and ends with "What to remember:" (up to "== Summary =="). The page shows
+// both as paragraphs beside the pictures, and the whole transcript below them,
+// folded when it is longer than a screen.
+constexpr size_t fold_above_lines = 40;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The lines [from, to) joined into one paragraph ("" if none).
+std::string paragraph(const std::vector<std::string>& lines, size_t from, size_t to) {
+  std::string out;
+  for (size_t i = from; i < to && i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    out += (out.empty() ? "" : " ") + lines[i];
+  }
+  return out;
+}
+
+struct Story {
+  std::string opening, remember;  // "" where the transcript has none
+  size_t lines = 0;
+};
+Story story_of(const std::string& transcript) {
+  const std::vector<std::string> lines = lines_of(transcript);
+  Story story;
+  story.lines = lines.size();
+  auto starts = [&](size_t i, std::string_view prefix) { return lines[i].rfind(prefix, 0) == 0; };
+  size_t header = lines.size(), first_section = lines.size(), remember = lines.size(), summary = lines.size();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (header == lines.size() && starts(i, "Arithmetic:")) header = i;
+    if (starts(i, "== Summary =="))
+      summary = i;
+    else if (first_section == lines.size() && starts(i, "== "))
+      first_section = i;
+    if (starts(i, "What to remember:")) remember = i;
+  }
+  if (header < first_section && first_section < lines.size())
+    story.opening = paragraph(lines, header + 1, first_section);
+  if (remember < summary && summary < lines.size()) story.remember = paragraph(lines, remember, summary);
+  return story;
+}
+
 // One plain stylesheet: a readable column, the contents as a table, pictures
 // no wider than the page, long transcripts in a scrolling box. The fonts name
 // CJK ones after the Latin ones (Debian's, macOS's, Windows's), so that the
@@ -116,6 +165,8 @@ figcaption { font-size: 0.9em; color: #555; margin-top: 0.3em; }
 pre { background: #f6f6f6; border: 1px solid #e4e4e4; padding: 0.7em; overflow: auto;
       font-size: 0.82em; line-height: 1.3; }
 pre.transcript { max-height: 40em; }
+details.transcript > summary { cursor: pointer; color: #1a55a0; margin: 0.8em 0 0.4em; }
+p.opening, p.remember { background: #f3f7fc; border-left: 4px solid #9bb8dc; padding: 0.5em 0.8em; }
 pre.error { background: #fdecee; border-color: #f0b8c0; color: #8a0018; }
 .exercise-passed { color: #1a7f37; } .exercise-open { color: #8a6d00; }
 )";
@@ -273,6 +324,8 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
       if (r.state == State::Earlier)
         add("<p class=\"state-not-run\">Not run this time: what an earlier run left in its folder.</p>\n");
       if (!r.output->problem.empty()) add("<pre class=\"error\">{}</pre>\n", viz::xml_escape(r.output->problem));
+      const Story story = r.output->transcript ? story_of(*r.output->transcript) : Story{};
+      if (!story.opening.empty()) add("<p class=\"opening\">{}</p>\n", viz::xml_escape(story.opening));
       for (const Output::Picture& p : r.output->pictures) {
         std::string caption = viz::xml_escape(p.shows.empty() ? p.file : p.shows);
         // An <object>, not an <img>: the SVG stays a document, so hovering a block of a model or a heatmap's cell
@@ -285,10 +338,13 @@ fs::path write_course_page(const fs::path& out, const fs::path& sources, const s
           add("<p>{}: <a href=\"{}\">{}</a></p>\n", caption, viz::xml_escape(href(e.program, p.file)),
               viz::xml_escape(p.file));
       }
+      if (!story.remember.empty()) add("<p class=\"remember\">{}</p>\n", viz::xml_escape(story.remember));
       if (r.output->transcript) {
-        add("<h3>Transcript</h3>\n");
+        // Folded when long, open when short; the summary line names the lesson and counts the lines.
+        add("<details class=\"transcript\"{}>\n<summary>Transcript of lesson {:02d} · {} ({} lines)</summary>\n",
+            story.lines > fold_above_lines ? "" : " open=\"open\"", e.number, viz::xml_escape(e.title), story.lines);
         // (An HTML parser drops a newline right after <pre>: a transcript starts with its header line.)
-        add("<pre class=\"transcript\">{}</pre>\n", viz::xml_escape(*r.output->transcript));
+        add("<pre class=\"transcript\">{}</pre>\n</details>\n", viz::xml_escape(*r.output->transcript));
       }
     }
     add("</section>\n");

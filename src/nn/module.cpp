@@ -234,6 +234,14 @@ namespace detail {
 // whose forward opens no scope between its traced parent and child.
 class Tracer {
  public:
+  // NOTE: the model's inputs that follow() lent requires_grad to get it back here, also when the
+  // forward threw.
+  ~Tracer() {
+    for (Tensor& t : followed_) t.requires_grad_(false);
+  }
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
   explicit Tracer(const Module& model) : model_(&model) {
     index(model, "", nullptr);
     viz::ModuleCall root{"", model.type_name(), model.extra_repr(), -1, 0, {}, {}, model.num_parameters(), false};
@@ -246,6 +254,7 @@ class Tracer {
     // The model's own forward: its scope fills calls[0].
     if (&module == model_ && open_.size() == 1 && !trace_.calls[0].traced) {
       trace_.calls[0].traced = true;
+      follow(inputs);
       trace_.calls[0].inputs = tensors(inputs);
       open_.push_back({0, false});
       return 0;
@@ -263,6 +272,15 @@ class Tracer {
   void close(int call) {
     while (open_.back().call != call && open_.back().stand_in) pop();
     pop();
+  }
+
+  void note(const Module& module, std::string_view text) {
+    for (size_t i = modules_.size(); i-- > 0;)
+      if (modules_[i] == &module) {
+        trace_.calls[i].note = std::string(text);
+        return;
+      }
+    fail("nn::trace_note: {} has not run in this trace: no call to note \"{}\" on", module.type_name(), text);
   }
 
   void outputs(int call, std::initializer_list<TraceArg> ys) {
@@ -348,6 +366,18 @@ class Tracer {
     }
   }
 
+  // The ops between two modules are followed through the autograd graph (sources()), which records
+  // only what reads a tensor that requires grad. The model's own inputs are data, so an op on one
+  // (a slice of Q, a cat of Q and K) would hide where the next module's input came from: each input
+  // that is a leaf without requires_grad gets it for the trace. No number changes, and no backward runs.
+  void follow(std::initializer_list<TraceArg> inputs) {
+    for (const TraceArg& a : inputs)
+      if (a.tensor && a.tensor->defined() && a.tensor->is_leaf() && !a.tensor->requires_grad()) {
+        Tensor lent = *a.tensor;  // the same tensor: one flag, given back by ~Tracer
+        followed_.push_back(lent.requires_grad_(true));
+      }
+  }
+
   // Each tensor object gets one id for the whole trace; the trace keeps it
   // alive, so that no later tensor can reuse its address.
   int id_of(const void* address, std::shared_ptr<const void> keep) {
@@ -418,6 +448,7 @@ class Tracer {
   std::vector<std::shared_ptr<const void>> alive_;
   std::vector<std::vector<int>> from_;             // each id's TracedTensor::from ({} for an IntTensor)
   std::unordered_map<const Node*, int> node_ids_;  // the node that made a traced tensor -> its id
+  std::vector<Tensor> followed_;                   // the model's inputs lent requires_grad by follow()
 };
 
 }  // namespace detail
@@ -431,6 +462,11 @@ void TraceScope::close() {
 }
 void TraceScope::record_outputs(std::initializer_list<TraceArg> ys) {
   if (detail::active_tracer) detail::active_tracer->outputs(call_, ys);
+}
+
+void trace_note(const Module& module, std::string_view note) {
+  if (note.empty()) fail("nn::trace_note: an empty note for {}", module.type_name());
+  if (detail::active_tracer) detail::active_tracer->note(module, note);
 }
 
 viz::ModelTrace trace(const Module& model, const std::function<void()>& forward) {

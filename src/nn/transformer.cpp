@@ -200,10 +200,12 @@ Tensor TransformerDecoderBlock::forward(const Tensor& X, DecoderState& state) {
   cache = key_values;
   IntTensor dec_valid_lens = causal_valid_lens(B, S, c);  // (B, S): rows [c+1, …, c+S]
 
-  Tensor Y = (*addnorm1)(X, (*attention1)(X, key_values, key_values, dec_valid_lens));  // (B, S, H)
-  const Tensor& enc = state.enc_outputs;                                                // (B, T, H)
-  Tensor Z = (*addnorm2)(Y, (*attention2)(Y, enc, enc, state.enc_valid_lens));          // (B, S, H)
-  return trace.output((*addnorm3)(Z, (*ffn)(Z)));                                       // (B, S, H)
+  Tensor attended = (*attention1)(X, key_values, key_values, dec_valid_lens);  // (B, S, H)
+  trace_note(*attention1, "causal mask");  // step s sees steps 0 … s: the picture says so
+  Tensor Y = (*addnorm1)(X, attended);     // (B, S, H)
+  const Tensor& enc = state.enc_outputs;   // (B, T, H)
+  Tensor Z = (*addnorm2)(Y, (*attention2)(Y, enc, enc, state.enc_valid_lens));  // (B, S, H)
+  return trace.output((*addnorm3)(Z, (*ffn)(Z)));                               // (B, S, H)
 }
 
 TransformerDecoder::TransformerDecoder(int64_t vocab_size, int64_t num_hiddens, int64_t ffn_num_hiddens,

@@ -82,6 +82,7 @@ void rows(const detail::ModelTree& tree, int node, const std::string& prefix, bo
   const ModuleCall& c = tree.call_of(node);
   const detail::ModelNode& n = tree.nodes[static_cast<size_t>(node)];
   std::string label = node == 0 ? c.type : detail::short_name(c.name) + ": " + c.type;
+  if (!c.note.empty()) label += " (" + c.note + ")";
   std::string branch = node == 0 ? "" : (last ? "└─" : "├─");
   out.push_back({prefix + branch + label, detail::shapes_text(c.inputs), detail::shapes_text(c.outputs),
                  detail::count_text(c.parameters), n.count > 1 ? fmt::format("× {}", n.count) : ""});

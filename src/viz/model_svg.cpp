@@ -346,13 +346,15 @@ class Picture {
     std::string type = c.type;
     if (c.type == "ModuleList" && !kids.empty()) type = fmt::format("{} × {}", kids.size(), call(kids[0]).type);
     std::string s = n == 0 ? type : detail::short_name(c.name) + ": " + type;
+    if (!c.note.empty()) s += " (" + c.note + ")";
     s += " · " + detail::count_text(c.parameters) + " parameters";
     if (node(n).count > 1) s += fmt::format(" · × {} calls", node(n).count);
     return s;
   }
   std::string box_line1(int n) const {
     const ModuleCall& c = call(n);
-    return node(n).count > 1 ? fmt::format("{} × {}", c.type, node(n).count) : c.type;
+    const std::string type = c.note.empty() ? c.type : c.type + " (" + c.note + ")";
+    return node(n).count > 1 ? fmt::format("{} × {}", type, node(n).count) : type;
   }
   std::string box_line2(int n) const {
     const ModuleCall& c = call(n);
@@ -436,6 +438,7 @@ class Picture {
     const ModuleCall& c = call(n);
     std::string tip = fmt::format("{}{}", c.name.empty() ? "" : c.name + ": ", c.type);
     if (!c.extra.empty()) tip += "(" + c.extra + ")";
+    if (!c.note.empty()) tip += ", " + c.note;
     tip += fmt::format("\nin: {}\nout: {}\nparameters: {}", detail::shapes_text(c.inputs),
                        detail::shapes_text(c.outputs), detail::count_text(c.parameters));
     if (node(n).count > 1) tip += fmt::format("\ncalled {} times (the shapes of the first call)", node(n).count);
@@ -443,17 +446,19 @@ class Picture {
     if (!open_[static_cast<size_t>(n)]) inside(n, 1, tip);
     return fmt::format(
         "<g class=\"module\" data-name=\"{}\" data-type=\"{}\" data-params=\"{}\" data-depth=\"{}\" "
-        "data-calls=\"{}\" data-inputs=\"{}\" data-outputs=\"{}\">\n<title>{}</title>\n",
+        "data-calls=\"{}\" data-inputs=\"{}\" data-outputs=\"{}\" data-note=\"{}\">\n<title>{}</title>\n",
         xml_escape(c.name), xml_escape(c.type), c.parameters, c.depth, node(n).count,
-        xml_escape(detail::shapes_text(c.inputs)), xml_escape(detail::shapes_text(c.outputs)), xml_escape(tip));
+        xml_escape(detail::shapes_text(c.inputs)), xml_escape(detail::shapes_text(c.outputs)), xml_escape(c.note),
+        xml_escape(tip));
   }
 
   // One line per module below n (Dropout too: the table lists it), indented by depth.
   void inside(int n, int level, std::string& tip) const {
     for (int c : node(n).children) {
       const ModuleCall& k = call(c);
-      tip += fmt::format("\n{:{}}{}: {} {} -> {}", "", 2 * level, detail::short_name(k.name), k.type,
-                         detail::shapes_text(k.inputs), detail::shapes_text(k.outputs));
+      tip += fmt::format("\n{:{}}{}: {}{} {} -> {}", "", 2 * level, detail::short_name(k.name), k.type,
+                         k.note.empty() ? "" : ", " + k.note, detail::shapes_text(k.inputs),
+                         detail::shapes_text(k.outputs));
       inside(c, level + 1, tip);
     }
   }

@@ -2,10 +2,14 @@
 // folder and by `lessons all`, parsed back as XML with pugixml. Every lesson
 // of the catalogue is on it with its title and sections, every picture and
 // source link points to a file that exists, transcripts come back exactly as
-// written, and a failed lesson shows as failed with its error.
+// written (folded when longer than 40 lines, after the lesson's opening and
+// its "What to remember:" drawn from them), and a failed lesson shows as
+// failed with its error.
 #include <doctest/doctest.h>
 
 #include <pugixml.hpp>
+
+#include <algorithm>
 
 #include "catalog.hpp"
 #include "course_page.hpp"
@@ -101,7 +105,13 @@ TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, 
   // Lesson 03 did not run now; an earlier run left its output.
   const auto& three = lesson(3);
   write_text(out / std::string(three.program) / "results.json", R"({"lesson": 3, "pictures": []})");
-  write_text(out / std::string(three.program) / "transcript.txt", "Lesson 03 from before\n");
+  // A whole transcript, as a lesson writes it: header, opening, a section of 50 lines, what to remember, summary.
+  std::string transcript3 =
+      "Lesson 03 from before\n=====\nSections of the notes: x\nOutput folder: y\nArithmetic: z\n"
+      "This lesson learns <w> & shows\nhow it moved.\n\n== 1. a section ==\n";
+  for (int i = 0; i < 50; ++i) transcript3 += fmt::format("line {}\n", i);
+  transcript3 += "\nWhat to remember: a width <can> be\nlearned.\n\n== Summary ==\nw moved.\n";
+  write_text(out / std::string(three.program) / "transcript.txt", transcript3);
   // Lesson 04: neither run nor any output. Lessons not written: planned.
   // Lesson 05 did not finish when it last ran: its folder is marked, beside an older run's results.
   const auto& five = lesson(5);
@@ -167,6 +177,13 @@ TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, 
   pugi::xml_node pre = l1.select_node(".//pre[@class='transcript']").node();
   REQUIRE(pre);
   CHECK(text_of(pre) == transcript1);
+  // Short: its fold stands open, named with its line count; no opening or closing to lift out of it.
+  pugi::xml_node details = pre.parent();
+  CHECK(std::string(details.name()) == "details");
+  CHECK(std::string(details.attribute("open").value()) == "open");
+  CHECK(text_of(details.child("summary")) == fmt::format("Transcript of lesson 01 · {} (3 lines)", one.title));
+  CHECK(!l1.select_node(".//p[@class='opening']"));
+  CHECK(!l1.select_node(".//p[@class='remember']"));
   // Its SVG as an image with its caption, the DOT file as a link, the missing picture left out.
   pugi::xpath_node_set images = l1.select_nodes(".//img");
   REQUIRE(images.size() == 1);
@@ -203,6 +220,20 @@ TEST_CASE("course page/a fixture folder: every lesson, its states, transcripts, 
   CHECK(text_of(l3).find("Lesson 03 from before") != std::string::npos);
   CHECK(text_of(l3).find("earlier run") != std::string::npos);
   CHECK(!l3.select_node(".//a[@class='source']"));
+  // Long (5 + 4 + 50 + 6 = 65 lines): folded, and its opening and what to remember shown above the fold, each one
+  // paragraph.
+  pugi::xml_node pre3 = l3.select_node(".//pre[@class='transcript']").node();
+  REQUIRE(pre3);
+  CHECK(text_of(pre3) == transcript3);
+  CHECK(std::string(pre3.parent().name()) == "details");
+  CHECK(!pre3.parent().attribute("open"));
+  CHECK(text_of(pre3.parent().child("summary")) == fmt::format("Transcript of lesson 03 · {} (65 lines)", three.title));
+  pugi::xml_node opening = l3.select_node(".//p[@class='opening']").node(),
+                 remember = l3.select_node(".//p[@class='remember']").node();
+  REQUIRE(opening);
+  REQUIRE(remember);
+  CHECK(text_of(opening) == "This lesson learns <w> & shows how it moved.");
+  CHECK(text_of(remember) == "What to remember: a width <can> be learned.");
 
   check_links(page, out);
 }
@@ -236,7 +267,14 @@ TEST_CASE("course page/lessons all writes it; a lesson that fails shows as faile
     CHECK(text_of(row).find("finished") != std::string::npos);
     pugi::xml_node pre = section.select_node(".//pre[@class='transcript']").node();
     REQUIRE(pre);
-    CHECK(text_of(pre) == read_text(out / std::string(e.program) / "transcript.txt"));
+    const std::string transcript = read_text(out / std::string(e.program) / "transcript.txt");
+    CHECK(text_of(pre) == transcript);
+    // Folded if longer than 40 lines; every lesson's opening and what to remember above the fold.
+    const auto lines = std::count(transcript.begin(), transcript.end(), '\n');
+    CHECK(bool(pre.parent().attribute("open")) == (lines <= 40));
+    CHECK(text_of(pre.parent().child("summary")).find(fmt::format("({} lines)", lines)) != std::string::npos);
+    CHECK(text_of(section.select_node(".//p[@class='opening']").node()).size() > 40);
+    CHECK(text_of(section.select_node(".//p[@class='remember']").node()).rfind("What to remember: ", 0) == 0);
     nlohmann::json results = nlohmann::json::parse(read_text(out / std::string(e.program) / "results.json"));
     size_t svgs = 0;
     for (const auto& p : results.at("pictures"))

@@ -201,19 +201,40 @@ TEST_CASE("lessons/11_transformer") {
     // The saved model, loaded by `translate`, translates them as the lesson did.
     qkv::lesson_test::check_saved_model_translates_as_lesson(r.out, res);
 
-    // The attention grids of "i'm home .": its 4 source positions (3 words and <eos>); the decoder has
-    // one row per output word and, unless the translation ran to num_steps words, one for the step
-    // that said <eos>. Rows are softmaxes over the source's valid positions only, so after cutting
-    // the padding away each still sums to 1.
+    // The attention grids are drawn on a held-out sentence: by the lesson's rule, of the held-out
+    // sentences of 3 to 5 tokens, the one with the highest BLEU (then the most tokens, then the first),
+    // found again here from the saved sources and scores. Trained, it is translated exactly.
+    const std::string sentence = res.at("attention_sentence").get<std::string>();
+    size_t chosen = test_pairs, chosen_tokens = 0;
+    for (size_t i = 0; i < test_pairs; ++i) {
+      const size_t tokens = count_words(sources[i]);
+      if (tokens < 3 || tokens > 5) continue;
+      if (chosen == test_pairs || scores[i] > scores[chosen] ||
+          (scores[i] == scores[chosen] && tokens > chosen_tokens)) {
+        chosen = i;
+        chosen_tokens = tokens;
+      }
+    }
+    REQUIRE(chosen < test_pairs);
+    CHECK(sentence == sources[chosen]);
+    CHECK(res.at("attention_sentence_bleu").get<double>() == scores[chosen]);
+    CHECK(std::find(engs.begin(), engs.end(), sentence) == engs.end());  // not one of d2l's (training) sentences
+    if (!brief) CHECK(scores[chosen] == 1.0);
+    CHECK(qkv::lesson_test::read_text(r.out / "transcript.txt").find("Drawn on a held-out sentence") !=
+          std::string::npos);
+    // Its grids: L = its tokens and <eos> source positions; the decoder has one row per output word
+    // and, unless the translation ran to num_steps words, one for the step that said <eos>. Rows are
+    // softmaxes over the source's valid positions only, so after cutting the padding away each still
+    // sums to 1.
     const int64_t blocks = res.at("num_blocks").get<int64_t>(), heads = res.at("num_heads").get<int64_t>();
-    CHECK(res.at("attention_sentence").get<std::string>() == engs[3]);
+    const auto L = static_cast<int64_t>(chosen_tokens) + 1;
     const auto words = static_cast<int64_t>(count_words(res.at("attention_translation").get<std::string>()));
     const int64_t steps = words < res.at("num_steps").get<int64_t>() ? words + 1 : words;
     std::vector<int64_t> enc_shape = r.shape("encoder_attention");
-    CHECK(enc_shape == std::vector<int64_t>{blocks, heads, 4, 4});
+    CHECK(enc_shape == std::vector<int64_t>{blocks, heads, L, L});
     check_softmax_rows(r.values("encoder_attention"), enc_shape);
     std::vector<int64_t> dec_shape = r.shape("decoder_attention");
-    CHECK(dec_shape == std::vector<int64_t>{blocks, heads, steps, 4});
+    CHECK(dec_shape == std::vector<int64_t>{blocks, heads, steps, L});
     check_softmax_rows(r.values("decoder_attention"), dec_shape);
   }
 }
@@ -248,9 +269,8 @@ TEST_CASE("lessons/11_transformer: the code the lesson points to is where it say
 
 TEST_CASE("lessons/11_transformer: a translation that runs to num_steps words has no <eos> row") {
   // A model that has barely moved from its initialisation (one epoch at lr 1e-9) repeats words and
-  // never says <eos>, so "i'm home ." translates to num_steps = 10 words: the decoder's grid has 10
-  // rows, and the picture gets one label per row (the lesson used to add an <eos> label anyway and
-  // stop on the mismatch).
+  // never says <eos>, so the drawn sentence translates to num_steps = 10 words: the decoder's grid has
+  // 10 rows, and the picture gets one label per row, none for an <eos> it never said.
   qkv::lesson_test::LessonRun r("11_transformer", "--epochs 1 --lr 1e-9");
   INFO(r.run.output);
   REQUIRE(r.run.status == 0);
@@ -259,8 +279,9 @@ TEST_CASE("lessons/11_transformer: a translation that runs to num_steps words ha
   REQUIRE(num_steps == 10);
   CHECK(static_cast<int64_t>(count_words(res.at("attention_translation").get<std::string>())) == num_steps);
   const std::vector<int64_t> dec_shape = res.at("decoder_attention").at("shape").get<std::vector<int64_t>>();
+  const auto L = static_cast<int64_t>(count_words(res.at("attention_sentence").get<std::string>())) + 1;  // and <eos>
   CHECK(dec_shape ==
-        std::vector<int64_t>{res.at("num_blocks").get<int64_t>(), res.at("num_heads").get<int64_t>(), num_steps, 4});
+        std::vector<int64_t>{res.at("num_blocks").get<int64_t>(), res.at("num_heads").get<int64_t>(), num_steps, L});
   // Four training pairs come out wrong, and the lesson says each is a training pair it has not learned.
   CHECK(res.at("d2l_wrong").get<int64_t>() == 4);
 }

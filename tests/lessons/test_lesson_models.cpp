@@ -1,6 +1,8 @@
 // The model each lesson draws from itself (Lesson::draw_model: model.svg and
 // the summary in the transcript). What the picture must hold comes from the
-// lesson's own sizes (its flags, d2l's shapes), not from an earlier run.
+// lesson's own sizes (its flags, d2l's shapes), not from an earlier run; the
+// shape on every line is held against the shapes its producer's box records
+// (tests/viz/model_picture_check.hpp).
 #include <doctest/doctest.h>
 
 #include <map>
@@ -8,6 +10,7 @@
 #include <string>
 
 #include "run_lesson.hpp"
+#include "viz/model_picture_check.hpp"
 
 using qkv::lesson_test::LessonRun;
 
@@ -27,6 +30,26 @@ void load(const LessonRun& r, Picture& p) {
   REQUIRE(p.doc.load_file((r.out / "model.svg").c_str()));
   for (const pugi::xpath_node& n : p.doc.select_nodes("//*[@class='module']"))
     p.modules[n.node().attribute("data-name").value()] = n.node();
+}
+
+// The module `name` was drawn, with these input and output shapes ("(1, 1, 32) (1, 32, 64)").
+void check_module(const Picture& p, const std::string& name, const std::string& type, const std::string& inputs,
+                  const std::string& outputs) {
+  CAPTURE(name);
+  REQUIRE(p.modules.count(name) == 1);
+  const pugi::xml_node g = p.modules.at(name);
+  CHECK(std::string(g.attribute("data-type").value()) == type);
+  CHECK(std::string(g.attribute("data-inputs").value()) == inputs);
+  CHECK(std::string(g.attribute("data-outputs").value()) == outputs);
+}
+
+// The number of lines of class `cls` from `from` (at output `port`) to `to`.
+int lines(const Picture& p, const std::string& cls, const std::string& from, int port, const std::string& to) {
+  int n = 0;
+  for (const pugi::xpath_node& x : p.doc.select_nodes(fmt::format("//*[@class='{}']", cls).c_str()))
+    n += x.node().attribute("data-from").value() == from && x.node().attribute("data-port").as_int() == port &&
+         x.node().attribute("data-to").value() == to;
+  return n;
 }
 
 int count_type(const Picture& p, const std::string& type) {
@@ -67,6 +90,65 @@ TEST_CASE("lesson models: 13 draws the learner's own layer with its own shapes")
   CHECK(transcript.find("├─fc1: Linear") != std::string::npos);
 }
 
+TEST_CASE("lesson models: 06 draws the notes' Attn with its own three inputs and two outputs") {
+  LessonRun r("06_attn_module");
+  Picture p;
+  load(r, p);
+  // 000 §4's call: Q (1,1,32), K (1,1,32), V (1,32,64) -> output (1,1,64), weights (1,32). attn is
+  // Linear(32 + 32, 32) on cat(Q[0], K[0]); attn_combine Linear(32 + 64, 64) on cat(Q[0], the bmm with V).
+  check_module(p, "", "Attn", "(1, 1, 32) (1, 1, 32) (1, 32, 64)", "(1, 1, 64) (1, 32)");
+  check_module(p, "attn", "Linear", "(1, 64)", "(1, 32)");
+  check_module(p, "attn_combine", "Linear", "(1, 96)", "(1, 64)");
+  CHECK(p.modules["attn"].attribute("data-params").as_llong() == 64 * 32 + 32);
+  CHECK(p.modules["attn_combine"].attribute("data-params").as_llong() == 96 * 64 + 64);
+  CHECK(p.doc.select_node("//*[@class='frame' and @stroke-dasharray='none']"));  // traced: a solid frame
+  // Q and K into attn; V (input 2) and Q (input 0) into attn_combine, beside attn's weights.
+  CHECK(lines(p, "flow", "input", 0, "attn") == 1);
+  CHECK(lines(p, "flow", "input", 1, "attn") == 1);
+  CHECK(lines(p, "flow", "input", 0, "attn_combine") + lines(p, "skip", "input", 0, "attn_combine") == 1);
+  CHECK(lines(p, "flow", "input", 2, "attn_combine") + lines(p, "skip", "input", 2, "attn_combine") == 1);
+  CHECK(lines(p, "flow", "attn", 0, "attn_combine") == 1);
+  CHECK(qkv::test::check_arrow_shapes(p.doc, qkv::test::traced_shapes(p.doc)) >= 6);
+}
+
+TEST_CASE("lesson models: 07 draws SelfAttention, its three projections side by side") {
+  LessonRun r("07_self_attention");
+  Picture p;
+  load(r, p);
+  // 002's SelfAttention(vec_size = 10) on sents (2, 4, 10): QueryW, KeyW, ValueW are Linear(10, 10).
+  check_module(p, "", "SelfAttention", "(2, 4, 10)", "(2, 4, 10)");
+  for (const char* w : {"QueryW", "KeyW", "ValueW"}) {
+    check_module(p, w, "Linear", "(2, 4, 10)", "(2, 4, 10)");
+    CHECK(p.modules[w].attribute("data-params").as_llong() == 10 * 10 + 10);
+    CHECK(lines(p, "flow", "input", 0, w) == 1);
+  }
+  auto y_of = [&](const char* name) { return p.modules.at(name).child("rect").attribute("y").as_double(); };
+  CHECK(y_of("QueryW") == y_of("KeyW"));
+  CHECK(y_of("KeyW") == y_of("ValueW"));
+  CHECK(qkv::test::check_arrow_shapes(p.doc, qkv::test::traced_shapes(p.doc)) >= 4);
+}
+
+TEST_CASE("lesson models: 08 draws the GRU encoder, the attention decoder and the encoder's state into it") {
+  LessonRun r("08_seq2seq_attention", "--epochs 1 --embed 8 --hidden 12");
+  Picture p;
+  load(r, p);
+  // Drawn on 4 training pairs of T = 10 tokens: E = 8, H = 12, one GRU layer.
+  const std::string ids = "(4, 10)";
+  check_module(p, "encoder", "Seq2SeqEncoder", ids, "(4, 10, 12) (1, 4, 12)");
+  check_module(p, "encoder.rnn", "GRU", "(10, 4, 8)", "(10, 4, 12) (1, 4, 12)");
+  // One decoder step: the query (B, 1, H) over the encoder's outputs (B, T, H), masked by their lengths (B).
+  check_module(p, "decoder.attention", "AdditiveAttention", "(4, 1, 12) (4, 10, 12) (4, 10, 12) (4)", "(4, 1, 12)");
+  check_module(p, "decoder.rnn", "GRU", "(1, 4, 20) (1, 4, 12)", "(1, 4, 12) (1, 4, 12)");  // E + H in
+  for (const char* part : {"encoder.embedding", "decoder.embedding", "decoder.dense"})
+    CHECK(p.modules.count(part) == 1);
+  CHECK(p.modules[""].attribute("data-params").as_llong() == r.results().at("model_parameters").get<int64_t>());
+  // The encoder's outputs into the attention, its state into the GRU; the GRU's state back into the attention.
+  CHECK(lines(p, "cross", "encoder", 0, "decoder.attention") == 1);
+  CHECK(lines(p, "cross", "encoder", 1, "decoder.rnn") == 1);
+  CHECK(lines(p, "loop", "decoder.rnn", 1, "decoder.attention") == 1);
+  CHECK(qkv::test::check_arrow_shapes(p.doc, qkv::test::traced_shapes(p.doc)) >= 10);
+}
+
 TEST_CASE("lesson models: 09 draws multi-head attention, its heads as a batch") {
   LessonRun r("09_multi_head_attention");
   Picture p;
@@ -103,6 +185,14 @@ TEST_CASE("lesson models: 12 draws the classifier's attention pooling") {
   CHECK(flows("flow", "features", "attention") == 1);
   CHECK(flows("skip", "embedding", "attention") == 1);
   CHECK(flows("flow", "attention", "head") == 1);
+  // Traced: both inputs, the ids (B, T) and their lengths (B), and the logits (B, 2).
+  const std::vector<std::string> in = qkv::test::split_shapes(p.modules[""].attribute("data-inputs").value());
+  REQUIRE(in.size() == 2);
+  const std::string B = in[0].substr(1, in[0].find(',') - 1);  // X (B, T)
+  CHECK(in[1] == "(" + B + ")");                               // valid_len (B)
+  CHECK(std::string(p.modules[""].attribute("data-outputs").value()) == "(" + B + ", 2)");
+  CHECK(std::string(p.modules["head"].attribute("data-type").value()) == "ClassifierHead");
+  CHECK(qkv::test::check_arrow_shapes(p.doc, qkv::test::traced_shapes(p.doc)) >= 5);
 }
 
 TEST_CASE("lesson models: 11's picture follows --blocks and --heads") {
@@ -120,6 +210,9 @@ TEST_CASE("lesson models: 11's picture follows --blocks and --heads") {
       CHECK(p.modules.count(part) == 1);
     CHECK(p.modules[""].attribute("data-params").as_llong() == r.results().at("model_parameters").get<int64_t>());
     CHECK(p.doc.select_nodes("//*[@class='cross']").size() == static_cast<size_t>(blocks));
+    // The decoder block's self-attention is drawn as causally masked; its attention on the encoder is not.
+    CHECK(std::string(p.modules["decoder.blks.0.attention1"].attribute("data-note").value()) == "causal mask");
+    CHECK(std::string(p.modules["decoder.blks.0.attention2"].attribute("data-note").value()).empty());
 
     // The trained decoder's masked self-attention, every block and head (blocks, 2, S, S): causal, so
     // step s gives no weight to a later step, and each row is a softmax (sums to 1).

@@ -220,3 +220,56 @@ TEST_CASE("trace: a tensor computed between modules says which traced tensors it
     CHECK(find(t, "inner.b").inputs[0].from == std::vector<int>{find(t, "inner.a").outputs[0].id});
   }
 }
+
+namespace {
+// Lesson 06's pattern: the model's inputs reach its first module through ops (a slice, a cat), and one
+// input skips that module: out = Linear(cat(x[0], Linear(cat(x[0], y[0])))).
+class Joined : public nn::Module {
+ public:
+  Joined() {
+    first = register_module("first", std::make_shared<nn::Linear>(4, 3));
+    second = register_module("second", std::make_shared<nn::Linear>(2 + 3, 1));
+  }
+  Tensor forward(const Tensor& x, const Tensor& y) const {
+    nn::TraceScope trace(*this, {x, y});
+    Tensor x0 = squeeze(slice(x, 0, 0, 1), 0), y0 = squeeze(slice(y, 0, 0, 1), 0);  // (1, 1, 2) -> (1, 2)
+    Tensor h = (*first)(cat({x0, y0}, 1));                                          // (1, 4) -> (1, 3)
+    return trace.output((*second)(cat({x0, h}, 1)));                                // (1, 5) -> (1, 1)
+  }
+  std::string type_name() const override { return "Joined"; }
+  std::shared_ptr<nn::Linear> first, second;
+};
+}  // namespace
+
+TEST_CASE("trace: the model's own inputs are followed through the ops before its modules") {
+  // Data tensors (no requires_grad) leave no graph of their own; the trace lends them requires_grad so
+  // that `from` names them, and gives it back.
+  Joined model;
+  Tensor x = randn({1, 1, 2}), y = randn({1, 1, 2});
+  Tensor before = model.forward(x, y);
+  viz::ModelTrace t = nn::trace(model, [&] { model.forward(x, y); });
+  const int x_id = t.calls[0].inputs[0].id, y_id = t.calls[0].inputs[1].id;
+  CHECK(find(t, "first").inputs[0].from == std::vector<int>{x_id, y_id});
+  CHECK(find(t, "second").inputs[0].from == std::vector<int>{x_id, find(t, "first").outputs[0].id});
+  CHECK_FALSE(x.requires_grad());  // given back
+  CHECK_FALSE(y.requires_grad());
+  CHECK(model.forward(x, y).item() == before.item());
+  // An input that already requires grad keeps it.
+  Tensor w = randn({1, 1, 2}).requires_grad_();
+  nn::trace(model, [&] { model.forward(w, y); });
+  CHECK(w.requires_grad());
+}
+
+TEST_CASE("trace: trace_note marks the last call of a module; without a trace it does nothing") {
+  auto lin = std::make_shared<nn::Linear>(2, 2);
+  Tensor x = randn({1, 2});
+  nn::trace_note(*lin, "causal mask");  // no trace runs: nothing to mark, no error
+  viz::ModelTrace t = nn::trace(*lin, [&] {
+    (*lin)(x);
+    nn::trace_note(*lin, "first");
+    nn::trace_note(*lin, "second");  // the last note holds
+  });
+  CHECK(t.calls[0].note == "second");
+  viz::ModelTrace plain = nn::trace(*lin, [&] { (*lin)(x); });
+  CHECK(plain.calls[0].note.empty());
+}

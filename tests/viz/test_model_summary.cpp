@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "viz/model_picture_check.hpp"
 #include "viz/viz_test_util.hpp"
 
 using namespace qkv;
+using qkv::test::check_arrow_shapes;
 
 namespace {
 
@@ -127,33 +129,6 @@ Corner corner(const std::map<std::string, pugi::xml_node>& drawn, const std::str
   REQUIRE_MESSAGE(it != drawn.end(), "no module drawn as '" << name << "'");
   pugi::xml_node rect = it->second.child("rect");
   return {rect.attribute("x").as_double(), rect.attribute("y").as_double(), rect.attribute("width").as_double()};
-}
-
-// Every line of the picture (arrows, lines around the side, lines between
-// branches) carries the shape its producer's trace recorded: a module's
-// output at data-port, or the frame's input at data-port. Returns how many
-// lines were checked.
-int check_arrow_shapes(const pugi::xml_document& doc, const viz::ModelTrace& trace) {
-  std::map<std::string, const viz::ModuleCall*> calls;
-  for (const viz::ModuleCall& c : trace.calls) calls.emplace(c.name, &c);  // the first call of each
-  int checked = 0;
-  for (const char* cls : {"flow", "skip", "loop", "cross"})
-    for (pugi::xml_node g : test::with_class(doc, cls)) {
-      const std::string from = g.attribute("data-from").value(), frame = g.attribute("data-frame").value();
-      const size_t port = static_cast<size_t>(g.attribute("data-port").as_int());
-      CAPTURE(cls);
-      CAPTURE(from);
-      CAPTURE(frame);
-      CAPTURE(port);
-      const bool input = from == "input";
-      REQUIRE(calls.count(input ? frame : from) == 1);
-      const viz::ModuleCall& c = *calls.at(input ? frame : from);
-      const std::vector<viz::TracedTensor>& tensors = input ? c.inputs : c.outputs;
-      REQUIRE(port < tensors.size());
-      CHECK(std::string(g.attribute("data-shape").value()) == shape_text(tensors[port].shape));
-      ++checked;
-    }
-  return checked;
 }
 
 // The lines of class `cls` from module `from` to module `to`.
@@ -425,6 +400,38 @@ TEST_CASE("model_svg: the Transformer's residual paths and the encoder's output,
   CHECK(lines(doc, "cross", "encoder", "decoder.blks.0.attention2").size() == 1);
   CHECK(lines(doc, "cross", "encoder", "decoder.blks.1").size() == 1);
   CHECK(check_arrow_shapes(doc, tr.trace) > 20);
+  test::check_text_layout(doc);
+}
+
+TEST_CASE("model_svg and model_summary: the decoder's self-attention is marked as causally masked") {
+  // TransformerDecoderBlock builds the causal mask for its attention1 (d2l's dec_valid_lens) and notes it
+  // on that call (nn::trace_note); the attention that reads the encoder, and the encoder's own, have none.
+  Transformer tr = transformer(8, 2, 2);
+  pugi::xml_document doc = parse(viz::model_svg(tr.trace));
+  const std::map<std::string, pugi::xml_node> drawn = modules_drawn(doc);
+  for (const auto& entry : drawn) {  // no structured binding: CAPTURE's lambda cannot capture one in clang 14
+    const std::string& name = entry.first;
+    const pugi::xml_node g = entry.second;
+    CAPTURE(name);
+    const bool causal = name.size() > 11 && name.substr(name.size() - 11) == ".attention1";
+    CHECK((std::string(g.attribute("data-note").value()) == "causal mask") == causal);
+    if (causal) {
+      CHECK(name.rfind("decoder.blks.", 0) == 0);
+      CHECK(test::has_text(doc, "MultiHeadAttention (causal mask)"));
+      CHECK(std::string(g.child_value("title")).find(", causal mask") != std::string::npos);
+    }
+  }
+  CHECK(drawn.count("decoder.blks.0.attention1") == 1);  // the first block drawn open; the second as one box,
+  CHECK(std::string(drawn.at("decoder.blks.1").child_value("title")).find("MultiHeadAttention, causal mask") !=
+        std::string::npos);  // its parts in its hover text
+  // The terminal table says it on the same rows.
+  const std::string summary = viz::model_summary(tr.trace);
+  size_t rows = 0;
+  for (size_t at = summary.find("attention1: MultiHeadAttention (causal mask)"); at != std::string::npos;
+       at = summary.find("attention1: MultiHeadAttention (causal mask)", at + 1))
+    ++rows;
+  CHECK(rows == 2);
+  CHECK(summary.find("attention2: MultiHeadAttention (") == std::string::npos);
   test::check_text_layout(doc);
 }
 

@@ -56,6 +56,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -249,6 +250,14 @@ class TraceScope {
   void record_outputs(std::initializer_list<TraceArg> ys);
   int call_ = -1;  // this call's index in the trace; -1 when nothing is traced
 };
+
+// Say something of the last call of `module` in the running trace that its
+// own forward cannot know, shown beside its type in the pictures: a
+// decoder block marks its self-attention "causal mask", since the block
+// builds that mask and the attention only reads it. Does nothing when no
+// trace runs; an empty note, or a module that has not run in this trace, is a
+// qkv::Error.
+void trace_note(const Module& module, std::string_view note);
 
 // Run `forward` with tracing on for this thread and return every module call
 // it made. `model` is the root: names are dotted from it, and calls[0] is

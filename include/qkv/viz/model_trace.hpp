@@ -44,6 +44,10 @@ struct ModuleCall {
   // without one): it is still shown, where it sits in the model, with the
   // inputs of its first traced submodule and the outputs of its last one.
   bool traced = true;
+  // What the caller said of this call that the module itself cannot know
+  // (nn::trace_note): "causal mask" on a decoder's self-attention, whose
+  // mask its block builds. Shown beside the type; "" for none.
+  std::string note{};
 };
 
 struct ModelTrace {
