@@ -484,7 +484,10 @@ TEST_CASE("model_svg: hovering a block shows its shapes (<title>, data-inputs, d
     const viz::ModuleCall& c = *calls.at(name);
     auto shapes = [](const std::vector<viz::TracedTensor>& ts) {
       std::string s;
-      for (const viz::TracedTensor& x : ts) s += (s.empty() ? "" : " ") + shape_text(x.shape);
+      for (const viz::TracedTensor& x : ts) {
+        if (!s.empty()) s += ' ';
+        s += shape_text(x.shape);  // appended, not "…" + string&&, whose inlined copy GCC 12 misreads (-Wrestrict)
+      }
       return s.empty() ? std::string("--") : s;
     };
     const std::string title = g.child_value("title");
