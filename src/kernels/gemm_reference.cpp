@@ -84,8 +84,7 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
-      float& c = C[i * ldc + j];
-      if (!accumulate) c = 0.0f;
+      float c = accumulate ? C[i * ldc + j] : 0.0f;
       for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) {
         float sum = 0.0f;
         for (int64_t k = k0; k < std::min(K, k0 + GEMM_KC); ++k) {
@@ -95,6 +94,7 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
         }
         c = k0 == 0 && !accumulate ? sum : c + sum;
       }
+      C[i * ldc + j] = c;
     }
   }
 }
