@@ -320,7 +320,7 @@ case "${1:-}" in
       build/release/lessons/$lesson >/dev/null
     done
     (cd web/test && npm ci --no-audit --no-fund --loglevel=error)
-    node web/test/browser_test.js --page out/web/index.html --native out/lessons "${@:2}"
+    node web/test/browser_test.js --page out/web/index.html --native out/lessons --models out/same "${@:2}"
     ;;
   *)
     sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'

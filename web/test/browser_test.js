@@ -6,14 +6,16 @@
 //     build's results.json holds at the same seed: every number within 1e-5
 //     (relative to the larger, absolute below 1), every other value equal;
 //   - each live panel draws, and draws something else after a knob moves;
-//   - hovering a heatmap cell shows its row, column and value;
+//   - hovering a heatmap cell shows its row, column and value, and hovering
+//     a block of lesson 09's model picture its shapes;
 //   - the translation boxes translate "go ." and "i'm home ." as lessons 08
-//     and 11 did natively (their results.json, from the run that saved the
-//     models the page holds);
+//     and 11 did natively (the results.json in --models, from the run that
+//     saved the models the page holds: ./qkv.sh web trains them in the
+//     same-numbers build, into out/same);
 //   - the browser's console shows no error, and the page asked for nothing
 //     but file:, blob: and data: URLs.
 //
-//   node web/test/browser_test.js --page out/web/index.html --native out/lessons
+//   node web/test/browser_test.js --page out/web/index.html --native out/lessons --models out/same
 //        [--screenshots docs/web]   the page and each live panel, as PNG
 //        [--time-all BUILD/lessons] every lesson timed in the page and natively (a Markdown table)
 //
@@ -24,20 +26,21 @@ const path = require("path");
 const { execFileSync } = require("child_process");
 const puppeteer = require("puppeteer-core");
 
-const options = { page: null, native: null, screenshots: null, timeAll: null };
+const options = { page: null, native: null, models: null, screenshots: null, timeAll: null };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i += 2) {
-  const key = { "--page": "page", "--native": "native", "--screenshots": "screenshots", "--time-all": "timeAll" }[argv[i]];
+  const key = { "--page": "page", "--native": "native", "--models": "models", "--screenshots": "screenshots",
+                "--time-all": "timeAll" }[argv[i]];
   if (!key || argv[i + 1] === undefined) {
     console.error(`browser_test.js: unknown flag or missing value: ${argv[i]}\n` +
                   "usage: node web/test/browser_test.js --page out/web/index.html --native out/lessons " +
-                  "[--screenshots DIR] [--time-all BUILD/lessons]");
+                  "--models out/same [--screenshots DIR] [--time-all BUILD/lessons]");
     process.exit(2);
   }
   options[key] = argv[i + 1];
 }
-if (!options.page || !options.native) {
-  console.error("usage: node web/test/browser_test.js --page out/web/index.html --native out/lessons");
+if (!options.page || !options.native || !options.models) {
+  console.error("usage: node web/test/browser_test.js --page out/web/index.html --native out/lessons --models out/same");
   process.exit(2);
 }
 
@@ -75,7 +78,8 @@ function compareResults(page, native) {
   return { problems, worst, worstAt, count: a.size };
 }
 
-const readNative = (program) => JSON.parse(fs.readFileSync(path.join(options.native, program, "results.json"), "utf8"));
+const readResults = (folder, program) => JSON.parse(fs.readFileSync(path.join(folder, program, "results.json"), "utf8"));
+const readNative = (program) => readResults(options.native, program);
 
 // ---- the page ----------------------------------------------------------------------------
 // If Chromium goes away mid-test, the test says so and ends with status 3. A signal
@@ -334,10 +338,27 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
     const [row, col, value] = /^(.*), (.*): (.*)$/.exec(title).slice(1);
     check(hover === `row ${row}, column ${col}: ${value}`, `hovering a cell shows "${hover}"`);
   }
+  // Hovering a block of a model picture (lesson 09's, from its run above): its name, shapes and parameters.
+  // The pointer is moved onto the last block drawn (the mouse event sent to it: where the
+  // block lies under arrows and labels is the picture's business, not the hover's).
+  {
+    const [hover, title] = await page.evaluate(() => {
+      const blocks = document.querySelectorAll(`#lesson-09 figure[data-file="model.svg"] g.module`);
+      const block = blocks[blocks.length - 1];
+      if (!block) return ["", ""];
+      const shape = block.querySelector("rect, text");
+      const box = shape.getBoundingClientRect();
+      shape.dispatchEvent(new MouseEvent("mousemove", { bubbles: true, clientX: box.x + 2, clientY: box.y + 2 }));
+      const h = document.getElementById("hover");
+      return [h.hidden ? "" : h.textContent, block.querySelector("title").textContent];
+    });
+    check(/in: /.test(hover) && /out: /.test(hover) && hover === title.replace(/\n/g, " · "),
+          `hovering a block of lesson 09's model shows "${hover}"`);
+  }
 
   // ---- translating ---------------------------------------------------------------------------
   for (const lesson of ["08_seq2seq_attention", "11_transformer"]) {
-    const native = readNative(lesson).results;
+    const native = readResults(options.models, lesson).results;
     const selector = `#lesson-${lesson.slice(0, 2)} .panel[data-panel="translate-${Number(lesson.slice(0, 2))}"]`;
     for (const sentence of ["go .", "i'm home ."]) {
       let k = 0;
