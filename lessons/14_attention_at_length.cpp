@@ -213,9 +213,11 @@ void tiles_section(lesson::Lesson& lesson, Generator& gen) {
   Tensor plain = bmm(masked_softmax(scores, int_tensor(lens, {1, T})), V.reshape({1, T, d}));  // (1, T, d)
   const double difference = max(abs(tiled - plain.reshape({T, d}))).item();
   lesson.print(
-      "Query tile {} (rows {}–{}) met key tiles {} in that order and skipped {}: every key there lies\n"
-      "after every one of its queries, so the mask hides the whole tile and it is never computed.\n",
-      shown, shown * BR, shown * BR + BR - 1, fmt::join(shown_walk.met, ", "), fmt::join(shown_walk.skipped, ", "));
+      "Query tile {} (rows {}–{}) met key tiles {} in that order (steps 1 to {} in the picture) and\n"
+      "skipped {}: every key there lies after every one of its queries, so the mask hides the whole\n"
+      "tile and it is never computed.\n",
+      shown, shown * BR, shown * BR + BR - 1, fmt::join(shown_walk.met, ", "), shown_walk.met.size(),
+      fmt::join(shown_walk.skipped, ", "));
   lesson.print("Tiled output {} against the plain path's (all T × T weights): largest difference {:.2e}.\n",
                tiled.shape(), difference);
   lesson.heatmap("query_tile_walk.svg", walk_picture(T, BR, BC, shown, shown_walk),
