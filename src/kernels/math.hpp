@@ -79,13 +79,17 @@ auto two_to(const I& k) {
 // n·ln 2 is subtracted in two parts (Cody and Waite), the first with few
 // enough bits that n·C1 and x − n·C1 are exact; eʳ is 1 + r + r²·P(r), P of
 // degree 5. 2ⁿ is applied as 2^⌊n/2⌋ · 2^(n−⌊n/2⌋), two factors that are
-// normal floats, so that a subnormal result is rounded once. x is first held
-// to [−104, 88.8]: below, eˣ rounds to 0; above 88.72, to +∞ (which the
-// product of the two factors gives). A NaN passes through every step.
+// normal floats, so that a subnormal result is rounded once. x above 88.8 is
+// held to 88.8 (above 88.72 eˣ rounds to +∞, which the product of the two
+// factors gives). Below −104 eˣ rounds to 0: such a lane computes e⁰ instead
+// and gives 0 at the end, since a product that underflows costs an x86 core
+// a microcode assist of about a hundred cycles, and attention's masked keys
+// (−∞, or d2l's −10⁶) are all such lanes. A NaN passes through every step.
 template <class V>
 V exp(V x) {
   const V hi(88.8f), lo(-104.0f);
-  x = select(x > hi, hi, select(x < lo, lo, x));
+  const auto zero = x < lo;
+  x = select(x > hi, hi, select(zero, V(0.0f), x));
   const V t = x * V(1.44269504088896341f) + V(kRound);  // 1.5·2²³ + round(x / ln 2)
   const V n = t - V(kRound);
   V r = x - n * V(0.693359375f);   // C1 = 355/512
@@ -99,7 +103,7 @@ V exp(V x) {
   const V e_r = fused(p, r * r, r) + V(1.0f);
   const auto k = bits(t) - kRoundBits;  // n as an integer, -150 … 128
   const auto k1 = k >> 1;
-  return e_r * two_to(k1) * two_to(k - k1);
+  return select(zero, V(0.0f), e_r * two_to(k1) * two_to(k - k1));
 }
 
 // ---- log ------------------------------------------------------------------------------
