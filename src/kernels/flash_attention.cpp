@@ -6,7 +6,7 @@
 // FLASH_BC with the online softmax's rescaling, every dot product and every
 // accumulation k in order with madd, every row sum an ordered_sum, exp and
 // log qkv's own (math.hpp). The two agree bit for bit. The SIMD kernels, in one block at the end under
-// #if QKV_SIMD (simd.hpp's convention): tiles of BR queries × BC keys, whose five
+// #if QKV_SIMD (simd.hpp's convention): tiles of BR queries × BC keys, whose six
 // products (q·kᵀ, p·v, pᵀ·dout, dout·vᵀ, dsᵀ·q, ds·k) all run on one small
 // register-blocked product, tile_product. Without that block (the scalar
 // build) the public kernels are the reference.
@@ -78,11 +78,12 @@ uint32_t key_hash(uint32_t row, int64_t key) { return mix32(row + static_cast<ui
 // The hashes below which a weight is dropped: p·2³².
 uint32_t drop_below(float p) { return static_cast<uint32_t>(std::min(static_cast<double>(p), 1.0) * 4294967295.0); }
 
-// x[j] for keys j0 … j0 + cols - 1 of `row`: kept and scaled by 1/(1 - p), or 0.
-void apply_dropout(const AttentionSizes& s, int64_t row, int64_t j0, int64_t cols, float* x) {
+// x[j·stride] for keys j0 … j0 + cols - 1 of `row`: kept and scaled by
+// 1/(1 - p), or 0.
+void apply_dropout(const AttentionSizes& s, int64_t row, int64_t j0, int64_t cols, float* x, int64_t stride = 1) {
   const uint32_t h = row_hash(s.seed, row), below = drop_below(s.dropout);
   const float keep_scale = 1.0f / (1.0f - s.dropout);
-  for (int64_t j = 0; j < cols; ++j) x[j] = key_hash(h, j0 + j) >= below ? x[j] * keep_scale : 0.0f;
+  for (int64_t j = 0; j < cols; ++j) x[j * stride] = key_hash(h, j0 + j) >= below ? x[j * stride] * keep_scale : 0.0f;
 }
 
 }  // namespace
@@ -204,6 +205,13 @@ void product_block(int64_t depth, const float* a, int64_t ars, int64_t aks, cons
 // The register block: 6 rows × NV registers. With AVX-512's 32 registers,
 // 6 × 4 (24 accumulators, 4 of B, 1 broadcast: d = 64 in one block); with
 // AVX2's 16, 6 × 2, as GEMM's tile (gemm_tile.hpp).
+//
+// NOTE: not kernels::gemm, whose micro-kernel this resembles. A tile's
+// product is 64 × 64 × 64, read in place: GEMM packs its operands into
+// panels for each call, and in the default build sums a few edge columns
+// in an order of its own, where this keeps the reference's (each sum k in
+// order) in every build. Called through gemm, the attention at T = 1024
+// ran about 5 % slower (docs/kernel_notes.md).
 constexpr int ROWS = 6, NV = W >= 16 ? 4 : 2;
 
 // R rows of C across all its columns: NV registers at a time, then 1, then
@@ -266,31 +274,6 @@ void scale_and_mask(float* sr, int64_t cols, int64_t j0, int64_t end, float scal
   for (int64_t j = cols; j < BC; ++j) sr[j] = -kInf;
 }
 
-float tile_row_max(const float* sr) {
-  batch m(-kInf);
-  for (int64_t j = 0; j < BC; j += W) m = xsimd::max(m, batch::load_unaligned(sr + j));
-  alignas(64) float lanes[W];
-  m.store_aligned(lanes);
-  float r = -kInf;
-  for (float lane : lanes) r = std::max(r, lane);
-  return r;
-}
-
-// sr = exp(sr - m) over the whole tile row; returns its sum, an ordered_sum
-// (the padding's exp(-inf) = 0 changes none of the running sums).
-float tile_row_exp(float* sr, float m) {
-  static_assert(BC % SUM_LANES == 0);
-  const batch vm(m);
-  return ordered_sum_simd<batch>(
-      BC,
-      [&](batch acc, int64_t j) {
-        const batch e = math::exp(batch::load_unaligned(sr + j) - vm);
-        e.store_unaligned(sr + j);
-        return acc + e;
-      },
-      [](float sum, int64_t) { return sum; });
-}
-
 // The farthest key any row of queries [i0, i1) sees: the tiles of keys at or
 // past it are skipped. A row that sees none sees all K (uniform weights).
 int64_t tile_key_end(const AttentionSizes& s, int64_t n, int64_t i0, int64_t i1) {
@@ -302,48 +285,97 @@ int64_t tile_key_end(const AttentionSizes& s, int64_t n, int64_t i0, int64_t i1)
   return end;
 }
 
+// x (rows × cols, row stride ldx) turned into xt (cols × BR), its columns
+// past `rows` zero.
+void transpose_rows(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* xt) {
+  std::fill(xt, xt + cols * BR, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) xt[c * BR + r] = x[r * ldx + c];
+}
+
 // One tile of queries of head n: the online softmax over the key tiles.
-// kt: head n's keys transposed, (d, K) with row stride ldk.
-void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q, const float* kt, int64_t ldk,
-                  const float* v, float* out, float* lse) {
+//
+// The tile's scores are held turned, st (BC keys × BR queries), so that a
+// register holds W queries' scores for one key: each query's maximum and
+// sum over the keys are then taken register by register, lane by lane,
+// with no step across a register's lanes, and the 16 running sums of the
+// row's ordered_sum (term j into sum j mod 16, then fold_sums) are 16
+// registers, folded alike. The floats are the reference's.
+void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q, const float* k, const float* v,
+                  float* out, float* lse) {
+  static_assert(BR % W == 0 && BC % SUM_LANES == 0);
   const int64_t rows = std::min(BR, s.Q - i0), d = s.d, dv = s.dv;
-  const float* qi = q + (n * s.Q + i0) * d;              // (rows, d)
-  const float* vn = v + n * s.K * dv;                    // (K, dv)
-  aligned_floats st(static_cast<size_t>(BR * BC));       // (BR, BC): scores, then exp(s - m)
-  aligned_floats o(static_cast<size_t>(BR * dv), 0.0f);  // (BR, dv): Σ exp(s - m) · v
-  float m[BR], l[BR];
+  const float* kn = k + n * s.K * d;                      // (K, d)
+  const float* vn = v + n * s.K * dv;                     // (K, dv)
+  aligned_floats qt(static_cast<size_t>(d * BR));         // (d, BR): the query tile turned
+  aligned_floats st(static_cast<size_t>(BC * BR));        // (BC, BR): scores, then exp(s - m)
+  aligned_floats ot(static_cast<size_t>(dv * BR), 0.0f);  // (dv, BR): Σ exp(s - m) · v, turned
+  // Each query's running maximum and sum, the last tile's rescaling, and
+  // the mask: key j of the tile is masked for query r when j ≥ seen[r]
+  // (a float, to compare in registers), its score then `fill` (-inf; 0
+  // for a query that sees no key). The lanes past `rows` see every key.
+  alignas(64) float m[BR], l[BR], rescale[BR], seen[BR], fill[BR];
   int64_t end[BR];
-  for (int64_t r = 0; r < rows; ++r) {
+  bool masked = false;  // whether any query of the tile sees fewer than K keys
+  for (int64_t r = 0; r < BR; ++r) {
     m[r] = -kInf;
     l[r] = 0.0f;
-    end[r] = row_end(s, n, i0 + r);
+    seen[r] = static_cast<float>(BC);
+    end[r] = r < rows ? row_end(s, n, i0 + r) : s.K;
+    fill[r] = end[r] == 0 ? 0.0f : -kInf;
+    masked = masked || end[r] < s.K;
   }
+  transpose_rows(rows, d, q + (n * s.Q + i0) * d, d, qt.data());
   const int64_t key_end = tile_key_end(s, n, i0, i0 + rows);
   for (int64_t j0 = 0; j0 < key_end; j0 += BC) {
     const int64_t cols = std::min(BC, s.K - j0);
-    tile_product(rows, cols, d, qi, d, 1, kt + j0, ldk, st.data(), BC, false);  // (rows, d) x (d, cols)
-    for (int64_t r = 0; r < rows; ++r) {
-      float* sr = st.data() + r * BC;
-      scale_and_mask(sr, cols, j0, end[r], s.scale);
-      // m' = max(m, the tile's max); what was summed so far is rescaled by exp(m - m').
-      const float m_new = std::max(m[r], tile_row_max(sr));
-      const float rescale = math::exp(m[r] - m_new);    // exp(-inf) = 0 on the first tile
-      l[r] = l[r] * rescale + tile_row_exp(sr, m_new);  // the undropped sum
-      m[r] = m_new;
-      if (s.dropout > 0.0f) apply_dropout(s, n * s.Q + i0 + r, j0, cols, sr);
-      if (rescale != 1.0f) {
-        const batch vr(rescale);
-        float* orow = o.data() + r * dv;
-        int64_t c = 0;
-        for (; c + W <= dv; c += W) (batch::load_unaligned(orow + c) * vr).store_unaligned(orow + c);
-        for (; c < dv; ++c) orow[c] *= rescale;
+    tile_product(cols, BR, d, kn + j0 * d, d, 1, qt.data(), BR, st.data(), BR, false);  // (cols, d) x (d, BR)
+    for (int64_t j = cols; j < BC; ++j) std::fill_n(st.data() + j * BR, BR, -kInf);     // keys past K: weight 0
+    if (masked)
+      for (int64_t r = 0; r < BR; ++r) seen[r] = static_cast<float>(std::clamp<int64_t>(end[r] - j0, 0, BC));
+    for (int64_t g = 0; g < BR; g += W) {  // W queries at a time
+      // Scale and mask, and each query's maximum: m' = max(m, the tile's).
+      const batch vscale(s.scale), vseen = batch::load_aligned(seen + g), vfill = batch::load_aligned(fill + g);
+      batch m_new = batch::load_aligned(m + g);
+      for (int64_t j = 0; j < cols; ++j) {
+        float* x = st.data() + j * BR + g;
+        batch sj = batch::load_aligned(x) * vscale;
+        if (masked) sj = xsimd::select(batch(static_cast<float>(j)) >= vseen, vfill, sj);
+        sj.store_aligned(x);
+        m_new = xsimd::max(m_new, sj);
       }
+      // What was summed so far is rescaled by exp(m - m') (exp(-inf) = 0 on
+      // the first tile); the scores become exp(s - m'), summed in order.
+      const batch vrescale = math::exp(batch::load_aligned(m + g) - m_new);
+      batch sums[SUM_LANES];
+      for (batch& sum : sums) sum = batch(0.0f);
+      for (int64_t j = 0; j < BC; j += SUM_LANES)
+        for (int64_t t = 0; t < SUM_LANES; ++t) {
+          float* x = st.data() + (j + t) * BR + g;
+          const batch e = math::exp(batch::load_aligned(x) - m_new);
+          e.store_aligned(x);
+          sums[t] = sums[t] + e;
+        }
+      for (int64_t half = SUM_LANES / 2; half >= 1; half /= 2)  // fold_sums, register by register
+        for (int64_t t = 0; t < half; ++t) sums[t] = sums[t] + sums[t + half];
+      (batch::load_aligned(l + g) * vrescale + sums[0]).store_aligned(l + g);  // the undropped sum
+      m_new.store_aligned(m + g);
+      vrescale.store_aligned(rescale + g);
     }
-    tile_product(rows, dv, cols, st.data(), BC, 1, vn + j0 * dv, dv, o.data(), dv, true);  // (rows, cols) x (cols, dv)
+    if (s.dropout > 0.0f)
+      for (int64_t r = 0; r < rows; ++r) apply_dropout(s, n * s.Q + i0 + r, j0, cols, st.data() + r, BR);
+    // oᵀ ← oᵀ · exp(m - m') column by column (× 1 where the maximum stayed), then
+    // oᵀ += vᵀ · st: (dv, cols) x (cols, BR), each sum over the keys in order.
+    for (int64_t c = 0; c < dv; ++c)
+      for (int64_t g = 0; g < BR; g += W) {
+        float* x = ot.data() + c * BR + g;
+        (batch::load_aligned(x) * batch::load_aligned(rescale + g)).store_aligned(x);
+      }
+    tile_product(dv, BR, cols, vn + j0 * dv, 1, dv, st.data(), BR, ot.data(), BR, true);
   }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t row = n * s.Q + i0 + r;
-    for (int64_t c = 0; c < dv; ++c) out[row * dv + c] = o[static_cast<size_t>(r * dv + c)] / l[r];
+    for (int64_t c = 0; c < dv; ++c) out[row * dv + c] = ot[static_cast<size_t>(c * BR + r)] / l[r];
     lse[row] = m[r] + math::log(l[r]);
   }
 }
@@ -414,23 +446,9 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
 
 }  // namespace
 
-// NOTE: the keys are transposed once, (N, K, d) -> (N, d, Kp), one more
-// buffer of their size, so that every query tile reads kᵀ along rows; each
-// (query tile, key tile) transposing its own would cost a quarter of the
-// products' time. Kp = K rounded up to a register, plus one: rows of kᵀ
-// 2ᵏ floats apart would all fall in the same few sets of the L1 cache.
 void flash_attention(const AttentionSizes& s, const float* q, const float* k, const float* v, float* out, float* lse) {
-  const int64_t Kp = (s.K + W - 1) / W * W + W;
-  aligned_floats kt(static_cast<size_t>(s.N * s.d * Kp));  // (N, d, Kp)
-  parallel_for(s.N, [&](int64_t n) {
-    for (int64_t j = 0; j < s.K; ++j)
-      for (int64_t c = 0; c < s.d; ++c) kt[static_cast<size_t>((n * s.d + c) * Kp + j)] = k[(n * s.K + j) * s.d + c];
-  });
   const int64_t tiles = (s.Q + BR - 1) / BR;
-  parallel_for(s.N * tiles, [&](int64_t t) {
-    const int64_t n = t / tiles;
-    forward_tile(s, n, t % tiles * BR, q, kt.data() + n * s.d * Kp, Kp, v, out, lse);
-  });
+  parallel_for(s.N * tiles, [&](int64_t t) { forward_tile(s, t / tiles, t % tiles * BR, q, k, v, out, lse); });
 }
 
 void flash_attention_backward(const AttentionSizes& s, const float* q, const float* k, const float* v, const float* out,

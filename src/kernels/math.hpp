@@ -86,7 +86,7 @@ auto two_to(const I& k) {
 // a microcode assist of about a hundred cycles, and attention's masked keys
 // (−∞, or d2l's −10⁶) are all such lanes. A NaN passes through every step.
 template <class V>
-V exp(V x) {
+[[gnu::always_inline]] inline V exp(V x) {
   const V hi(88.8f), lo(-104.0f);
   const auto zero = x < lo;
   x = select(x > hi, hi, select(zero, V(0.0f), x));
