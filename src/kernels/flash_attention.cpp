@@ -211,7 +211,7 @@ void product_block(int64_t depth, const float* a, int64_t ars, int64_t aks, cons
 // panels for each call, and in the default build sums a few edge columns
 // in an order of its own, where this keeps the reference's (each sum k in
 // order) in every build. Called through gemm, the attention at T = 1024
-// ran about 5 % slower (docs/kernel_notes.md).
+// ran 3–8 % slower (docs/kernel_notes.md).
 constexpr int ROWS = 6, NV = W >= 16 ? 4 : 2;
 
 // R rows of C across all its columns: NV registers at a time, then 1, then
