@@ -207,11 +207,10 @@ void product_block(int64_t depth, const float* a, int64_t ars, int64_t aks, cons
 // AVX2's 16, 6 × 2, as GEMM's tile (gemm_tile.hpp).
 //
 // NOTE: not kernels::gemm, whose micro-kernel this resembles (and which
-// reads products this small in place too). Called through gemm, the
-// attention at T = 1024 ran 3–8 % slower (each call's blocking set-up, for
-// one 64 × 64 × 64 product), and in the default build gemm sums a few edge
-// columns in an order of its own, where this keeps the reference's (each
-// sum k in order) in every build (docs/kernel_notes.md).
+// reads products this small in place too): called through gemm, the
+// attention at T = 1024 ran 3–8 % slower, and in the default build gemm
+// sums a few edge columns in an order of its own, where this keeps the
+// reference's (each sum k in order) in every build (docs/kernel_notes.md).
 constexpr int ROWS = 6, NV = W >= 16 ? 4 : 2;
 
 // R rows of C across all its columns: NV registers at a time, then 1, then
