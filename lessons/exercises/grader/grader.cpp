@@ -664,15 +664,43 @@ void Grader::check_scalar(const Step& step, double got, double want, const std::
       fmt::format("step {}: {:.6g}, expected {:.6g}{}", step.name, got, want, known.empty() ? "" : " (" + known + ")"));
 }
 
+namespace {
+
+// The opening trace() and differences() share, in the child: f on copies of
+// the inputs that record gradients; f's output, then the copies as f left
+// them, then the captured values, written. Returns the copies.
+std::vector<Tensor> run_on_copies(Writer& w, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                  const std::vector<Tensor>& inputs, const Inputs& captured, Tensor& out) {
+  std::vector<Tensor> xs;
+  for (const Tensor& x : inputs) xs.push_back(x.detach().clone().requires_grad_());
+  out = f(xs);
+  put(w, out);
+  for (const Tensor& x : xs) put(w, x.detach());  // as f left them: unchanged, or the checks after mislead
+  for (const Input& in : captured) put(w, compared(in));
+  return xs;
+}
+
+}  // namespace
+
+// The same opening read back in the parent: f's output and its graph, and
+// each input and captured value held to what it was before the call.
+void Grader::read_run(Reader& r, const std::vector<Tensor>& inputs, const Inputs& captured, Traced& t,
+                      std::vector<Graph>& graphs) {
+  read_back([&] { get(r, t.out, graphs); });
+  Inputs named;
+  for (size_t i = 0; i < inputs.size(); ++i) named.push_back({fmt::format("input {}", i), inputs[i]});
+  named.insert(named.end(), captured.begin(), captured.end());
+  unchanged(named, r);
+  t.has_graph = !graphs.empty();
+  if (t.has_graph) t.graph = graphs[0];
+}
+
 Traced Grader::trace(const std::vector<Tensor>& inputs, const std::function<Tensor(const std::vector<Tensor>&)>& f,
                      const Tensor& grad_out) {
   const std::string bytes = in_child([&] {
-    std::vector<Tensor> xs;
-    for (const Tensor& x : inputs) xs.push_back(x.detach().clone().requires_grad_());
     Writer w;
-    Tensor out = f(xs);
-    put(w, out);
-    for (const Tensor& x : xs) put(w, x.detach());
+    Tensor out;
+    const std::vector<Tensor> xs = run_on_copies(w, f, inputs, {}, out);
     const bool backward = grad_out.defined() && out.defined() && out.requires_grad();
     w.u64(backward ? 1 : 0);
     if (backward) {
@@ -684,12 +712,7 @@ Traced Grader::trace(const std::vector<Tensor>& inputs, const std::function<Tens
   Reader r(bytes);
   Traced t;
   std::vector<Graph> graphs;
-  read_back([&] { get(r, t.out, graphs); });
-  t.has_graph = !graphs.empty();
-  if (t.has_graph) t.graph = graphs[0];
-  Inputs named;
-  for (size_t i = 0; i < inputs.size(); ++i) named.push_back({fmt::format("input {}", i), inputs[i]});
-  unchanged(named, r);
+  read_run(r, inputs, {}, t, graphs);
   obeys_rules(graphs);
   read_back([&] {
     if (r.u64() == 1) {
@@ -727,13 +750,9 @@ bool agrees(double analytic, double numeric) {
 Differences Grader::differences(const std::function<Tensor(const std::vector<Tensor>&)>& f,
                                 const std::vector<Tensor>& inputs, const Inputs& captured) {
   const std::string bytes = in_child([&] {
-    std::vector<Tensor> xs;
-    for (const Tensor& x : inputs) xs.push_back(x.detach().clone().requires_grad_());
     Writer w;
-    Tensor out = f(xs);
-    put(w, out);
-    for (const Tensor& x : xs) put(w, x.detach());  // as f left them: unchanged, or the finite differences mislead
-    for (const Input& in : captured) put(w, compared(in));
+    Tensor out;
+    const std::vector<Tensor> xs = run_on_copies(w, f, inputs, captured, out);
     const bool graph = out.defined() && out.requires_grad();
     if (!graph) return w.bytes();
     Generator gen(7);
@@ -777,14 +796,8 @@ Differences Grader::differences(const std::function<Tensor(const std::vector<Ten
   Reader r(bytes);
   Differences d;
   std::vector<Graph> graphs;
-  read_back([&] { get(r, d.traced.out, graphs); });
-  Inputs named;
-  for (size_t i = 0; i < inputs.size(); ++i) named.push_back({fmt::format("input {}", i), inputs[i]});
-  named.insert(named.end(), captured.begin(), captured.end());
-  unchanged(named, r);
-  d.traced.has_graph = !graphs.empty();
+  read_run(r, inputs, captured, d.traced, graphs);
   if (!d.traced.has_graph) return d;
-  d.traced.graph = graphs[0];
   read_back([&] {
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor grad;

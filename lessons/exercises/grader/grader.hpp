@@ -289,6 +289,8 @@ class Grader {
   void obeys_rules(const std::vector<Graph>& graphs);
   void check_calls();  // the learner's compiled file against the forbidden functions and definitions
   void refuse_definition(const std::string& line);  // a line of check_calls' listing
+  void read_run(Reader& r, const std::vector<Tensor>& inputs, const Inputs& captured, Traced& t,
+                std::vector<Graph>& graphs);  // what trace() and differences() read first
   Differences differences(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                           const Inputs& captured = {});
   [[noreturn]] void fail(const std::string& headline);
