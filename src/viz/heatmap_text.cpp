@@ -121,17 +121,40 @@ std::string heatmap_text(const Tensor& m, const HeatmapOptions& opt, const TextO
   if (!opt.title.empty()) line(opt.title);
   if (!opt.xlabel.empty() || !opt.ylabel.empty()) line(pad(opt.ylabel, width) + "  " + opt.xlabel);
 
-  // Column labels, downwards: line k holds the k-th character of each.
-  std::vector<std::vector<std::string>> downwards;
+  // Column labels, each starting above its column (2 characters a column):
+  // across on one line when each ends before the next label begins and the
+  // last by the border's end (an axis's numbers every few columns), else
+  // downwards, line k holding the k-th character of each (a token in every
+  // column).
+  std::vector<std::string> cut;                  // each label, cut
+  std::vector<std::vector<std::string>> labels;  // and its characters
   size_t depth = 0;
-  for (const std::string& c : cols) {
-    downwards.push_back(detail::code_points(detail::truncate(c, LABEL_WIDTH)));
-    depth = std::max(depth, downwards.back().size());
+  bool across = true;
+  int64_t free_from = 0;  // the first offset, from the first column, that no label covers
+  for (size_t c = 0; c < cols.size(); ++c) {
+    cut.push_back(detail::truncate(cols[c], LABEL_WIDTH));
+    labels.push_back(detail::code_points(cut.back()));
+    depth = std::max(depth, labels.back().size());
+    if (cut.back().empty()) continue;
+    const int64_t at = 2 * static_cast<int64_t>(c), end = at + detail::text_width(cut.back());
+    across = across && at >= free_from && end <= 2 * shown.cols + 1;  // at most to the border's corner
+    free_from = end + 1;                                              // and a space
   }
-  for (size_t k = 0; k < depth; ++k) {
+  if (across && depth > 0) {
     std::string s = spaces(width + 2);
-    for (const auto& label : downwards) s += (k < label.size() ? label[k] : " ") + " ";
+    int64_t used = 0;  // offset from the first column
+    for (size_t c = 0; c < cut.size(); ++c) {
+      if (cut[c].empty()) continue;
+      s += spaces(2 * static_cast<int64_t>(c) - used) + cut[c];
+      used = 2 * static_cast<int64_t>(c) + detail::text_width(cut[c]);
+    }
     line(s);
+  } else {
+    for (size_t k = 0; k < depth; ++k) {
+      std::string s = spaces(width + 2);
+      for (const auto& label : labels) s += (k < label.size() ? label[k] : " ") + " ";
+      line(s);
+    }
   }
 
   const std::string border = spaces(width) + " +" + std::string(static_cast<size_t>(2 * shown.cols), '-') + "+";

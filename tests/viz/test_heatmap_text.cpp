@@ -75,16 +75,36 @@ TEST_CASE("viz/heatmap_text plain") {
   }
   SUBCASE("UTF-8 tokens are cut and aligned by characters, not bytes") {
     // "équipement" is 10 characters (11 bytes): cut to 7 and "…"; "été" is 3 wide.
+    // "où!!" runs past its one column and the border's corner (offsets 0 … 2): downwards.
     Tensor m = tensor({1, 2}, {2, 1});
-    HeatmapOptions opt{.row_labels = {"équipement", "été"}, .col_labels = {"où"}};
+    HeatmapOptions opt{.row_labels = {"équipement", "été"}, .col_labels = {"où!!"}};
     CHECK(heatmap_text(m, opt, PLAIN) ==
           "          o\n"
           "          ù\n"
+          "          !\n"
+          "          !\n"
           "         +--+\n"
           "équipem… |  |\n"
           "été      |@@|\n"
           "         +--+\n"
           "scale: ' '=1 '.'=1.1 ':'=1.2 '-'=1.3 '='=1.4 '+'=1.5 '*'=1.6 '#'=1.7 '%'=1.8 '@'=1.9 (up to 2)\n");
+  }
+  SUBCASE("column labels across when each ends before the next begins (an axis's numbers)") {
+    // Labels at columns 0, 3 and 5 start at offsets 0, 6 and 10 (2 characters a column) and end
+    // before 2, 9 and 12 (é is one character): each before the next begins, the last by the
+    // border's corner (offset 12). One line.
+    // Values 0 … 5 over [0, 5]: tenths 0, 2, 4, 6, 8 and 9 (5 is the top), ' ', ':', '=', '*', '%', '@'.
+    Tensor m = tensor({0, 1, 2, 3, 4, 5}, {1, 6});
+    HeatmapOptions opt{.row_labels = {"y"}, .col_labels = {"-1", "", "", "0.5", "", "é2"}};
+    const std::string text = heatmap_text(m, opt, PLAIN);
+    CHECK(text.rfind("   -1    0.5 é2\n"
+                     "  +------------+\n"
+                     "y |  ::==**%%@@|\n"
+                     "  +------------+\n",
+                     0) == 0);
+    // Two more characters in the last label run it past the corner: downwards again.
+    opt.col_labels = {"-1", "", "", "0.5", "", "é2.."};
+    CHECK(heatmap_text(m, opt, PLAIN).rfind("   -     0   é\n", 0) == 0);
   }
   SUBCASE("Inf, and limits given") {
     // vmin 0, vmax 10: 5 -> t = 0.5 -> '+'; 20 is clamped to '@'; +Inf is marked.
