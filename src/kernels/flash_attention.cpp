@@ -255,11 +255,13 @@ void tile_product(int64_t rows, int64_t cols, int64_t depth, const float* a, int
   }
 }
 
-// xt (cols × rows, row stride BC) = x (rows × cols, row stride ldx)ᵀ: a tile
-// of keys or values turned so that a product can read it along rows.
-void transpose_tile(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* xt) {
+// xt (cols × ldt) = x (rows × cols, row stride ldx)ᵀ, its columns past
+// `rows` zero: a tile of queries, keys or values turned so that a product
+// can read it along rows.
+void transpose_tile(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* xt, int64_t ldt) {
+  std::fill(xt, xt + cols * ldt, 0.0f);
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) xt[c * BC + r] = x[r * ldx + c];
+    for (int64_t c = 0; c < cols; ++c) xt[c * ldt + r] = x[r * ldx + c];
 }
 
 // Row r of a score tile (BC wide, `cols` of them keys j0 …): scaled and masked
@@ -282,14 +284,6 @@ int64_t tile_key_end(const AttentionSizes& s, int64_t n, int64_t i0, int64_t i1)
     end = std::max(end, e == 0 ? s.K : e);
   }
   return end;
-}
-
-// x (rows × cols, row stride ldx) turned into xt (cols × BR), its columns
-// past `rows` zero.
-void transpose_rows(int64_t rows, int64_t cols, const float* x, int64_t ldx, float* xt) {
-  std::fill(xt, xt + cols * BR, 0.0f);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) xt[c * BR + r] = x[r * ldx + c];
 }
 
 // One tile of queries of head n: the online softmax over the key tiles.
@@ -324,7 +318,7 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
     fill[r] = end[r] == 0 ? 0.0f : -kInf;
     masked = masked || end[r] < s.K;
   }
-  transpose_rows(rows, d, q + (n * s.Q + i0) * d, d, qt.data());
+  transpose_tile(rows, d, q + (n * s.Q + i0) * d, d, qt.data(), BR);
   const int64_t key_end = tile_key_end(s, n, i0, i0 + rows);
   for (int64_t j0 = 0; j0 < key_end; j0 += BC) {
     const int64_t cols = std::min(BC, s.K - j0);
@@ -394,8 +388,8 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
   float* pd = ds + BR * BC;                    // (BR, BC): the weights after dropout
   float* dkj = pd + BR * BC;                   // (BC, d)
   float* dvj = dkj + BC * d;                   // (BC, dv)
-  transpose_tile(cols, d, kj, d, kt);
-  transpose_tile(cols, dvs, vj, dvs, vt);
+  transpose_tile(cols, d, kj, d, kt, BC);
+  transpose_tile(cols, dvs, vj, dvs, vt, BC);
   std::fill(dkj, dkj + BC * d, 0.0f);
   std::fill(dvj, dvj + BC * dvs, 0.0f);
   for (int64_t i0 = 0, t = 0; i0 < s.Q; i0 += BR, ++t) {

@@ -126,21 +126,17 @@ std::string heatmap_text(const Tensor& m, const HeatmapOptions& opt, const TextO
   // last by the border's end (an axis's numbers every few columns), else
   // downwards, line k holding the k-th character of each (a token in every
   // column).
-  std::vector<std::string> cut;                  // each label, cut
-  std::vector<std::vector<std::string>> labels;  // and its characters
-  size_t depth = 0;
+  std::vector<std::string> cut;  // each label, cut
   bool across = true;
   int64_t free_from = 0;  // the first offset, from the first column, that no label covers
   for (size_t c = 0; c < cols.size(); ++c) {
     cut.push_back(detail::truncate(cols[c], LABEL_WIDTH));
-    labels.push_back(detail::code_points(cut.back()));
-    depth = std::max(depth, labels.back().size());
     if (cut.back().empty()) continue;
     const int64_t at = 2 * static_cast<int64_t>(c), end = at + detail::text_width(cut.back());
     across = across && at >= free_from && end <= 2 * shown.cols + 1;  // at most to the border's corner
     free_from = end + 1;                                              // and a space
   }
-  if (across && depth > 0) {
+  if (across && free_from > 0) {  // (with no label at all, no line either way)
     std::string s = spaces(width + 2);
     int64_t used = 0;  // offset from the first column
     for (size_t c = 0; c < cut.size(); ++c) {
@@ -150,9 +146,15 @@ std::string heatmap_text(const Tensor& m, const HeatmapOptions& opt, const TextO
     }
     line(s);
   } else {
+    std::vector<std::vector<std::string>> downwards;  // each label's characters
+    size_t depth = 0;
+    for (const std::string& c : cut) {
+      downwards.push_back(detail::code_points(c));
+      depth = std::max(depth, downwards.back().size());
+    }
     for (size_t k = 0; k < depth; ++k) {
       std::string s = spaces(width + 2);
-      for (const auto& label : labels) s += (k < label.size() ? label[k] : " ") + " ";
+      for (const auto& label : downwards) s += (k < label.size() ? label[k] : " ") + " ";
       line(s);
     }
   }
