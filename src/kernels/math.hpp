@@ -73,23 +73,42 @@ auto two_to(const I& k) {
   return from_bits((k + 127) << 23);
 }
 
+// e · 2ⁿ, for e in [½, 2) and n an integer in -150 … 128 (t = 1.5·2²³ + n,
+// its bits n's): rounded once, to a subnormal or to ∞ where it must be.
+// 2ⁿ is applied as 2^⌊n/2⌋ · 2^(n−⌊n/2⌋), two factors that are normal
+// floats: the first product is exact, the second rounds. AVX-512 has that
+// in one instruction, vscalefps (e · 2^⌊n⌋, rounded once): the same float.
+template <class V>
+[[gnu::always_inline]] inline V times_two_to(const V& e, const V& n, const V& t) {
+#if defined(__AVX512F__)
+  if constexpr (!std::is_same_v<V, float>) {
+    if constexpr (V::size == 16) return _mm512_scalef_ps(e, n);
+  }
+#endif
+  const auto k = bits(t) - kRoundBits;  // n as an integer
+  const auto k1 = k >> 1;
+  return e * two_to(k1) * two_to(k - k1);
+}
+
 // ---- exp ------------------------------------------------------------------------------
 //
 // eˣ = 2ⁿ · eʳ with n = round(x / ln 2) and r = x − n·ln 2 in [−ln2/2, ln2/2]:
 // n·ln 2 is subtracted in two parts (Cody and Waite), the first with few
 // enough bits that n·C1 and x − n·C1 are exact; eʳ is 1 + r + r²·P(r), P of
-// degree 5. 2ⁿ is applied as 2^⌊n/2⌋ · 2^(n−⌊n/2⌋), two factors that are
-// normal floats, so that a subnormal result is rounded once. x above 88.8 is
-// held to 88.8 (above 88.72 eˣ rounds to +∞, which the product of the two
-// factors gives). Below −104 eˣ rounds to 0: such a lane computes e⁰ instead
-// and gives 0 at the end, since a product that underflows costs an x86 core
-// a microcode assist of about a hundred cycles, and attention's masked keys
-// (−∞, or d2l's −10⁶) are all such lanes. A NaN passes through every step.
+// degree 5, and 2ⁿ is applied by times_two_to. Below −104 eˣ rounds to 0:
+// such a lane computes e⁰ instead and gives 0 at the end, since a product
+// that underflows costs an x86 core a microcode assist of about a hundred
+// cycles, and attention's masked keys (−∞, or d2l's −10⁶) are all such
+// lanes. A NaN passes through every step.
+//
+// exp_below_overflow is eˣ for x ≤ 88.8 (n ≤ 128); exp holds a larger x to
+// 88.8 first (above 88.72 eˣ rounds to +∞, and so does e^88.8), and is
+// otherwise the same float. A softmax's x − max(x) is at most 0, so it may
+// skip that step (a compare and a select a register).
 template <class V>
-[[gnu::always_inline]] inline V exp(V x) {
-  const V hi(88.8f), lo(-104.0f);
-  const auto zero = x < lo;
-  x = select(x > hi, hi, select(zero, V(0.0f), x));
+[[gnu::always_inline]] inline V exp_below_overflow(V x) {
+  const auto zero = x < V(-104.0f);
+  x = select(zero, V(0.0f), x);
   const V t = x * V(1.44269504088896341f) + V(kRound);  // 1.5·2²³ + round(x / ln 2)
   const V n = t - V(kRound);
   V r = x - n * V(0.693359375f);   // C1 = 355/512
@@ -101,9 +120,13 @@ template <class V>
   p = fused(p, r, V(1.6666665459e-1f));
   p = fused(p, r, V(5.0000001201e-1f));
   const V e_r = fused(p, r * r, r) + V(1.0f);
-  const auto k = bits(t) - kRoundBits;  // n as an integer, -150 … 128
-  const auto k1 = k >> 1;
-  return select(zero, V(0.0f), e_r * two_to(k1) * two_to(k - k1));
+  return select(zero, V(0.0f), times_two_to(e_r, n, t));
+}
+
+template <class V>
+[[gnu::always_inline]] inline V exp(V x) {
+  const V hi(88.8f);
+  return math::exp_below_overflow(select(x > hi, hi, x));
 }
 
 // ---- log ------------------------------------------------------------------------------

@@ -212,6 +212,51 @@ TEST_CASE("kernels/same numbers: exp, log, tanh, sigmoid and the GRU cell equal 
   }
 }
 
+// exp of a batch against exp of a float, on every float whose eˣ is a
+// subnormal or rounds to one (-104.5 … -86.5: where the two ways of applying
+// 2ⁿ, math.hpp's times_two_to, could differ) and on every 509th float of
+// all 2³² (each magnitude and sign, ±∞ and NaNs). And exp_below_overflow,
+// which skips exp's holding of x above 88.8, against exp on each of them up
+// to 88.8.
+TEST_CASE("kernels/same numbers: exp of a batch equals exp of a float on every subnormal result and a sweep of all floats") {
+  std::vector<float> x;
+  for (float f = -104.5f; f <= -86.5f; f = std::nextafter(f, 0.0f)) x.push_back(f);
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 509) {
+    float f;
+    const auto u = static_cast<uint32_t>(b);
+    std::memcpy(&f, &u, sizeof f);
+    x.push_back(f);
+  }
+  x.resize((x.size() + 15) / 16 * 16, 0.0f);  // whole registers of every width
+  std::vector<float> y(x.size()), y_below(x.size()), y_ref(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y_ref[i] = math::exp(x[i]);
+#if QKV_SIMD
+  for (size_t i = 0; i < x.size(); i += W) {
+    const batch xi = batch::load_unaligned(x.data() + i);
+    math::exp(xi).store_unaligned(y.data() + i);
+    math::exp_below_overflow(xi).store_unaligned(y_below.data() + i);
+  }
+#else
+  for (size_t i = 0; i < x.size(); ++i) {
+    y[i] = math::exp(x[i]);
+    y_below[i] = math::exp_below_overflow(x[i]);
+  }
+#endif
+  CHECK(bits_differ(y, y_ref) == 0);
+  int64_t below = 0, below_differ = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!(x[i] <= 88.8f) && !std::isnan(x[i])) continue;
+    ++below;
+    below_differ += !(std::isnan(y_below[i]) && std::isnan(y_ref[i])) &&
+                    std::memcmp(&y_below[i], &y_ref[i], sizeof(float)) != 0;
+  }
+  CHECK(below > 4000000);
+  CHECK(below_differ == 0);
+  // The subnormal results are there: e⁻¹⁰⁰ ≈ 3.7e-44.
+  CHECK(math::exp(-100.0f) > 0.0f);
+  CHECK(math::exp(-100.0f) < std::numeric_limits<float>::min());
+}
+
 TEST_CASE("kernels/same numbers: fused attention equals its reference bit for bit") {
   // Q and K past one tile of 64 and not a multiple of any width; every mask.
   const int64_t N = 2, Q = 70, K = 133, d = 20, dv = 12;
