@@ -264,17 +264,6 @@ void transpose_tile(int64_t rows, int64_t cols, const float* x, int64_t ldx, flo
     for (int64_t c = 0; c < cols; ++c) xt[c * ldt + r] = x[r * ldx + c];
 }
 
-// Row r of a score tile (BC wide, `cols` of them keys j0 …): scaled and masked
-// in place, the padding past cols set to -inf, so that whole registers can
-// be read. A row that sees no key (end = 0) gets scores 0 (row_scores).
-void scale_and_mask(float* sr, int64_t cols, int64_t j0, int64_t end, float scale) {
-  const batch vscale(scale);
-  for (int64_t j = 0; j < cols; j += W) (batch::load_unaligned(sr + j) * vscale).store_unaligned(sr + j);
-  const int64_t first_masked = end == 0 ? 0 : std::clamp<int64_t>(end - j0, 0, cols);
-  for (int64_t j = first_masked; j < cols; ++j) sr[j] = end == 0 ? 0.0f : -kInf;
-  for (int64_t j = cols; j < BC; ++j) sr[j] = -kInf;
-}
-
 // The farthest key any row of queries [i0, i1) sees: the tiles of keys at or
 // past it are skipped. A row that sees none sees all K (uniform weights).
 int64_t tile_key_end(const AttentionSizes& s, int64_t n, int64_t i0, int64_t i1) {
@@ -339,13 +328,14 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
       }
       // What was summed so far is rescaled by exp(m - m') (exp(-inf) = 0 on
       // the first tile); the scores become exp(s - m'), summed in order.
-      const batch vrescale = math::exp(batch::load_aligned(m + g) - m_new);
+      // Both are exps of at most 0, which cannot overflow.
+      const batch vrescale = math::exp_below_overflow(batch::load_aligned(m + g) - m_new);
       batch sums[SUM_LANES];
       for (batch& sum : sums) sum = batch(0.0f);
       for (int64_t j = 0; j < BC; j += SUM_LANES)
         for (int64_t t = 0; t < SUM_LANES; ++t) {
           float* x = st.data() + (j + t) * BR + g;
-          const batch e = math::exp(batch::load_aligned(x) - m_new);
+          const batch e = math::exp_below_overflow(batch::load_aligned(x) - m_new);
           e.store_aligned(x);
           sums[t] = sums[t] + e;
         }
@@ -366,11 +356,14 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
       }
     tile_product(dv, BR, cols, vn + j0 * dv, 1, dv, st.data(), BR, ot.data(), BR, true);
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t row = n * s.Q + i0 + r;
-    for (int64_t c = 0; c < dv; ++c) out[row * dv + c] = ot[static_cast<size_t>(c * BR + r)] / l[r];
-    lse[row] = m[r] + math::log(l[r]);
-  }
+  // o = oᵀ / l, W queries at a time, turned back into out's rows.
+  for (int64_t c = 0; c < dv; ++c)
+    for (int64_t g = 0; g < BR; g += W) {
+      float* x = ot.data() + c * BR + g;
+      divide(batch::load_aligned(x), batch::load_aligned(l + g)).store_aligned(x);
+    }
+  transpose_tile(dv, rows, ot.data(), BR, out + (n * s.Q + i0) * dv, dv);
+  for (int64_t r = 0; r < rows; ++r) lse[n * s.Q + i0 + r] = m[r] + math::log(l[r]);
 }
 
 // One key tile [j0, j0 + cols) of head n meets every query tile that sees
@@ -397,15 +390,23 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
     const int64_t rows = std::min(BR, s.Q - i0), row0 = n * s.Q + i0;
     const float* qi = q + row0 * d;        // (rows, d)
     const float* doi = dout + row0 * dvs;  // (rows, dv)
-    // p = exp(s - lse), recomputed: (rows, d) x (d, cols)
+    // The scores, recomputed: (rows, d) x (d, cols)
     tile_product(rows, cols, d, qi, d, 1, kt, BC, p, BC, false);
+    // p = exp(scale·s - lse), an exp of at most 0: lse = m + log l ≥ m, the
+    // row's largest scale·s, since l ≥ 1. A masked key, and each column past
+    // cols, gets weight 0 (exp(-inf)); a row that sees no key has scores 0
+    // (row_scores), so weights exp(-lse).
     int64_t end[BR];
     for (int64_t r = 0; r < rows; ++r) {
       float* pr = p + r * BC;
       end[r] = row_end(s, n, i0 + r);
-      scale_and_mask(pr, cols, j0, end[r], s.scale);
-      const batch vl(lse[row0 + r]);
-      for (int64_t j = 0; j < BC; j += W) math::exp(batch::load_unaligned(pr + j) - vl).store_unaligned(pr + j);
+      const batch vscale(s.scale), vl(lse[row0 + r]);
+      for (int64_t j = 0; j < BC; j += W)
+        math::exp_below_overflow(batch::load_unaligned(pr + j) * vscale - vl).store_unaligned(pr + j);
+      const int64_t first_masked = end[r] == 0 ? 0 : std::clamp<int64_t>(end[r] - j0, 0, cols);
+      const float fill = end[r] == 0 ? math::exp_below_overflow(0.0f - lse[row0 + r]) : 0.0f;
+      std::fill(pr + first_masked, pr + cols, fill);
+      std::fill(pr + cols, pr + BC, 0.0f);
     }
     // The weights as the forward used them: dropped(p) (p itself without dropout).
     const float* pdrop = p;
