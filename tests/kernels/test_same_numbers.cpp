@@ -218,7 +218,7 @@ TEST_CASE("kernels/same numbers: exp, log, tanh, sigmoid and the GRU cell equal 
 // all 2³² (each magnitude and sign, ±∞ and NaNs). And exp_below_overflow,
 // which skips exp's holding of x above 88.8, against exp on each of them up
 // to 88.8.
-TEST_CASE("kernels/same numbers: exp of a batch equals exp of a float on every subnormal result and a sweep of all floats") {
+TEST_CASE("kernels/same numbers: a batch's exp equals a float's on every subnormal result and a sweep of all floats") {
   std::vector<float> x;
   for (float f = -104.5f; f <= -86.5f; f = std::nextafter(f, 0.0f)) x.push_back(f);
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 509) {
@@ -247,8 +247,8 @@ TEST_CASE("kernels/same numbers: exp of a batch equals exp of a float on every s
   for (size_t i = 0; i < x.size(); ++i) {
     if (!(x[i] <= 88.8f) && !std::isnan(x[i])) continue;
     ++below;
-    below_differ += !(std::isnan(y_below[i]) && std::isnan(y_ref[i])) &&
-                    std::memcmp(&y_below[i], &y_ref[i], sizeof(float)) != 0;
+    below_differ +=
+        !(std::isnan(y_below[i]) && std::isnan(y_ref[i])) && std::memcmp(&y_below[i], &y_ref[i], sizeof(float)) != 0;
   }
   CHECK(below > 4000000);
   CHECK(below_differ == 0);
