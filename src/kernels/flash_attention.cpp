@@ -315,17 +315,24 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
     for (int64_t j = cols; j < BC; ++j) std::fill_n(st.data() + j * BR, BR, -kInf);     // keys past K: weight 0
     if (masked)
       for (int64_t r = 0; r < BR; ++r) seen[r] = static_cast<float>(std::clamp<int64_t>(end[r] - j0, 0, BC));
-    for (int64_t g = 0; g < BR; g += W) {  // W queries at a time
-      // Scale and mask, and each query's maximum: m' = max(m, the tile's).
-      const batch vscale(s.scale), vseen = batch::load_aligned(seen + g), vfill = batch::load_aligned(fill + g);
-      batch m_new = batch::load_aligned(m + g);
-      for (int64_t j = 0; j < cols; ++j) {
+    // Scale and mask, and each query's maximum: m' = max(m, the tile's), a
+    // key's row of st at a time, so that the BR / W registers of maxima are
+    // independent chains of max.
+    batch m_tile[BR / W];
+    for (int64_t g = 0; g < BR; g += W) m_tile[g / W] = batch::load_aligned(m + g);
+    const batch vscale(s.scale);
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t g = 0; g < BR; g += W) {
         float* x = st.data() + j * BR + g;
         batch sj = batch::load_aligned(x) * vscale;
-        if (masked) sj = xsimd::select(batch(static_cast<float>(j)) >= vseen, vfill, sj);
+        if (masked)
+          sj = xsimd::select(batch(static_cast<float>(j)) >= batch::load_aligned(seen + g), batch::load_aligned(fill + g),
+                             sj);
         sj.store_aligned(x);
-        m_new = xsimd::max(m_new, sj);
+        m_tile[g / W] = xsimd::max(m_tile[g / W], sj);
       }
+    for (int64_t g = 0; g < BR; g += W) {  // W queries at a time
+      const batch m_new = m_tile[g / W];
       // What was summed so far is rescaled by exp(m - m') (exp(-inf) = 0 on
       // the first tile); the scores become exp(s - m'), summed in order.
       // Both are exps of at most 0, which cannot overflow.
