@@ -326,8 +326,8 @@ void forward_tile(const AttentionSizes& s, int64_t n, int64_t i0, const float* q
         float* x = st.data() + j * BR + g;
         batch sj = batch::load_aligned(x) * vscale;
         if (masked)
-          sj = xsimd::select(batch(static_cast<float>(j)) >= batch::load_aligned(seen + g), batch::load_aligned(fill + g),
-                             sj);
+          sj = xsimd::select(batch(static_cast<float>(j)) >= batch::load_aligned(seen + g),
+                             batch::load_aligned(fill + g), sj);
         sj.store_aligned(x);
         m_tile[g / W] = xsimd::max(m_tile[g / W], sj);
       }
