@@ -6,7 +6,8 @@
 //
 // Each function uses only what IEEE 754 rounds the same everywhere: +, −, ×,
 // correctly rounded division, madd (fused exactly where the build fuses,
-// simd.hpp), comparisons, and integer operations on a float's bits. The
+// simd.hpp), comparisons, integer operations on a float's bits, and on
+// AVX-512 scaleB (x·2ⁿ rounded once, vscalefps: times_two_to below). The
 // polynomials are Cephes' (S. Moshier), the ones xsimd and many SIMD
 // libraries adapt; tests/kernels/test_math.cpp measures their error against
 // the double-precision C library: at most 2 ulp for exp and log, 3 for tanh.
@@ -73,11 +74,12 @@ auto two_to(const I& k) {
   return from_bits((k + 127) << 23);
 }
 
-// e · 2ⁿ, for e in [½, 2) and n an integer in -150 … 128 (t = 1.5·2²³ + n,
-// its bits n's): rounded once, to a subnormal or to ∞ where it must be.
-// 2ⁿ is applied as 2^⌊n/2⌋ · 2^(n−⌊n/2⌋), two factors that are normal
-// floats: the first product is exact, the second rounds. AVX-512 has that
-// in one instruction, vscalefps (e · 2^⌊n⌋, rounded once): the same float.
+// e · 2ⁿ for e in [½, 2) and n an integer in -150 … 128 (t = 1.5·2²³ + n,
+// whose low bits hold n), rounded once: to a subnormal, or to ∞, where the
+// exact product is one. 2ⁿ is applied as 2^⌊n/2⌋ · 2^(n−⌊n/2⌋), two factors
+// that are normal floats, so the first product is exact and the second
+// rounds. AVX-512 does it in one instruction, vscalefps (IEEE 754's scaleB:
+// e · 2ⁿ rounded once), and so gives the same float.
 template <class V>
 [[gnu::always_inline]] inline V times_two_to(const V& e, const V& n, const V& t) {
 #if defined(__AVX512F__)
