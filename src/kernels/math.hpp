@@ -9,8 +9,9 @@
 // simd.hpp), comparisons, integer operations on a float's bits, and on
 // AVX-512 scaleB (x·2ⁿ rounded once, vscalefps: times_two_to below). The
 // polynomials are Cephes' (S. Moshier), the ones xsimd and many SIMD
-// libraries adapt; tests/kernels/test_math.cpp measures their error against
-// the double-precision C library: at most 2 ulp for exp and log, 3 for tanh.
+// libraries adapt; tests/kernels/test_same_numbers.cpp measures their error
+// against the double-precision C library: at most 2 ulp for exp and log, 3
+// for tanh.
 #pragma once
 
 #include <cmath>
