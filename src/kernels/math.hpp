@@ -82,7 +82,7 @@ auto two_to(const I& k) {
 // rounds. AVX-512 does it in one instruction, vscalefps (IEEE 754's scaleB:
 // e · 2ⁿ rounded once), and so gives the same float.
 template <class V>
-[[gnu::always_inline]] inline V times_two_to(const V& e, const V& n, const V& t) {
+[[gnu::always_inline]] inline V times_two_to(const V& e, [[maybe_unused]] const V& n, const V& t) {
 #if defined(__AVX512F__)
   if constexpr (!std::is_same_v<V, float>) {
     if constexpr (V::size == 16) return _mm512_scalef_ps(e, n);
