@@ -23,7 +23,7 @@ on another machine") says what holds between which builds:
     translated exactly, and its loss below a quarter of the first epoch's.
 
 It prints what it compared and where the builds differ, and exits 1 if the
-promise fails. CI (.ci/run) runs it on lessons 04, 08, 11 and 12.
+promise fails. CI (.ci/run) runs it on lessons 04, 08, 11, 12 and 14.
 
   /usr/bin/python3 tools/compare_builds.py out/native/04_scoring_functions out/portable/04_scoring_functions
   /usr/bin/python3 tools/compare_builds.py --close out/fast/04_scoring_functions out/portable/04_scoring_functions
