@@ -43,13 +43,14 @@ float Scale::t(float v) const {
 Scale make_scale(const std::vector<float>& values, const HeatmapOptions& opt, const char* op) {
   Scale s;
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
-  bool any = false;
+  bool any = false, whole = true;
   for (float v : values) {
     switch (kind_of(v, opt.masked_below)) {
       case Kind::Value:
         lo = std::min(lo, v);
         hi = std::max(hi, v);
         any = true;
+        whole = whole && v == std::floor(v);
         break;
       case Kind::Masked:
         ++s.masked;
@@ -76,6 +77,7 @@ Scale make_scale(const std::vector<float>& values, const HeatmapOptions& opt, co
   s.lo = lo;
   s.hi = hi;
   s.constant = lo == hi;
+  s.whole = whole && !given_lo && !given_hi && !s.constant && hi - lo < WHOLE_LEVELS;
   return s;
 }
 

@@ -31,10 +31,15 @@ Kind kind_of(float v, float masked_below);  // NaN/±Inf first, then <= masked_b
 struct Scale {
   bool empty = false;     // no finite, unmasked entry to scale by (and no limits given)
   bool constant = false;  // limits from the data, and every scaled entry equal
+  // Limits from the data, every scaled entry a whole number, and at most
+  // WHOLE_LEVELS of them from lo to hi (steps, counts, classes): the colour
+  // bar is then one box a number, as the cells are coloured.
+  bool whole = false;
   float lo = 0, hi = 1;
   int64_t masked = 0, nonfinite = 0;  // entries left out of the scale
   float t(float v) const;             // 0.5 for a constant matrix
 };
+constexpr int WHOLE_LEVELS = 12;
 // The scale over `values` with opt's limits; vmin >= vmax is an Error naming `op`.
 Scale make_scale(const std::vector<float>& values, const HeatmapOptions& opt, const char* op);
 

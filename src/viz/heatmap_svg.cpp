@@ -170,6 +170,7 @@ std::string heatmap_picture(const Tensor& m, const HeatmapOptions& opt, const ch
   detail::check_labels(opt.col_labels, full.cols, "col_labels", op, m.shape());
   detail::Scale scale = detail::make_scale(full.values, opt, op);
   detail::Pooled pooled = detail::pool(full, SVG_MAX_CELLS, SVG_MAX_CELLS, opt.masked_below);
+  scale.whole = scale.whole && !pooled.pooled();  // a block's mean need not be whole
   const detail::Matrix& shown = pooled.m;
   const double cell = cell_size(shown.rows, shown.cols, 480, 40);
   Labels labels = make_labels(opt, full, pooled, cell);
@@ -223,6 +224,7 @@ std::string grid_picture(const Tensor& m, const GridOptions& opt, const char* op
     subplots.push_back(detail::pool(one, SVG_MAX_CELLS / 2, SVG_MAX_CELLS / 2, opt.cell.masked_below));
     if (k == 0) first = one;
   }
+  scale.whole = scale.whole && !subplots[0].pooled();  // a block's mean need not be whole
   const detail::Matrix& shape = subplots[0].m;
   // Subplots up to 160 px a side, or more when there are only a few of them (up to 480 px in all).
   const double cell =

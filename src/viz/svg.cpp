@@ -112,6 +112,25 @@ std::string svg_colorbar(const Scale& scale, double x, double y, double height, 
         fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\" stroke=\"black\"/>\n",
                     x, y, BAR, height, to_hex(viridis(0.5f)));
     tick(y + height / 2, scale.lo);
+  } else if (scale.whole) {  // one box a whole number, hi at the top, each the colour of its cells
+    const int levels = static_cast<int>(scale.hi - scale.lo) + 1;
+    const double box = height / levels;
+    // Labels from lo up, every `step` boxes, so that no two are nearer than
+    // a label's height; hi too where it keeps that distance.
+    const int step = static_cast<int>(std::ceil(WHOLE_GAP / box));
+    for (int i = 0; i < levels; ++i) {
+      const float value = scale.hi - static_cast<float>(i);
+      out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\"/>\n", x,
+                         y + i * box, BAR, box, to_hex(viridis(scale.t(value))));
+    }
+    out +=
+        fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"none\" stroke=\"black\"/>\n",
+                    x, y, BAR, height);
+    std::vector<int> labelled;  // boxes counted from lo
+    for (int k = 0; k < levels; k += step) labelled.push_back(k);
+    if ((levels - 1 - labelled.back()) * box >= WHOLE_GAP) labelled.push_back(levels - 1);
+    std::reverse(labelled.begin(), labelled.end());  // top down, as the gradient's
+    for (int k : labelled) tick(y + height - (k + 0.5) * box, scale.lo + static_cast<float>(k));
   } else {
     // A gradient from viridis(1) at the top to viridis(0) at the bottom, 17 stops
     // (viridis is smooth enough that linear interpolation between them is exact to the eye).

@@ -50,7 +50,10 @@ std::vector<double> colorbar_ticks(double lo, double hi, double height);
 
 // A vertical colour bar with its values, top = hi, colorbar_height(height)
 // tall, inside <g class="colorbar">; returns the markup and sets `width` to
-// how much room it takes right of x.
+// how much room it takes right of x. A scale of whole numbers (Scale::whole)
+// is one box a number, each labelled at its middle where the labels keep
+// WHOLE_GAP px apart (one label's height and a little).
+constexpr double WHOLE_GAP = 14;
 std::string svg_colorbar(const Scale& scale, double x, double y, double height, double& width);
 
 }  // namespace qkv::viz::detail

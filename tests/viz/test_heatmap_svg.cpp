@@ -38,6 +38,15 @@ std::string note_containing(const pugi::xml_document& doc, const std::string& pa
   return "";
 }
 
+// The ticks of a colour bar, top down.
+std::vector<std::string> colorbar_labels(const pugi::xml_document& doc) {
+  auto bars = test::with_class(doc, "colorbar");
+  REQUIRE(bars.size() == 1);
+  std::vector<std::string> ticks;
+  for (pugi::xml_node t : bars[0].children("text")) ticks.push_back(t.child_value());
+  return ticks;
+}
+
 }  // namespace
 
 TEST_CASE("viz/save_heatmap_svg colours, positions and labels") {
@@ -78,13 +87,65 @@ TEST_CASE("viz/save_heatmap_svg colours, positions and labels") {
   // "<eos>" (5 characters at 11 px, about 33 px) fits a cell of 40 px: the labels stay level.
   for (pugi::xml_node label : test::with_class(doc, "col-label")) CHECK_FALSE(label.attribute("transform"));
 
-  // One colour bar, labelled top down at its ends (3 and 0) and at the multiples of a
-  // round step between them: 80 px make 2 parts of 1.5, rounded up to a step of 2.
+  // One colour bar: the entries are the whole numbers 0 … 3, so one box a number
+  // (80 px: 20 px a box, room for every label), labelled top down.
   auto bars = test::with_class(doc, "colorbar");
   REQUIRE(bars.size() == 1);
   std::vector<std::string> ticks;
   for (pugi::xml_node t : bars[0].children("text")) ticks.push_back(t.child_value());
-  CHECK(ticks == std::vector<std::string>{"3", "2", "0"});
+  CHECK(ticks == std::vector<std::string>{"3", "2", "1", "0"});
+}
+
+TEST_CASE("viz/save_heatmap_svg: entries not all whole get a gradient with round ticks") {
+  test::TempDir dir("viz_gradient");
+  // As the matrix above but for one entry, 0.5: labelled at its ends (3 and 0) and at the
+  // multiples of a round step between them: 80 px make 2 parts of 1.5, rounded up to a step of 2.
+  save_heatmap_svg(dir / "m.svg", tensor({0, 0.5f, 2, 3}, {2, 2}));
+  pugi::xml_document doc = test::load_svg(dir / "m.svg");
+  CHECK(colorbar_labels(doc) == std::vector<std::string>{"3", "2", "0"});
+  CHECK(doc.select_nodes("//linearGradient").size() == 1);
+}
+
+TEST_CASE("viz/save_heatmap_svg: whole numbers get one box a number, coloured as their cells") {
+  test::TempDir dir("viz_whole");
+  // Steps 0 … 4 in one row of 5 cells of 40 px: a bar of 48 px (colorbar_height), 9.6 px a
+  // box, so every second box is labelled (WHOLE_GAP = 14 px), from 0 up: 0, 2 and 4.
+  save_heatmap_svg(dir / "w.svg", tensor({3, 0, 4, 1, 2}, {1, 5}));
+  pugi::xml_document doc = test::load_svg(dir / "w.svg");
+  CHECK(colorbar_labels(doc) == std::vector<std::string>{"4", "2", "0"});
+  CHECK(doc.select_nodes("//linearGradient").empty());
+  std::vector<std::string> boxes;  // top down: 4, 3, 2, 1, 0, then the frame
+  for (pugi::xml_node r : test::with_class(doc, "colorbar")[0].children("rect"))
+    boxes.push_back(r.attribute("fill").value());
+  REQUIRE(boxes.size() == 6);
+  CHECK(boxes[0] == "#fde725");  // 4, the top: viridis(1)
+  CHECK(boxes[2] == "#21918c");  // 2, the middle: viridis(0.5)
+  CHECK(boxes[4] == "#440154");  // 0: viridis(0)
+  CHECK(boxes[5] == "none");
+  auto cells = cells_by_title(doc);
+  for (int k = 0; k <= 4; ++k) {
+    CAPTURE(k);
+    const int col = std::vector<int>{1, 3, 4, 0, 2}[static_cast<size_t>(k)];  // where k stands in the row
+    const std::string title = "0, " + std::to_string(col) + ": " + std::to_string(k);
+    REQUIRE(cells.count(title) == 1);
+    CHECK(std::string(cells.at(title).attribute("fill").value()) == boxes[static_cast<size_t>(4 - k)]);
+  }
+
+  // Not whole: more than WHOLE_LEVELS numbers, limits given, or cells that are block means
+  // (doctest runs the test once for each SUBCASE, entering that one alone).
+  SUBCASE("13 numbers") { save_heatmap_svg(dir / "g.svg", arange(13).reshape({1, 13})); }
+  SUBCASE("limits given") { save_heatmap_svg(dir / "g.svg", tensor({0, 1, 2}, {1, 3}), {.vmin = 0, .vmax = 2}); }
+  SUBCASE("pooled") { save_heatmap_svg(dir / "g.svg", zeros({300, 2}) + arange(2)); }
+  SUBCASE("a grid of block means") { save_heatmap_grid_svg(dir / "g.svg", zeros({1, 2, 300, 2}) + arange(2)); }
+  CHECK(test::load_svg(dir / "g.svg").select_nodes("//linearGradient").size() == 1);
+}
+
+TEST_CASE("viz/save_heatmap_grid_svg: a grid of whole numbers shares one bar of boxes") {
+  test::TempDir dir("viz_grid_whole");
+  save_heatmap_grid_svg(dir / "g.svg", tensor({0, 1, 1, 2, 2, 0, 1, 2}, {1, 2, 2, 2}));
+  pugi::xml_document doc = test::load_svg(dir / "g.svg");
+  CHECK(doc.select_nodes("//linearGradient").empty());
+  CHECK(colorbar_labels(doc) == std::vector<std::string>{"2", "1", "0"});
 }
 
 TEST_CASE("viz/save_heatmap_svg long column labels are turned upright") {
