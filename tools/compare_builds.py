@@ -8,9 +8,9 @@ on another machine") says what holds between which builds:
   - exact (the default): two builds that compute the same numbers (every
     QKV_SAME_NUMBERS build: native, portable x86-64, ARM64, WebAssembly)
     write the same results.json, byte for byte, but for the wall times and
-    resident memory (keys holding _seconds or _rss_mb): every number, string and flag equal, every float
-    the same bits (-0.0 is not 0.0). A lesson that trains must also reach its
-    targets (below) in the first build.
+    resident memory (keys holding _seconds or _rss_mb): every number, string
+    and flag equal, every float the same bits (-0.0 is not 0.0). A lesson
+    that trains must also reach its targets (below) in the first build.
   - --close: a default native build (fused multiply-adds) against another:
     a lesson that trains nothing within RELATIVE (a few float roundings:
     every number within RELATIVE of the other build's, relative to the
