@@ -12,7 +12,9 @@
 //
 // With colour an entry is two spaces on a 24-bit background (ESC[48;2;R;G;Bm);
 // without, a character of the ramp " .:-=+*#%@", each a tenth of the range,
-// the legend giving each character's lowest value.
+// the legend giving each character's lowest value. A matrix of fewer than 10
+// whole numbers (Scale::whole) has a legend of those numbers alone, each
+// with its character or colour: scale: ' '=0 ':'=1 '+'=2 '#'=3 '@'=4.
 #include <qkv/core/error.hpp>
 #include <qkv/viz/heatmap.hpp>
 
@@ -81,6 +83,12 @@ std::string legend(const Cells& cells) {
   if (s.empty) return "scale: none (every entry is masked, NaN or Inf)";
   if (s.constant) return fmt::format("{}, drawn as {}", detail::constant_note(s.lo), cells.value(s.lo));
   std::string out = "scale:";
+  if (s.whole && s.hi - s.lo < LEVELS) {  // one number a colour or character, as its cells are drawn
+    for (float k = s.lo; k <= s.hi; k += 1.0f)
+      out += cells.color ? fmt::format(" {} {}", detail::num(k), cells.value(k))
+                         : fmt::format(" '{}'={}", cells.value(k)[0], detail::num(k));
+    return out;
+  }
   if (cells.color) {
     out += fmt::format(" {} ", detail::num(s.lo));
     for (int i = 0; i < LEGEND_CELLS; ++i) out += background(viridis(static_cast<float>(i) / (LEGEND_CELLS - 1)), " ");
@@ -105,6 +113,7 @@ std::string heatmap_text(const Tensor& m, const HeatmapOptions& opt, const TextO
 
   detail::Scale scale = detail::make_scale(full.values, opt, op);  // over every entry, not the block means
   detail::Pooled pooled = detail::pool(full, text.max_rows, text.max_cols, opt.masked_below);
+  scale.whole = scale.whole && !pooled.pooled();  // a block's mean need not be whole
   const detail::Matrix& shown = pooled.m;
   const Cells cells{use_color(text.color), scale, opt.masked_below};
 

@@ -38,7 +38,17 @@ TEST_CASE("viz/heatmap_text plain") {
           "a |  --|\n"
           "b |**@@|\n"
           "  +----+\n"
-          "scale: ' '=0 '.'=0.3 ':'=0.6 '-'=0.9 '='=1.2 '+'=1.5 '*'=1.8 '#'=2.1 '%'=2.4 '@'=2.7 (up to 3)\n");
+          "scale: ' '=0 '-'=1 '*'=2 '@'=3\n");  // whole numbers: each its own character
+  }
+  SUBCASE("not whole numbers, or 10 and more of them: each character's lowest value") {
+    const std::string ramp =
+        "scale: ' '=0 '.'=0.3 ':'=0.6 '-'=0.9 '='=1.2 '+'=1.5 '*'=1.8 '#'=2.1 '%'=2.4 '@'=2.7 (up to 3)\n";
+    CHECK(heatmap_text(tensor({0, 1, 2.5f, 3}, {2, 2}), {}, PLAIN).find(ramp) != std::string::npos);
+    // 0 … 10: 11 numbers for 10 characters, so two would share one.
+    CHECK(heatmap_text(arange(11).reshape({1, 11}), {}, PLAIN).find(" (up to 10)\n") != std::string::npos);
+    // 0 … 9: 10 numbers, a character each.
+    CHECK(heatmap_text(arange(10).reshape({1, 10}), {}, PLAIN)
+              .find("scale: ' '=0 '.'=1 ':'=2 '-'=3 '='=4 '+'=5 '*'=6 '#'=7 '%'=8 '@'=9\n") != std::string::npos);
   }
   SUBCASE("pooled, masked and NaN") {
     // 2x2 blocks: mean 0, mean 1; a block with a NaN is NaN; a block of masked scores is masked.
@@ -87,7 +97,7 @@ TEST_CASE("viz/heatmap_text plain") {
           "équipem… |  |\n"
           "été      |@@|\n"
           "         +--+\n"
-          "scale: ' '=1 '.'=1.1 ':'=1.2 '-'=1.3 '='=1.4 '+'=1.5 '*'=1.6 '#'=1.7 '%'=1.8 '@'=1.9 (up to 2)\n");
+          "scale: ' '=1 '@'=2\n");
   }
   SUBCASE("column labels across when each ends before the next begins (an axis's numbers)") {
     // Labels at columns 0, 3 and 5 start at offsets 0, 6 and 10 (2 characters a column) and end
@@ -140,12 +150,15 @@ TEST_CASE("viz/heatmap_text large matrices are pooled") {
 }
 
 TEST_CASE("viz/heatmap_text colour") {
-  // [[0, 1]]: viridis(0) = #440154 = (68, 1, 84) and viridis(1) = #fde725 = (253, 231, 37) as backgrounds.
-  Tensor m = tensor({0, 1}, {1, 2});
+  // [[0, 0.5]]: viridis(0) = #440154 = (68, 1, 84) and viridis(1) = #fde725 = (253, 231, 37) as backgrounds.
+  Tensor m = tensor({0, 0.5f}, {1, 2});
   std::string text = heatmap_text(m, {}, {.color = Color::Always});
   CHECK(text.find("0 |\x1b[48;2;68;1;84m  \x1b[0m\x1b[48;2;253;231;37m  \x1b[0m|\n") != std::string::npos);
   CHECK(text.find("scale: 0 \x1b[48;2;68;1;84m \x1b[0m") != std::string::npos);  // the ramp starts at the low end
   CHECK(heatmap_text(m, {}, PLAIN).find('\x1b') == std::string::npos);
+  // [[0, 1]], whole numbers: each number with its cells' colour.
+  CHECK(heatmap_text(tensor({0, 1}, {1, 2}), {}, {.color = Color::Always})
+            .find("scale: 0 \x1b[48;2;68;1;84m  \x1b[0m 1 \x1b[48;2;253;231;37m  \x1b[0m\n") != std::string::npos);
 }
 
 namespace {
