@@ -403,16 +403,19 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
     // row's largest scale·s, since l ≥ 1. A masked key, and each column past
     // cols, gets weight 0 (exp(-inf)); a row that sees no key has scores 0
     // (row_scores), so weights exp(-lse).
-    int64_t end[BR];
+    // Row r's keys from the tile's column first_masked[r] on pass no
+    // gradient (a row that sees none: all of them).
+    int64_t first_masked[BR];
+    const batch vscale(s.scale);
     for (int64_t r = 0; r < rows; ++r) {
       float* pr = p + r * BC;
-      end[r] = row_end(s, n, i0 + r);
-      const batch vscale(s.scale), vl(lse[row0 + r]);
+      const int64_t end = row_end(s, n, i0 + r);
+      const batch vl(lse[row0 + r]);
       for (int64_t j = 0; j < BC; j += W)
         math::exp_below_overflow(batch::load_unaligned(pr + j) * vscale - vl).store_unaligned(pr + j);
-      const int64_t first_masked = end[r] == 0 ? 0 : std::clamp<int64_t>(end[r] - j0, 0, cols);
-      const float fill = end[r] == 0 ? math::exp_below_overflow(0.0f - lse[row0 + r]) : 0.0f;
-      std::fill(pr + first_masked, pr + cols, fill);
+      first_masked[r] = end == 0 ? 0 : std::clamp<int64_t>(end - j0, 0, cols);
+      const float fill = end == 0 ? math::exp_below_overflow(0.0f - lse[row0 + r]) : 0.0f;
+      std::fill(pr + first_masked[r], pr + cols, fill);
       std::fill(pr + cols, pr + BC, 0.0f);
     }
     // The weights as the forward used them: dropped(p) (p itself without dropout).
@@ -431,11 +434,10 @@ void backward_key_tile(const AttentionSizes& s, int64_t n, int64_t j0, const flo
       float* dsr = ds + r * BC;
       const float* pr = p + r * BC;
       if (s.dropout > 0.0f) apply_dropout(s, row0 + r, j0, cols, dsr);
-      const batch vD(D[i0 + r]), vscale(s.scale);
+      const batch vD(D[i0 + r]);
       for (int64_t j = 0; j < BC; j += W)
         (vscale * batch::load_unaligned(pr + j) * (batch::load_unaligned(dsr + j) - vD)).store_unaligned(dsr + j);
-      const int64_t first_masked = end[r] == 0 ? 0 : std::clamp<int64_t>(end[r] - j0, 0, cols);
-      for (int64_t j = first_masked; j < cols; ++j) dsr[j] = 0.0f;
+      std::fill(dsr + first_masked[r], dsr + cols, 0.0f);
     }
     // dk_j += dsᵀ · q_i: (cols, rows) x (rows, d);  dq_i += ds · k_j: (rows, cols) x (cols, d)
     tile_product(cols, d, rows, ds, 1, BC, qi, d, dkj, d, true);
